@@ -1,0 +1,398 @@
+"""Load and validate intents.yaml, blueprints/ and tools/ into an immutable :class:`Catalog`.
+
+Every file is checked against a JSON Schema shipped in ``telcoenv/schemas`` and then against the
+rules a schema cannot express (a dependency names an existing KPI, a gold chain only uses known
+tools with valid arguments, ...). Any problem raises :class:`~telcoenv.errors.CatalogError`
+naming the file, the field and what is wrong.
+
+>>> catalog = default_catalog()
+>>> len(catalog.intents), sum(len(b) for b in catalog.blueprints.values()), len(catalog.tools)
+(20, 49, 16)
+"""
+
+from __future__ import annotations
+
+import json
+import string
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+from pydantic import ValidationError
+
+from telcoenv.errors import CatalogError, UnknownIntentError
+from telcoenv.specs import Blueprint, Intent, ToolSpec
+
+# Names a gold-chain argument template may use; filled per episode (see telcoenv.scenario).
+GOLD_ARGUMENT_FIELDS = frozenset({"cell_id", "cluster_id", "window", "slice_id", "config_id", "fix",
+                                  "ticket_summary", "ticket_severity", "ticket_team"})
+# Names a resolution template may use.
+RESOLUTION_FIELDS = frozenset({"cell_id", "cluster_id", "window", "slice_id", "config_id", "changes"})
+
+
+def data_root() -> Path:
+    """Folder that holds intents.yaml, blueprints/ and tools/.
+
+    An installed wheel carries them in ``telcoenv/_data``; a source checkout has them next to the
+    package.
+    """
+    package_dir = Path(__file__).resolve().parent
+    packaged = package_dir / "_data"
+    return packaged if (packaged / "intents.yaml").is_file() else package_dir.parent
+
+
+@cache
+def _schema_validator(name: str) -> jsonschema.protocols.Validator:
+    schema = json.loads(resources.files("telcoenv.schemas").joinpath(name).read_text("utf-8"))
+    return jsonschema.Draft202012Validator(schema)
+
+
+def _field(path: Iterable[Any]) -> str:
+    return ".".join(str(p) for p in path)
+
+
+def validate_document(document: Any, schema: str, file: str) -> None:
+    """Check ``document`` against a packaged JSON Schema; raise CatalogError on the first error."""
+    errors = sorted(_schema_validator(schema).iter_errors(document),
+                    key=lambda e: (list(map(str, e.absolute_path)), e.message))
+    if errors:
+        error = errors[0]
+        raise CatalogError(file, _field(error.absolute_path), error.message)
+
+
+def read_yaml(path: Path) -> Any:
+    """Parse a YAML file; a syntax error becomes a CatalogError with the line and column."""
+    try:
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise CatalogError(str(path), where, f"invalid YAML: {getattr(exc, 'problem', exc)}") from exc
+    except OSError as exc:
+        raise CatalogError(str(path), "", f"cannot read file: {exc.strerror}") from exc
+
+
+def _pydantic(model: type, data: Any, file: str) -> Any:
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise CatalogError(file, _field(first["loc"]), first["msg"]) from exc
+
+
+def template_fields(template: str) -> set[str]:
+    """The ``{name}`` fields of a str.format template (raises ValueError when malformed)."""
+    return {name.split(".")[0].split("[")[0]
+            for _, name, _, _ in string.Formatter().parse(template) if name is not None}
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """The validated data of a domain: categories, intents, blueprints per intent and tools.
+
+    Instances are immutable and shared by every environment that uses them.
+    """
+
+    categories: Mapping[str, Any]
+    intents: tuple[Intent, ...]
+    blueprints: Mapping[str, tuple[Blueprint, ...]]
+    tools: Mapping[str, ToolSpec]
+
+    def intent(self, name: str) -> Intent:
+        """Look an intent up by key (``BEAM_MISALIGNMENT``) or env name (``beam_misalignment``)."""
+        for intent in self.intents:
+            if name in (intent.key, intent.env_name):
+                return intent
+        valid = ", ".join(i.env_name for i in self.intents)
+        raise UnknownIntentError(f"unknown intent {name!r}; valid intents: {valid}")
+
+    def blueprint(self, blueprint_id: str) -> Blueprint:
+        for family in self.blueprints.values():
+            for blueprint in family:
+                if blueprint.blueprint_id == blueprint_id:
+                    return blueprint
+        valid = ", ".join(b.blueprint_id for f in self.blueprints.values() for b in f)
+        raise UnknownIntentError(f"unknown blueprint {blueprint_id!r}; valid blueprints: {valid}")
+
+    def openai_tools(self) -> list[dict[str, Any]]:
+        """All tool specs (core, distractor and submit_resolution) in OpenAI format, by name."""
+        return [self.tools[name].openai() for name in sorted(self.tools)]
+
+
+def load_tools(tools_dir: Path) -> dict[str, ToolSpec]:
+    """Load and validate every ``*.json`` tool spec of a folder."""
+    if not tools_dir.is_dir():
+        raise CatalogError(str(tools_dir), "", "tools folder not found")
+    tools: dict[str, ToolSpec] = {}
+    for path in sorted(tools_dir.glob("*.json")):
+        file = str(path)
+        try:
+            document = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise CatalogError(file, f"line {exc.lineno}, column {exc.colno}",
+                               f"invalid JSON: {exc.msg}") from exc
+        validate_document(document, "tool.schema.json", file)
+        function = document["function"]
+        if function["name"] != path.stem:
+            raise CatalogError(file, "function.name",
+                               f"{function['name']!r} does not match the file name {path.stem!r}")
+        try:
+            jsonschema.Draft202012Validator.check_schema(function["parameters"])
+        except jsonschema.SchemaError as exc:
+            raise CatalogError(file, "function.parameters." + _field(exc.absolute_path),
+                               f"not a valid JSON Schema: {exc.message}") from exc
+        tools[path.stem] = ToolSpec(name=path.stem, description=function["description"],
+                                    parameters=function["parameters"], **document["x-telcoenv"])
+    if not tools:
+        raise CatalogError(str(tools_dir), "", "no tool spec (*.json) found")
+    return tools
+
+
+def _fill_gold_arguments(value: Any, sample: Mapping[str, Any]) -> Any:
+    if isinstance(value, str):
+        if value.startswith("{") and value.endswith("}") and value[1:-1] in sample:
+            return sample[value[1:-1]]
+        return value.format_map(sample)
+    if isinstance(value, dict):
+        return {k: _fill_gold_arguments(v, sample) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_fill_gold_arguments(v, sample) for v in value]
+    return value
+
+
+def fill_gold_arguments(arguments: Mapping[str, Any], values: Mapping[str, Any]) -> dict[str, Any]:
+    """Fill a gold step's argument templates with episode values.
+
+    A string that is exactly ``"{name}"`` takes the value itself (any type); other strings are
+    formatted.
+
+    >>> fill_gold_arguments({"cell_id": "{cell_id}", "kpi": "DL", "note": "on {cell_id}"},
+    ...                     {"cell_id": "NR-URB-MACRO-1"})
+    {'cell_id': 'NR-URB-MACRO-1', 'kpi': 'DL', 'note': 'on NR-URB-MACRO-1'}
+    """
+    return _fill_gold_arguments(dict(arguments), values)
+
+
+def _example_gold_values(intent: Intent) -> dict[str, Any]:
+    """Plausible episode values used to validate gold argument templates at load time."""
+    # "$free_pci"-style resolvers are computed per episode: any legal value stands in here.
+    fix = {name: 1 if str(p.healthy).startswith("$") else p.healthy
+           for name, p in intent.fault.parameters.items() if name != "operational_state"}
+    return {"cell_id": "NR-URB-MACRO-1", "cluster_id": "CL-URB-001", "window": "3h",
+            "slice_id": "SL-EMBB-01", "config_id": "CFG-NR-URB-MACRO-1-BASELINE",
+            "fix": fix or {"tilt_deg": 6}, "ticket_summary": "summary",
+            "ticket_severity": intent.resolution.ticket.severity if intent.resolution.ticket
+            else "minor", "ticket_team": intent.resolution.ticket.team
+            if intent.resolution.ticket else "ran_optimization"}
+
+
+def _check_templates(intent: Intent, file: str, index: int) -> None:
+    where = f"intents.{index}"
+    for step_no, step in enumerate(intent.gold_chain):
+        for value in _strings(step.arguments):
+            try:
+                bad = template_fields(value) - GOLD_ARGUMENT_FIELDS
+            except ValueError as exc:
+                raise CatalogError(file, f"{where}.gold_chain.{step_no}.arguments",
+                                   f"malformed template {value!r}: {exc}") from exc
+            if bad:
+                raise CatalogError(file, f"{where}.gold_chain.{step_no}.arguments",
+                                   f"unknown template field(s) {sorted(bad)}; allowed: "
+                                   f"{sorted(GOLD_ARGUMENT_FIELDS)}")
+    for part in ("root_cause", "corrective_action"):
+        for lang in ("en", "ar"):
+            text = getattr(getattr(intent.resolution, part), lang)
+            try:
+                bad = template_fields(text) - RESOLUTION_FIELDS
+            except ValueError as exc:
+                raise CatalogError(file, f"{where}.resolution.{part}.{lang}",
+                                   f"malformed template {text!r}: {exc}") from exc
+            if bad:
+                raise CatalogError(file, f"{where}.resolution.{part}.{lang}",
+                                   f"unknown template field(s) {sorted(bad)}; allowed: "
+                                   f"{sorted(RESOLUTION_FIELDS)}")
+
+
+def _strings(value: Any) -> Iterable[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v)
+
+
+def _check_gold_chain(intent: Intent, tools: Mapping[str, ToolSpec], file: str, index: int) -> None:
+    values = _example_gold_values(intent)
+    for step_no, step in enumerate(intent.gold_chain):
+        field = f"intents.{index}.gold_chain.{step_no}"
+        spec = tools.get(step.tool)
+        if spec is None:
+            raise CatalogError(file, field + ".tool",
+                               f"unknown tool {step.tool!r}; known tools: {sorted(tools)}")
+        if spec.kind != "core":
+            raise CatalogError(file, field + ".tool", f"{step.tool!r} is a {spec.kind} tool, "
+                               "a gold chain may only use core tools")
+        arguments = fill_gold_arguments(step.arguments, values)
+        error = jsonschema.exceptions.best_match(
+            jsonschema.Draft202012Validator(spec.parameters).iter_errors(arguments))
+        if error is not None:
+            raise CatalogError(file, field + ".arguments." + _field(error.absolute_path),
+                               f"does not match the {step.tool} spec: {error.message}")
+
+
+def _check_fault(intent: Intent, tools: Mapping[str, ToolSpec], file: str, index: int) -> None:
+    """Fault parameters must be settable through the corrective tool of their target."""
+    if intent.fault.target in ("config",):
+        return
+    tool, group = ("optimize_slice", "policy") if intent.fault.target == "slice" \
+        else ("optimize_cell", "changes")
+    settable = tools[tool].parameters["properties"][group]["properties"] if tool in tools else {}
+    for name, parameter in intent.fault.parameters.items():
+        field = f"intents.{index}.fault.parameters.{name}"
+        if name == "operational_state":  # restored in the field, not through a tool
+            continue
+        if name not in settable:
+            raise CatalogError(file, field, f"not a {tool} {group} parameter; known: "
+                               f"{sorted(settable)}")
+        if isinstance(parameter.healthy, str) and parameter.healthy.startswith("$"):
+            continue
+        error = jsonschema.exceptions.best_match(
+            jsonschema.Draft202012Validator(settable[name]).iter_errors(parameter.healthy))
+        if error is not None:
+            raise CatalogError(file, field + ".healthy", error.message)
+
+
+def load_intents(path: Path, tools: Mapping[str, ToolSpec]) -> tuple[dict[str, Any], tuple[Intent, ...]]:
+    """Load and validate the intent taxonomy file."""
+    file = str(path)
+    document = read_yaml(path)
+    validate_document(document, "intents.schema.json", file)
+    categories = document["categories"]
+    intents: list[Intent] = []
+    seen: dict[str, int] = {}
+    for index, raw in enumerate(document["intents"]):
+        intent = _pydantic(Intent, raw, file)
+        for attr in ("key", "env_name"):
+            value = getattr(intent, attr)
+            if value in seen:
+                raise CatalogError(file, f"intents.{index}.{attr}",
+                                   f"duplicate {attr} {value!r} (also intents.{seen[value]})")
+            seen[value] = index
+        if intent.category not in categories:
+            raise CatalogError(file, f"intents.{index}.category",
+                               f"unknown category {intent.category!r}; known: {sorted(categories)}")
+        _check_templates(intent, file, index)
+        _check_gold_chain(intent, tools, file, index)
+        _check_fault(intent, tools, file, index)
+        intents.append(intent)
+    return categories, tuple(intents)
+
+
+def _dependency_cycle(constraints: Mapping[str, Any]) -> list[str] | None:
+    for start in constraints:
+        path, node = [start], constraints[start].parent
+        while node is not None:
+            if node in path:
+                return [*path[path.index(node):], node]
+            path.append(node)
+            node = constraints[node].parent if node in constraints else None
+    return None
+
+
+def check_blueprint(blueprint: Blueprint, file: str, intents: Mapping[str, Intent],
+                    known_kpis: Iterable[str] | None = None) -> None:
+    """Semantic checks of one blueprint (ranges, dependencies, intent, fault overrides)."""
+    if blueprint.intent not in intents:
+        raise CatalogError(file, "intent", f"unknown intent {blueprint.intent!r}")
+    known = set(known_kpis) if known_kpis is not None else None
+    for name, rule in blueprint.constraints.items():
+        field = f"constraints.{name}"
+        if known is not None and name not in known:
+            raise CatalogError(file, field, f"unknown KPI {name!r}: add it to the KPI catalogue")
+        if not rule.min < rule.max:
+            raise CatalogError(file, field, f"min ({rule.min}) must be below max ({rule.max})")
+        if rule.mode is not None and not rule.min <= rule.mode <= rule.max:
+            raise CatalogError(file, field + ".mode",
+                               f"mode {rule.mode} is outside [{rule.min}, {rule.max}]")
+        parent = rule.parent
+        if parent is not None and parent not in blueprint.constraints:
+            key = "depends_on" if rule.depends_on else "corr_with"
+            raise CatalogError(file, f"{field}.{key}",
+                               f"{parent!r} is not a KPI of this blueprint")
+        if parent == name:
+            raise CatalogError(file, field, "a KPI cannot depend on itself")
+    cycle = _dependency_cycle(blueprint.constraints)
+    if cycle:
+        raise CatalogError(file, "constraints", "dependency cycle: " + " -> ".join(cycle))
+    for prior, weights in blueprint.priors.items():
+        if sum(weights.values()) <= 0:
+            raise CatalogError(file, f"priors.{prior}", "weights must not all be zero")
+    fault = intents[blueprint.intent].fault.parameters
+    for name in blueprint.fault:
+        if name not in fault:
+            raise CatalogError(file, f"fault.{name}", f"not a fault parameter of "
+                               f"{blueprint.intent}; known: {sorted(fault)}")
+
+
+def load_blueprints(folder: Path, intents: tuple[Intent, ...],
+                    known_kpis: Iterable[str] | None = None) -> dict[str, tuple[Blueprint, ...]]:
+    """Load ``<folder>/<INTENT>/<BLUEPRINT_ID>.yaml`` files; every intent needs at least one."""
+    if not folder.is_dir():
+        raise CatalogError(str(folder), "", "blueprints folder not found")
+    by_key = {intent.key: intent for intent in intents}
+    known = list(known_kpis) if known_kpis is not None else None
+    found: dict[str, list[Blueprint]] = {intent.key: [] for intent in intents}
+    ids: dict[str, str] = {}
+    for path in sorted(folder.glob("*/*.yaml")):
+        file = str(path)
+        document = read_yaml(path)
+        validate_document(document, "blueprint.schema.json", file)
+        blueprint = _pydantic(Blueprint, document, file)
+        if blueprint.intent != path.parent.name:
+            raise CatalogError(file, "intent", f"{blueprint.intent!r} does not match the folder "
+                               f"{path.parent.name!r}")
+        if blueprint.blueprint_id != path.stem:
+            raise CatalogError(file, "blueprint_id", f"{blueprint.blueprint_id!r} does not match "
+                               f"the file name {path.stem!r}")
+        if blueprint.blueprint_id in ids:
+            raise CatalogError(file, "blueprint_id", f"duplicate id (also {ids[blueprint.blueprint_id]})")
+        ids[blueprint.blueprint_id] = file
+        check_blueprint(blueprint, file, by_key, known)
+        found[blueprint.intent].append(blueprint)
+    missing = [key for key, family in found.items() if not family]
+    if missing:
+        raise CatalogError(str(folder), "", f"no blueprint for intent(s) {missing}")
+    return {key: tuple(family) for key, family in found.items()}
+
+
+def load_catalog(intents_path: str | Path | None = None, blueprints_dir: str | Path | None = None,
+                 tools_dir: str | Path | None = None,
+                 known_kpis: Iterable[str] | None = None) -> Catalog:
+    """Load a catalogue; paths left out come from the packaged data.
+
+    Users point telcoenv at their own intents or blueprints with these arguments and get the same
+    validation as the packaged files.
+    """
+    root = data_root()
+    tools = load_tools(Path(tools_dir) if tools_dir else root / "tools")
+    categories, intents = load_intents(Path(intents_path) if intents_path else root / "intents.yaml",
+                                       tools)
+    blueprints = load_blueprints(Path(blueprints_dir) if blueprints_dir else root / "blueprints",
+                                 intents, known_kpis)
+    return Catalog(categories=categories, intents=intents, blueprints=blueprints, tools=tools)
+
+
+@cache
+def default_catalog() -> Catalog:
+    """The packaged catalogue, loaded and validated once per process and shared."""
+    from telcoenv.domains.network.kpis import kpi_catalogue
+
+    return load_catalog(known_kpis=kpi_catalogue().kpis)

@@ -1,0 +1,43 @@
+"""Domains: what a telcoenv environment simulates.
+
+A domain is data (intents, blueprints, tool specs in a :class:`~telcoenv.catalog.Catalog`) plus
+a seeded state, tool implementations and a simulated counterpart (here the network engineer).
+The environment drives any object that satisfies :class:`Domain`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from telcoenv.catalog import Catalog
+from telcoenv.specs import Blueprint, Intent, Language
+from telcoenv.tooling import Toolbox
+
+
+@dataclass(slots=True)
+class EpisodeSetup:
+    """What a domain hands the environment at reset."""
+
+    sampled_kpis: dict[str, float]
+    state: Any
+    gold_values: dict[str, Any]
+    problem_statement: str
+
+
+class Domain(Protocol):
+    name: str
+    catalog: Catalog
+    toolbox: Toolbox
+
+    def start_episode(self, intent: Intent, blueprint: Blueprint, rng: np.random.Generator,
+                      lang: Language) -> EpisodeSetup: ...
+
+    def tool_context(self, state: Any, rng: np.random.Generator, step: int) -> Any: ...
+
+    def reply(self, setup: EpisodeSetup, blueprint: Blueprint, message: str, lang: Language,
+              rng: np.random.Generator, *, ended: bool) -> str: ...
+
+    def snapshot(self, state: Any) -> dict[str, Any]: ...

@@ -1,0 +1,93 @@
+"""The network-operations domain: the 20 troubleshooting intents of TelcoAgent-Bench."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from functools import cache
+from typing import Any
+
+import numpy as np
+
+from telcoenv.catalog import Catalog, default_catalog
+from telcoenv.domains import EpisodeSetup
+from telcoenv.domains.network import engineer
+from telcoenv.domains.network.kpis import COUPLINGS, background_kpis, kpi_catalogue
+from telcoenv.domains.network.state import (
+    KPI_TO_CELL_PARAMETER,
+    NetworkState,
+    build_network,
+    gold_fix,
+    legal_values,
+)
+from telcoenv.domains.network.tools import IMPLEMENTATIONS, ToolContext
+from telcoenv.sampling import SamplingPlan, compile_plan, sample_kpis
+from telcoenv.specs import Blueprint, Intent, Language
+from telcoenv.tooling import Toolbox
+
+
+def _render_changes(fix: dict[str, Any]) -> str:
+    return ", ".join(f"{name} → {value}" for name, value in fix.items())
+
+
+class NetworkDomain:
+    """Seeded network state, network tools and the bilingual engineer for a catalogue."""
+
+    name = "network"
+
+    def __init__(self, catalog: Catalog | None = None) -> None:
+        self.catalog = catalog or default_catalog()
+        self.toolbox = Toolbox(self.catalog.tools, IMPLEMENTATIONS)
+        kpis = kpi_catalogue()
+        grids = {kpi: legal_values(parameter) for kpi, parameter in KPI_TO_CELL_PARAMETER.items()}
+        grids = {k: v for k, v in grids.items() if v is not None}
+        # Compiled once: sampling plans are immutable and shared by every episode.
+        self.plans: dict[str, SamplingPlan] = {
+            b.blueprint_id: compile_plan(b, COUPLINGS, kpis.digits, grids)
+            for family in self.catalog.blueprints.values() for b in family}
+
+    def start_episode(self, intent: Intent, blueprint: Blueprint, rng: np.random.Generator,
+                      lang: Language) -> EpisodeSetup:
+        sampled = sample_kpis(self.plans[blueprint.blueprint_id], blueprint.constraints, rng)
+        background = background_kpis(sampled, blueprint.context.area, blueprint.context.cell_role,
+                                     rng)
+        state = build_network(intent, blueprint, sampled, background, rng)
+        statement = engineer.problem_statement(intent.key, blueprint, state, sampled, lang, rng)
+        return EpisodeSetup(sampled, state, self.gold_values(intent, state), statement)
+
+    def gold_values(self, intent: Intent, state: NetworkState) -> dict[str, Any]:
+        """Values that fill the gold chain's argument templates (see intents.yaml)."""
+        fix = gold_fix(state, intent)
+        values = {"cell_id": state.serving.cell_id, "cluster_id": state.cluster_id,
+                  "window": state.window, "slice_id": state.fault_slice_id,
+                  "config_id": state.baseline_id(state.serving.cell_id), "fix": fix,
+                  "changes": _render_changes(fix) or "no parameter change"}
+        ticket = intent.resolution.ticket
+        values["ticket_severity"] = ticket.severity if ticket else "minor"
+        values["ticket_team"] = ticket.team if ticket else "ran_optimization"
+        values["ticket_summary"] = (intent.resolution.root_cause.en.format_map(values) + " "
+                                    + intent.resolution.corrective_action.en.format_map(values))
+        return values
+
+    def tool_context(self, state: NetworkState, rng: np.random.Generator, step: int) -> ToolContext:
+        return ToolContext(state, rng, step)
+
+    def reply(self, setup: EpisodeSetup, blueprint: Blueprint, message: str, lang: Language,
+              rng: np.random.Generator, *, ended: bool) -> str:
+        return engineer.reply(message, setup.state, blueprint, lang, rng, ended=ended)
+
+    def snapshot(self, state: NetworkState) -> dict[str, Any]:
+        """The network context of an episode as plain JSON-ready data (for the trace)."""
+        return {"cluster_id": state.cluster_id, "now": state.now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "window": state.window, "serving_cell": asdict(state.serving),
+                "neighbours": [{"cell_id": c.cell_id, "pci": c.pci, "distance_km": c.distance_km,
+                                "prb_util": c.kpis.get("PRB_util")} for c in state.neighbours],
+                "slices": {k: asdict(v) for k, v in state.slices.items()},
+                "backhaul": asdict(state.backhaul),
+                "alarms": [asdict(a) for a in state.alarms],
+                "baseline_config_id": state.baseline_id(state.serving.cell_id)}
+
+
+@cache
+def network_domain() -> NetworkDomain:
+    """The packaged network domain, built once per process and shared by environments."""
+    return NetworkDomain()

@@ -1,0 +1,120 @@
+"""The simulated network engineer: bilingual, template-based, deterministic under a seeded generator.
+
+The engineer opens the episode with a problem statement that quotes the key sampled KPIs with
+units and never names the intent or a tool, and answers the agent's plain messages (which cell,
+which window, approval of a change). Phrases live in ``engineer.yaml``; the seeded generator picks
+the variants, so the samples of one blueprint read differently.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import numpy as np
+import yaml
+
+from telcoenv.domains.network.kpis import kpi_catalogue
+from telcoenv.domains.network.state import KPI_TO_CELL_PARAMETER, NetworkState
+from telcoenv.specs import Blueprint, Language
+
+# KPIs that are configuration read-outs or identifiers: an engineer does not quote them as symptoms.
+_NOT_EVIDENCE = {*KPI_TO_CELL_PARAMETER, "pci_neighbor", "policy_priority_level",
+                 "policy_min_guarantee_Mbps", "policy_threshold_param"}
+_REPLY_KEYWORDS = {
+    "cell_id": ("cell", "site", "which", "id", "خلية", "الخلية", "موقع", "معرف"),
+    "window": ("window", "when", "time", "since", "hour", "period", "نافذة", "متى", "الوقت",
+               "ساعة", "منذ", "الفترة"),
+    "approval": ("approve", "approval", "proceed", "permission", "may i", "can i", "ok to",
+                 "go ahead", "shall i", "confirm", "موافق", "الموافقة", "أوافق", "هل يمكنني",
+                 "أتابع", "إذن", "تنفيذ", "أطبق"),
+}
+_ARABIC_HOURS = {1: "الساعة الماضية", 2: "الساعتين الماضيتين"}
+
+
+@cache
+def phrases() -> dict[str, Any]:
+    """The phrase bank (``engineer.yaml``), parsed once per process."""
+    return yaml.safe_load(resources.files(__package__).joinpath("engineer.yaml").read_text("utf-8"))
+
+
+def _pick(options: Sequence[str], rng: np.random.Generator) -> str:
+    return options[int(rng.integers(len(options)))]
+
+
+def window_phrase(window: str, lang: Language) -> str:
+    """``"3h"`` as "the last 3 hours" / "آخر 3 ساعات"."""
+    amount, unit = int(window[:-1]), window[-1]
+    if unit == "d":
+        amount, unit = amount * 24, "h"
+    if lang == "en":
+        noun = {"m": "minute", "h": "hour"}[unit]
+        return f"the last {noun}" if amount == 1 else f"the last {amount} {noun}s"
+    if unit == "m":
+        return f"آخر {amount} دقيقة" if amount > 10 else f"آخر {amount} دقائق"
+    if amount in _ARABIC_HOURS:
+        return _ARABIC_HOURS[amount]
+    return f"آخر {amount} ساعات" if amount <= 10 else f"آخر {amount} ساعة"
+
+
+def _join(items: list[str], lang: Language) -> str:
+    if len(items) == 1:
+        return items[0]
+    if lang == "en":
+        return ", ".join(items[:-1]) + " and " + items[-1]
+    return "، ".join(items[:-1]) + " و" + items[-1]
+
+
+def evidence(sampled: dict[str, float], lang: Language, rng: np.random.Generator) -> str:
+    """Two to four quoted KPI values: the blueprint's first two symptoms plus random others."""
+    catalogue = kpi_catalogue()
+    names = [n for n in sampled if n not in _NOT_EVIDENCE]
+    extra = names[2:]
+    count = min(len(extra), int(rng.integers(0, 3)))
+    chosen = names[:2] + [extra[i] for i in sorted(rng.choice(len(extra), count, replace=False))]
+    link = " at " if lang == "en" else " عند "
+    return _join([catalogue.kpis[n].name.in_lang(lang) + link + catalogue.quote(n, sampled[n], lang)
+                  for n in chosen], lang)
+
+
+def _fields(state: NetworkState, blueprint: Blueprint, lang: Language,
+            rng: np.random.Generator) -> dict[str, str]:
+    bank = phrases()
+    prior = blueprint.priors.get("event_phase") or blueprint.priors.get("time_of_day") or {}
+    phase = max(sorted(prior), key=lambda k: prior[k]) if prior else "shoulder"
+    return {"cell_id": state.serving.cell_id, "cluster_id": state.cluster_id,
+            "place": _pick(bank["places"][blueprint.context.area][lang], rng),
+            "time_of_day": _pick(bank["times_of_day"].get(phase, bank["times_of_day"]["shoulder"])[lang], rng),
+            "window": window_phrase(state.window, lang)}
+
+
+def problem_statement(intent_key: str, blueprint: Blueprint, state: NetworkState,
+                      sampled: dict[str, float], lang: Language, rng: np.random.Generator) -> str:
+    """The engineer's opening message for an episode, in ``lang``."""
+    bank = phrases()
+    fields = _fields(state, blueprint, lang, rng)
+    fields["evidence"] = evidence(sampled, lang, rng)
+    alarm = "raised" if blueprint.context.alarm else "none"
+    parts = [_pick(bank["openers"][lang], rng), _pick(bank["symptoms"][intent_key][lang], rng),
+             _pick(bank["alarm"][alarm][lang], rng), _pick(bank["closers"][lang], rng)]
+    return " ".join(part.format_map(fields) for part in parts)
+
+
+def classify_message(message: str) -> str:
+    """Which kind of reply a plain agent message calls for: cell_id, window, approval or other."""
+    text = message.lower()
+    for kind in ("approval", "cell_id", "window"):
+        if any(re.search(r"(?<!\w)" + re.escape(word), text) for word in _REPLY_KEYWORDS[kind]):
+            return kind
+    return "other"
+
+
+def reply(message: str, state: NetworkState, blueprint: Blueprint, lang: Language,
+          rng: np.random.Generator, *, ended: bool = False) -> str:
+    """The engineer's answer to a plain message from the agent."""
+    kind = "after_end" if ended else classify_message(message)
+    fields = _fields(state, blueprint, lang, rng)
+    return _pick(phrases()["replies"][kind][lang], rng).format_map(fields)

@@ -1,0 +1,175 @@
+"""The KPI catalogue (units, families, names) and KPI physics: couplings, background values, series.
+
+Sampled blueprint KPIs are the ground truth of an episode. A cell also reports KPI families that
+its blueprint does not sample; those *background* values are derived from the sampled ones with
+the couplings of the domain reference (SINR drives BLER and throughput, load drives throughput and
+latency), so that every tool output tells one coherent story.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import cache
+from importlib import resources
+from typing import Literal
+
+import numpy as np
+import yaml
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from telcoenv.errors import CatalogError
+from telcoenv.sampling import Coupling
+from telcoenv.specs import Bilingual, Language
+
+Family = Literal["DL", "UL", "BLER", "RLF", "latency", "HO", "PRB", "TA", "QoS", "RF", "beam",
+                 "backhaul", "slice", "availability", "config", "users", "coverage"]
+
+
+class KPIInfo(BaseModel):
+    """How one KPI is stored, quoted and judged."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    family: Family
+    unit: str
+    scale: float
+    decimals: int
+    worse: Literal["higher", "lower", "none"]
+    name: Bilingual
+
+
+class KPICatalogue(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    units: dict[str, Bilingual]
+    kpis: dict[str, KPIInfo]
+
+    def digits(self, name: str) -> int:
+        """Decimals a raw value is stored with, so that quoting it never needs rounding."""
+        info = self.kpis[name]
+        return info.decimals + max(0, round(math.log10(info.scale)))
+
+    def quote(self, name: str, value: float, lang: Language) -> str:
+        """A value as a person reads it, e.g. ``82%`` or ``7.1 Mbps`` (or its Arabic form)."""
+        info = self.kpis[name]
+        number = f"{value * info.scale:.{info.decimals}f}"
+        unit = self.units[info.unit].in_lang(lang)
+        if not unit:
+            return number
+        return f"{number}{unit}" if unit == "%" else f"{number} {unit}"
+
+    def family(self, family: str) -> list[str]:
+        return [name for name, info in self.kpis.items() if info.family == family]
+
+
+@cache
+def kpi_catalogue() -> KPICatalogue:
+    """The packaged KPI catalogue (``kpis.yaml`` next to this module), validated once."""
+    file = "telcoenv/domains/network/kpis.yaml"
+    text = resources.files(__package__).joinpath("kpis.yaml").read_text("utf-8")
+    try:
+        catalogue = KPICatalogue.model_validate(yaml.safe_load(text))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise CatalogError(file, ".".join(map(str, first["loc"])), first["msg"]) from exc
+    for name, info in catalogue.kpis.items():
+        if info.unit not in catalogue.units:
+            raise CatalogError(file, f"kpis.{name}.unit", f"unknown unit {info.unit!r}")
+    return catalogue
+
+
+_THROUGHPUT = ("DL_thr_Mbps", "throughput_p50_mbps", "p50_thr_mbps", "UL_thr_Mbps")
+_LOAD = ("PRB_util", "prb_util")
+_BLER = ("BLER", "bler")
+_DELAY = ("sched_latency_p95_ms", "latency_ms")
+
+#: Domain physics applied to KPIs whose blueprint declares no dependency (see telcoenv.sampling).
+COUPLINGS: tuple[Coupling, ...] = (
+    *((t, "sinr_dB", 1) for t in _THROUGHPUT),
+    *((t, load, -1) for t in _THROUGHPUT for load in _LOAD),
+    *((b, load, 1) for b in _BLER for load in _LOAD),
+    *((d, load, 1) for d in _DELAY for load in _LOAD),
+    ("sinr_dB", "rsrq_dB", 1),
+    ("rsrq_dB", "rsrp_dBm", 1),
+)
+
+_AREA_TA_M = {"urban": 350.0, "suburban": 750.0, "rural": 2100.0, "indoor": 60.0, "stadium": 140.0}
+_ROLE_USERS = {"macro": 160.0, "micro": 90.0, "pico": 40.0}
+
+
+def _first(values: dict[str, float], names: tuple[str, ...], default: float) -> float:
+    return next((values[n] for n in names if n in values), default)
+
+
+def background_kpis(sampled: dict[str, float], area: str, role: str,
+                    rng: np.random.Generator) -> dict[str, float]:
+    """Coherent values for the KPI families the blueprint does not sample.
+
+    Derived from the sampled KPIs (e.g. BLER from SINR, throughput from SINR and load) with a few
+    percent of seeded jitter; a family the blueprint samples is never overridden.
+    """
+    catalogue = kpi_catalogue()
+    sampled_families = {catalogue.kpis[n].family for n in sampled}
+
+    def jitter() -> float:
+        return float(rng.uniform(0.97, 1.03))
+
+    load = _first(sampled, _LOAD, 0.42 * jitter())
+    rsrp = sampled.get("rsrp_dBm", (-92.0 if role == "macro" else -88.0) * jitter())
+    rsrq = sampled.get("rsrq_dB", min(-6.0, -10.0 + (rsrp + 95.0) * 0.2) * jitter())
+    sinr = sampled.get("sinr_dB", max(-5.0, min(25.0, 13.0 + 1.6 * (rsrq + 10.0))) * jitter())
+    bler = _first(sampled, _BLER, min(0.3, 0.08 + 0.012 * max(0.0, 4.0 - sinr)))
+    spectral = math.log2(1 + 10 ** (sinr / 10))
+    throughput = max(0.5, 22.0 * spectral * (1 - load) * (1 - bler) * jitter())
+    derived = {
+        "PRB_util": load, "rsrp_dBm": rsrp, "rsrq_dB": rsrq, "sinr_dB": sinr,
+        "BLER": bler,
+        "throughput_p50_mbps": throughput, "UL_thr_Mbps": throughput * 0.3,
+        "latency_ms": 12.0 + 45.0 * load ** 4 + 80.0 * max(0.0, bler - 0.1),
+        "RLF_rate": 0.004 + 0.002 * max(0.0, -sinr),
+        "HO_success": 0.985, "ho_fail_rate": 1.5 * jitter(), "ping_pong_rate": 3.0 * jitter(),
+        "TA": _AREA_TA_M[area] * jitter(),
+        "QoS": 0.99,
+        "users": _ROLE_USERS[role] * (load / 0.42) * jitter(),
+        "availability": 99.9,
+        "coverage_gap_ratio": 2.0 * jitter(),
+        "beam_fail_rate": 0.6 * jitter(), "bfr_events_per_hr": 3.0 * jitter(),
+    }
+    result: dict[str, float] = {}
+    for name, value in derived.items():
+        if catalogue.kpis[name].family in sampled_families:
+            continue
+        result[name] = round(value, catalogue.digits(name))
+    return result
+
+
+def kpi_band(value: float, bounds: tuple[float, float] | None) -> tuple[float, float]:
+    """Where a KPI's series may wander: its blueprint range, else a band around the value."""
+    if bounds is not None:
+        return bounds
+    spread = max(abs(value) * 0.08, 0.5 if abs(value) >= 5 else abs(value) * 0.08)
+    return value - spread, value + spread
+
+
+def series(value: float, bounds: tuple[float, float], points: int, digits: int,
+           rng: np.random.Generator) -> list[float]:
+    """A time series whose mean is ``value`` (up to rounding) and whose points stay in ``bounds``.
+
+    Shape: a smoothed random walk, centred on zero, scaled so that no point leaves the band.
+    """
+    if points <= 1:
+        return [round(value, digits)]
+    walk = np.cumsum(rng.normal(0.0, 1.0, points))
+    walk = walk - walk.mean()
+    peak = float(np.abs(walk).max()) or 1.0
+    low, high = bounds
+    room = min(value - low, high - value, 0.15 * (high - low))
+    amplitude = max(room, 0.0) * 0.9 / peak
+    raw = value + amplitude * walk
+    rounded = np.clip(np.round(raw, digits), low, high)
+    # Re-centre after rounding: push the residual onto the point farthest from the bounds.
+    residual = round(value * points - float(rounded.sum()), digits)
+    if residual:
+        index = int(np.argmin(np.abs(rounded - (low + high) / 2)))
+        rounded[index] = min(max(round(rounded[index] + residual, digits), low), high)
+    return [float(x) for x in rounded]

@@ -1,0 +1,100 @@
+"""Bind tool specs to their implementations, validate arguments with jsonschema, run calls.
+
+The spec in ``tools/<name>.json`` is the interface and the only source of argument rules;
+every non-reserved spec has exactly one implementation and every implementation has a spec.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import jsonschema
+
+from telcoenv.errors import TelcoEnvError, ToolError
+from telcoenv.specs import ToolSpec
+
+RESERVED_SUBMIT = "submit_resolution"
+
+
+def canonical_json(value: Any) -> str:
+    """Deterministic compact JSON (sorted keys, UTF-8 kept) used for every tool output."""
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+def call_key(name: str, arguments: Mapping[str, Any]) -> int:
+    """A stable 32-bit key of a call, so that the same call draws the same random data."""
+    return zlib.crc32(f"{name}:{canonical_json(arguments)}".encode())
+
+
+def _describe(error: jsonschema.ValidationError) -> str:
+    path = ".".join(str(p) for p in error.absolute_path)
+    if error.validator == "required":
+        missing = error.message.split("'")[1] if "'" in error.message else error.message
+        where = f" in {path!r}" if path else ""
+        return f"missing required argument {missing!r}{where}"
+    if error.validator == "additionalProperties" and not path:
+        return f"unexpected argument(s): {error.message.split('(')[-1].rstrip(')')}"
+    return f"argument {path!r}: {error.message}" if path else error.message
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """Outcome of one call: a JSON-ready output, or an error kind and message."""
+
+    output: dict[str, Any] | None
+    error_kind: str | None = None
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+class Toolbox:
+    """The tools of a domain: specs, compiled validators and implementations."""
+
+    def __init__(self, specs: Mapping[str, ToolSpec],
+                 implementations: Mapping[str, Callable[..., dict[str, Any]]]) -> None:
+        needed = {name for name, spec in specs.items() if spec.kind != "reserved"}
+        missing, orphans = needed - set(implementations), set(implementations) - needed
+        if missing or orphans:
+            raise TelcoEnvError(f"tool specs and implementations disagree: specs without an "
+                                f"implementation {sorted(missing)}, implementations without a "
+                                f"spec {sorted(orphans)}")
+        self.specs = dict(specs)
+        self.implementations = dict(implementations)
+        self._validators = {name: jsonschema.Draft202012Validator(spec.parameters)
+                            for name, spec in specs.items()}
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.specs
+
+    @property
+    def network_tools(self) -> list[str]:
+        return sorted(n for n, s in self.specs.items() if s.kind != "reserved")
+
+    def validate(self, name: str, arguments: Mapping[str, Any]) -> str | None:
+        """None when the arguments satisfy the spec, else a precise description of the problem."""
+        errors = list(self._validators[name].iter_errors(dict(arguments)))
+        if not errors:
+            return None
+        errors.sort(key=lambda e: (e.validator != "required", list(map(str, e.absolute_path))))
+        return "; ".join(_describe(e) for e in errors[:3])
+
+    def run(self, name: str, arguments: dict[str, Any], context: Any) -> ToolResult:
+        """Validate and execute a call; every failure is reported, none raised."""
+        if name not in self.specs or self.specs[name].kind == "reserved":
+            known = ", ".join(self.network_tools)
+            return ToolResult(None, "unknown_tool", f"unknown tool {name!r}; available tools: "
+                              f"{known}, {RESERVED_SUBMIT}")
+        problem = self.validate(name, arguments)
+        if problem is not None:
+            return ToolResult(None, "invalid_arguments", f"invalid arguments for {name}: {problem}")
+        try:
+            return ToolResult(self.implementations[name](context, **arguments))
+        except ToolError as exc:
+            return ToolResult(None, exc.kind, f"{name} failed: {exc}")

@@ -1,0 +1,78 @@
+"""The typed record of one episode: what was sampled, what the agent did, what it saw.
+
+A trace is self-contained: the metrics score it without re-running the environment, and it
+round-trips through JSON (``EpisodeTrace.model_validate_json(trace.model_dump_json())``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from telcoenv.specs import Language
+
+
+class GoldCall(BaseModel):
+    """A gold step with its arguments filled for the episode."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tool: str
+    arguments: dict[str, Any]
+
+
+class ActionRecord(BaseModel):
+    """One agent action (or one tool call of a multi-call message) and its outcome."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    step: int
+    kind: Literal["tool_call", "message", "submit", "invalid", "after_end"]
+    tool: str | None = None
+    arguments: dict[str, Any] | None = None
+    raw: Any = None
+    valid: bool
+    error_kind: str | None = None
+    error: str | None = None
+    observation: str
+
+
+class Submission(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    intent: str
+    summary: str
+
+
+class EpisodeTrace(BaseModel):
+    """Everything about one episode, in order."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    episode_id: str
+    env_id: str
+    intent: str
+    category: str
+    blueprint_id: str
+    language: Language
+    seed: int | None
+    sample_index: int | None
+    episode_key: list[int]
+    problem_statement: str
+    sampled_kpis: dict[str, float]
+    network: dict[str, Any]
+    gold_chain: list[GoldCall]
+    actions: list[ActionRecord] = []
+    submission: Submission | None = None
+    terminated: bool = False
+    truncated: bool = False
+
+    @property
+    def predicted_chain(self) -> list[str]:
+        """Tool names of every tool call attempt, valid or not, in order (submit excluded)."""
+        return [a.tool for a in self.actions if a.kind == "tool_call" and a.tool is not None]
+
+    @property
+    def gold_tools(self) -> list[str]:
+        return [call.tool for call in self.gold_chain]
