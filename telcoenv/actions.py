@@ -56,32 +56,37 @@ def _arguments(raw: Any, name: str) -> tuple[dict[str, Any] | None, str | None]:
         try:
             raw = json.loads(raw)
         except json.JSONDecodeError as exc:
-            return None, (f"arguments of {name!r} are not valid JSON ({exc.msg} at line "
-                          f"{exc.lineno}, column {exc.colno})")
+            return None, (
+                f"arguments of {name!r} are not valid JSON ({exc.msg} at line "
+                f"{exc.lineno}, column {exc.colno})"
+            )
     if not isinstance(raw, dict):
-        return None, (f"arguments of {name!r} must be a JSON object, got "
-                      f"{type(raw).__name__}")
+        return None, (f"arguments of {name!r} must be a JSON object, got {type(raw).__name__}")
     return raw, None
 
 
 def _tool_call(entry: Any, index: int) -> ToolCall | ParseError:
     if not isinstance(entry, dict):
-        return ParseError("malformed_action", f"tool_calls[{index}] must be an object, got "
-                          f"{type(entry).__name__}")
+        return ParseError(
+            "malformed_action", f"tool_calls[{index}] must be an object, got {type(entry).__name__}"
+        )
     function = entry.get("function", entry)
     if not isinstance(function, dict):
         return ParseError("malformed_action", f"tool_calls[{index}].function must be an object")
     name = function.get("name")
     if not isinstance(name, str) or not name.strip():
-        return ParseError("malformed_action", f"tool_calls[{index}] has no tool name "
-                          "(expected {\"name\": ..., \"arguments\": {...}})")
+        return ParseError(
+            "malformed_action",
+            f"tool_calls[{index}] has no tool name "
+            '(expected {"name": ..., "arguments": {...}})',
+        )
     arguments, error = _arguments(function.get("arguments", function.get("parameters")), name)
     call_id = entry.get("id")
     return ToolCall(name, arguments, call_id if isinstance(call_id, str) else None, error)
 
 
 def _from_dict(action: dict[str, Any]) -> Parsed:
-    if "tool_calls" in action and action["tool_calls"]:
+    if action.get("tool_calls"):
         calls = action["tool_calls"]
         if not isinstance(calls, list):
             return ParseError("malformed_action", "tool_calls must be a list")
@@ -94,8 +99,9 @@ def _from_dict(action: dict[str, Any]) -> Parsed:
     content = action.get("content")
     if isinstance(content, str) and content.strip():
         return PlainMessage(content)
-    return ParseError("malformed_action", "the action has neither tool_calls, a tool name nor "
-                      "text content")
+    return ParseError(
+        "malformed_action", "the action has neither tool_calls, a tool name nor text content"
+    )
 
 
 def parse_action(action: Any) -> Parsed:
@@ -110,12 +116,20 @@ def parse_action(action: Any) -> Parsed:
             try:
                 decoded = json.loads(text)
             except json.JSONDecodeError as exc:
-                return ParseError("malformed_json", f"the action looks like JSON but does not "
-                                  f"parse: {exc.msg} at line {exc.lineno}, column {exc.colno}")
+                return ParseError(
+                    "malformed_json",
+                    f"the action looks like JSON but does not "
+                    f"parse: {exc.msg} at line {exc.lineno}, column {exc.colno}",
+                )
             if isinstance(decoded, dict):
                 return _from_dict(decoded)
-            return ParseError("malformed_action", "a JSON action must be an object (a tool call "
-                              "or an assistant message)")
+            return ParseError(
+                "malformed_action",
+                "a JSON action must be an object (a tool call or an assistant message)",
+            )
         return PlainMessage(action)
-    return ParseError("unsupported_action", f"unsupported action type {type(action).__name__}: "
-                      "send a tool call dict, an assistant message dict or a string")
+    return ParseError(
+        "unsupported_action",
+        f"unsupported action type {type(action).__name__}: "
+        "send a tool call dict, an assistant message dict or a string",
+    )

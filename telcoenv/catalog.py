@@ -29,10 +29,23 @@ from telcoenv.errors import CatalogError, UnknownIntentError
 from telcoenv.specs import Blueprint, Intent, ToolSpec
 
 # Names a gold-chain argument template may use; filled per episode (see telcoenv.scenario).
-GOLD_ARGUMENT_FIELDS = frozenset({"cell_id", "cluster_id", "window", "slice_id", "config_id", "fix",
-                                  "ticket_summary", "ticket_severity", "ticket_team"})
+GOLD_ARGUMENT_FIELDS = frozenset(
+    {
+        "cell_id",
+        "cluster_id",
+        "window",
+        "slice_id",
+        "config_id",
+        "fix",
+        "ticket_summary",
+        "ticket_severity",
+        "ticket_team",
+    }
+)
 # Names a resolution template may use.
-RESOLUTION_FIELDS = frozenset({"cell_id", "cluster_id", "window", "slice_id", "config_id", "changes"})
+RESOLUTION_FIELDS = frozenset(
+    {"cell_id", "cluster_id", "window", "slice_id", "config_id", "changes"}
+)
 
 
 def data_root() -> Path:
@@ -58,8 +71,10 @@ def _field(path: Iterable[Any]) -> str:
 
 def validate_document(document: Any, schema: str, file: str) -> None:
     """Check ``document`` against a packaged JSON Schema; raise CatalogError on the first error."""
-    errors = sorted(_schema_validator(schema).iter_errors(document),
-                    key=lambda e: (list(map(str, e.absolute_path)), e.message))
+    errors = sorted(
+        _schema_validator(schema).iter_errors(document),
+        key=lambda e: (list(map(str, e.absolute_path)), e.message),
+    )
     if errors:
         error = errors[0]
         raise CatalogError(file, _field(error.absolute_path), error.message)
@@ -72,7 +87,9 @@ def read_yaml(path: Path) -> Any:
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise CatalogError(str(path), where, f"invalid YAML: {getattr(exc, 'problem', exc)}") from exc
+        raise CatalogError(
+            str(path), where, f"invalid YAML: {getattr(exc, 'problem', exc)}"
+        ) from exc
     except OSError as exc:
         raise CatalogError(str(path), "", f"cannot read file: {exc.strerror}") from exc
 
@@ -87,8 +104,11 @@ def _pydantic(model: type, data: Any, file: str) -> Any:
 
 def template_fields(template: str) -> set[str]:
     """The ``{name}`` fields of a str.format template (raises ValueError when malformed)."""
-    return {name.split(".")[0].split("[")[0]
-            for _, name, _, _ in string.Formatter().parse(template) if name is not None}
+    return {
+        name.split(".")[0].split("[")[0]
+        for _, name, _, _ in string.Formatter().parse(template)
+        if name is not None
+    }
 
 
 @dataclass(frozen=True)
@@ -134,20 +154,31 @@ def load_tools(tools_dir: Path) -> dict[str, ToolSpec]:
         try:
             document = json.loads(path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as exc:
-            raise CatalogError(file, f"line {exc.lineno}, column {exc.colno}",
-                               f"invalid JSON: {exc.msg}") from exc
+            raise CatalogError(
+                file, f"line {exc.lineno}, column {exc.colno}", f"invalid JSON: {exc.msg}"
+            ) from exc
         validate_document(document, "tool.schema.json", file)
         function = document["function"]
         if function["name"] != path.stem:
-            raise CatalogError(file, "function.name",
-                               f"{function['name']!r} does not match the file name {path.stem!r}")
+            raise CatalogError(
+                file,
+                "function.name",
+                f"{function['name']!r} does not match the file name {path.stem!r}",
+            )
         try:
             jsonschema.Draft202012Validator.check_schema(function["parameters"])
         except jsonschema.SchemaError as exc:
-            raise CatalogError(file, "function.parameters." + _field(exc.absolute_path),
-                               f"not a valid JSON Schema: {exc.message}") from exc
-        tools[path.stem] = ToolSpec(name=path.stem, description=function["description"],
-                                    parameters=function["parameters"], **document["x-telcoenv"])
+            raise CatalogError(
+                file,
+                "function.parameters." + _field(exc.absolute_path),
+                f"not a valid JSON Schema: {exc.message}",
+            ) from exc
+        tools[path.stem] = ToolSpec(
+            name=path.stem,
+            description=function["description"],
+            parameters=function["parameters"],
+            **document["x-telcoenv"],
+        )
     if not tools:
         raise CatalogError(str(tools_dir), "", "no tool spec (*.json) found")
     return tools
@@ -181,14 +212,26 @@ def fill_gold_arguments(arguments: Mapping[str, Any], values: Mapping[str, Any])
 def _example_gold_values(intent: Intent) -> dict[str, Any]:
     """Plausible episode values used to validate gold argument templates at load time."""
     # "$free_pci"-style resolvers are computed per episode: any legal value stands in here.
-    fix = {name: 1 if str(p.healthy).startswith("$") else p.healthy
-           for name, p in intent.fault.parameters.items() if name != "operational_state"}
-    return {"cell_id": "NR-URB-MACRO-1", "cluster_id": "CL-URB-001", "window": "3h",
-            "slice_id": "SL-EMBB-01", "config_id": "CFG-NR-URB-MACRO-1-BASELINE",
-            "fix": fix or {"tilt_deg": 6}, "ticket_summary": "summary",
-            "ticket_severity": intent.resolution.ticket.severity if intent.resolution.ticket
-            else "minor", "ticket_team": intent.resolution.ticket.team
-            if intent.resolution.ticket else "ran_optimization"}
+    fix = {
+        name: 1 if str(p.healthy).startswith("$") else p.healthy
+        for name, p in intent.fault.parameters.items()
+        if name != "operational_state"
+    }
+    return {
+        "cell_id": "NR-URB-MACRO-1",
+        "cluster_id": "CL-URB-001",
+        "window": "3h",
+        "slice_id": "SL-EMBB-01",
+        "config_id": "CFG-NR-URB-MACRO-1-BASELINE",
+        "fix": fix or {"tilt_deg": 6},
+        "ticket_summary": "summary",
+        "ticket_severity": intent.resolution.ticket.severity
+        if intent.resolution.ticket
+        else "minor",
+        "ticket_team": intent.resolution.ticket.team
+        if intent.resolution.ticket
+        else "ran_optimization",
+    }
 
 
 def _check_templates(intent: Intent, file: str, index: int) -> None:
@@ -198,24 +241,34 @@ def _check_templates(intent: Intent, file: str, index: int) -> None:
             try:
                 bad = template_fields(value) - GOLD_ARGUMENT_FIELDS
             except ValueError as exc:
-                raise CatalogError(file, f"{where}.gold_chain.{step_no}.arguments",
-                                   f"malformed template {value!r}: {exc}") from exc
+                raise CatalogError(
+                    file,
+                    f"{where}.gold_chain.{step_no}.arguments",
+                    f"malformed template {value!r}: {exc}",
+                ) from exc
             if bad:
-                raise CatalogError(file, f"{where}.gold_chain.{step_no}.arguments",
-                                   f"unknown template field(s) {sorted(bad)}; allowed: "
-                                   f"{sorted(GOLD_ARGUMENT_FIELDS)}")
+                raise CatalogError(
+                    file,
+                    f"{where}.gold_chain.{step_no}.arguments",
+                    f"unknown template field(s) {sorted(bad)}; allowed: "
+                    f"{sorted(GOLD_ARGUMENT_FIELDS)}",
+                )
     for part in ("root_cause", "corrective_action"):
         for lang in ("en", "ar"):
             text = getattr(getattr(intent.resolution, part), lang)
             try:
                 bad = template_fields(text) - RESOLUTION_FIELDS
             except ValueError as exc:
-                raise CatalogError(file, f"{where}.resolution.{part}.{lang}",
-                                   f"malformed template {text!r}: {exc}") from exc
+                raise CatalogError(
+                    file, f"{where}.resolution.{part}.{lang}", f"malformed template {text!r}: {exc}"
+                ) from exc
             if bad:
-                raise CatalogError(file, f"{where}.resolution.{part}.{lang}",
-                                   f"unknown template field(s) {sorted(bad)}; allowed: "
-                                   f"{sorted(RESOLUTION_FIELDS)}")
+                raise CatalogError(
+                    file,
+                    f"{where}.resolution.{part}.{lang}",
+                    f"unknown template field(s) {sorted(bad)}; allowed: "
+                    f"{sorted(RESOLUTION_FIELDS)}",
+                )
 
 
 def _strings(value: Any) -> Iterable[str]:
@@ -235,42 +288,57 @@ def _check_gold_chain(intent: Intent, tools: Mapping[str, ToolSpec], file: str, 
         field = f"intents.{index}.gold_chain.{step_no}"
         spec = tools.get(step.tool)
         if spec is None:
-            raise CatalogError(file, field + ".tool",
-                               f"unknown tool {step.tool!r}; known tools: {sorted(tools)}")
+            raise CatalogError(
+                file, field + ".tool", f"unknown tool {step.tool!r}; known tools: {sorted(tools)}"
+            )
         if spec.kind != "core":
-            raise CatalogError(file, field + ".tool", f"{step.tool!r} is a {spec.kind} tool, "
-                               "a gold chain may only use core tools")
+            raise CatalogError(
+                file,
+                field + ".tool",
+                f"{step.tool!r} is a {spec.kind} tool, a gold chain may only use core tools",
+            )
         arguments = fill_gold_arguments(step.arguments, values)
         error = jsonschema.exceptions.best_match(
-            jsonschema.Draft202012Validator(spec.parameters).iter_errors(arguments))
+            jsonschema.Draft202012Validator(spec.parameters).iter_errors(arguments)
+        )
         if error is not None:
-            raise CatalogError(file, field + ".arguments." + _field(error.absolute_path),
-                               f"does not match the {step.tool} spec: {error.message}")
+            raise CatalogError(
+                file,
+                field + ".arguments." + _field(error.absolute_path),
+                f"does not match the {step.tool} spec: {error.message}",
+            )
 
 
 def _check_fault(intent: Intent, tools: Mapping[str, ToolSpec], file: str, index: int) -> None:
     """Fault parameters must be settable through the corrective tool of their target."""
     if intent.fault.target in ("config",):
         return
-    tool, group = ("optimize_slice", "policy") if intent.fault.target == "slice" \
+    tool, group = (
+        ("optimize_slice", "policy")
+        if intent.fault.target == "slice"
         else ("optimize_cell", "changes")
+    )
     settable = tools[tool].parameters["properties"][group]["properties"] if tool in tools else {}
     for name, parameter in intent.fault.parameters.items():
         field = f"intents.{index}.fault.parameters.{name}"
         if name == "operational_state":  # restored in the field, not through a tool
             continue
         if name not in settable:
-            raise CatalogError(file, field, f"not a {tool} {group} parameter; known: "
-                               f"{sorted(settable)}")
+            raise CatalogError(
+                file, field, f"not a {tool} {group} parameter; known: {sorted(settable)}"
+            )
         if isinstance(parameter.healthy, str) and parameter.healthy.startswith("$"):
             continue
         error = jsonschema.exceptions.best_match(
-            jsonschema.Draft202012Validator(settable[name]).iter_errors(parameter.healthy))
+            jsonschema.Draft202012Validator(settable[name]).iter_errors(parameter.healthy)
+        )
         if error is not None:
             raise CatalogError(file, field + ".healthy", error.message)
 
 
-def load_intents(path: Path, tools: Mapping[str, ToolSpec]) -> tuple[dict[str, Any], tuple[Intent, ...]]:
+def load_intents(
+    path: Path, tools: Mapping[str, ToolSpec]
+) -> tuple[dict[str, Any], tuple[Intent, ...]]:
     """Load and validate the intent taxonomy file."""
     file = str(path)
     document = read_yaml(path)
@@ -283,12 +351,18 @@ def load_intents(path: Path, tools: Mapping[str, ToolSpec]) -> tuple[dict[str, A
         for attr in ("key", "env_name"):
             value = getattr(intent, attr)
             if value in seen:
-                raise CatalogError(file, f"intents.{index}.{attr}",
-                                   f"duplicate {attr} {value!r} (also intents.{seen[value]})")
+                raise CatalogError(
+                    file,
+                    f"intents.{index}.{attr}",
+                    f"duplicate {attr} {value!r} (also intents.{seen[value]})",
+                )
             seen[value] = index
         if intent.category not in categories:
-            raise CatalogError(file, f"intents.{index}.category",
-                               f"unknown category {intent.category!r}; known: {sorted(categories)}")
+            raise CatalogError(
+                file,
+                f"intents.{index}.category",
+                f"unknown category {intent.category!r}; known: {sorted(categories)}",
+            )
         _check_templates(intent, file, index)
         _check_gold_chain(intent, tools, file, index)
         _check_fault(intent, tools, file, index)
@@ -301,14 +375,18 @@ def _dependency_cycle(constraints: Mapping[str, Any]) -> list[str] | None:
         path, node = [start], constraints[start].parent
         while node is not None:
             if node in path:
-                return [*path[path.index(node):], node]
+                return [*path[path.index(node) :], node]
             path.append(node)
             node = constraints[node].parent if node in constraints else None
     return None
 
 
-def check_blueprint(blueprint: Blueprint, file: str, intents: Mapping[str, Intent],
-                    known_kpis: Iterable[str] | None = None) -> None:
+def check_blueprint(
+    blueprint: Blueprint,
+    file: str,
+    intents: Mapping[str, Intent],
+    known_kpis: Iterable[str] | None = None,
+) -> None:
     """Semantic checks of one blueprint (ranges, dependencies, intent, fault overrides)."""
     if blueprint.intent not in intents:
         raise CatalogError(file, "intent", f"unknown intent {blueprint.intent!r}")
@@ -320,13 +398,13 @@ def check_blueprint(blueprint: Blueprint, file: str, intents: Mapping[str, Inten
         if not rule.min < rule.max:
             raise CatalogError(file, field, f"min ({rule.min}) must be below max ({rule.max})")
         if rule.mode is not None and not rule.min <= rule.mode <= rule.max:
-            raise CatalogError(file, field + ".mode",
-                               f"mode {rule.mode} is outside [{rule.min}, {rule.max}]")
+            raise CatalogError(
+                file, field + ".mode", f"mode {rule.mode} is outside [{rule.min}, {rule.max}]"
+            )
         parent = rule.parent
         if parent is not None and parent not in blueprint.constraints:
             key = "depends_on" if rule.depends_on else "corr_with"
-            raise CatalogError(file, f"{field}.{key}",
-                               f"{parent!r} is not a KPI of this blueprint")
+            raise CatalogError(file, f"{field}.{key}", f"{parent!r} is not a KPI of this blueprint")
         if parent == name:
             raise CatalogError(file, field, "a KPI cannot depend on itself")
     cycle = _dependency_cycle(blueprint.constraints)
@@ -338,12 +416,16 @@ def check_blueprint(blueprint: Blueprint, file: str, intents: Mapping[str, Inten
     fault = intents[blueprint.intent].fault.parameters
     for name in blueprint.fault:
         if name not in fault:
-            raise CatalogError(file, f"fault.{name}", f"not a fault parameter of "
-                               f"{blueprint.intent}; known: {sorted(fault)}")
+            raise CatalogError(
+                file,
+                f"fault.{name}",
+                f"not a fault parameter of {blueprint.intent}; known: {sorted(fault)}",
+            )
 
 
-def load_blueprints(folder: Path, intents: tuple[Intent, ...],
-                    known_kpis: Iterable[str] | None = None) -> dict[str, tuple[Blueprint, ...]]:
+def load_blueprints(
+    folder: Path, intents: tuple[Intent, ...], known_kpis: Iterable[str] | None = None
+) -> dict[str, tuple[Blueprint, ...]]:
     """Load ``<folder>/<INTENT>/<BLUEPRINT_ID>.yaml`` files; every intent needs at least one."""
     if not folder.is_dir():
         raise CatalogError(str(folder), "", "blueprints folder not found")
@@ -357,13 +439,21 @@ def load_blueprints(folder: Path, intents: tuple[Intent, ...],
         validate_document(document, "blueprint.schema.json", file)
         blueprint = _pydantic(Blueprint, document, file)
         if blueprint.intent != path.parent.name:
-            raise CatalogError(file, "intent", f"{blueprint.intent!r} does not match the folder "
-                               f"{path.parent.name!r}")
+            raise CatalogError(
+                file,
+                "intent",
+                f"{blueprint.intent!r} does not match the folder {path.parent.name!r}",
+            )
         if blueprint.blueprint_id != path.stem:
-            raise CatalogError(file, "blueprint_id", f"{blueprint.blueprint_id!r} does not match "
-                               f"the file name {path.stem!r}")
+            raise CatalogError(
+                file,
+                "blueprint_id",
+                f"{blueprint.blueprint_id!r} does not match the file name {path.stem!r}",
+            )
         if blueprint.blueprint_id in ids:
-            raise CatalogError(file, "blueprint_id", f"duplicate id (also {ids[blueprint.blueprint_id]})")
+            raise CatalogError(
+                file, "blueprint_id", f"duplicate id (also {ids[blueprint.blueprint_id]})"
+            )
         ids[blueprint.blueprint_id] = file
         check_blueprint(blueprint, file, by_key, known)
         found[blueprint.intent].append(blueprint)
@@ -373,9 +463,12 @@ def load_blueprints(folder: Path, intents: tuple[Intent, ...],
     return {key: tuple(family) for key, family in found.items()}
 
 
-def load_catalog(intents_path: str | Path | None = None, blueprints_dir: str | Path | None = None,
-                 tools_dir: str | Path | None = None,
-                 known_kpis: Iterable[str] | None = None) -> Catalog:
+def load_catalog(
+    intents_path: str | Path | None = None,
+    blueprints_dir: str | Path | None = None,
+    tools_dir: str | Path | None = None,
+    known_kpis: Iterable[str] | None = None,
+) -> Catalog:
     """Load a catalogue; paths left out come from the packaged data.
 
     Users point telcoenv at their own intents or blueprints with these arguments and get the same
@@ -383,10 +476,12 @@ def load_catalog(intents_path: str | Path | None = None, blueprints_dir: str | P
     """
     root = data_root()
     tools = load_tools(Path(tools_dir) if tools_dir else root / "tools")
-    categories, intents = load_intents(Path(intents_path) if intents_path else root / "intents.yaml",
-                                       tools)
-    blueprints = load_blueprints(Path(blueprints_dir) if blueprints_dir else root / "blueprints",
-                                 intents, known_kpis)
+    categories, intents = load_intents(
+        Path(intents_path) if intents_path else root / "intents.yaml", tools
+    )
+    blueprints = load_blueprints(
+        Path(blueprints_dir) if blueprints_dir else root / "blueprints", intents, known_kpis
+    )
     return Catalog(categories=categories, intents=intents, blueprints=blueprints, tools=tools)
 
 

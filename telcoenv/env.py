@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 import zlib
-from typing import Any, SupportsFloat
+from typing import Any, ClassVar, SupportsFloat
 
 import gymnasium
 import numpy as np
@@ -21,14 +21,14 @@ from telcoenv.actions import ParseError, PlainMessage, ToolCall, parse_action
 from telcoenv.catalog import fill_gold_arguments
 from telcoenv.domains import Domain, EpisodeSetup
 from telcoenv.errors import EpisodeOptionError
-from telcoenv.specs import LANGUAGES, Blueprint, Intent, Language
 from telcoenv.spaces import ToolCallSpace, Unicode
+from telcoenv.specs import LANGUAGES, Blueprint, Intent, Language
 from telcoenv.tooling import RESERVED_SUBMIT, call_key, canonical_json
 from telcoenv.trace import ActionRecord, EpisodeTrace, GoldCall, Submission
 
 RESET_OPTIONS = frozenset({"intent", "blueprint", "sample_index", "lang", "privileged"})
-_INSTRUCTIONS = """You are a network operations agent in a mobile operator's NOC. A network engineer \
-reports a problem with the radio access network. Diagnose it with the tools: query the OSS, pull \
+_INSTRUCTIONS = """You are a network operations agent in a mobile operator's NOC. A network \
+engineer reports a problem with the radio access network. Diagnose it with the tools: query the OSS, pull \
 KPI time series, inspect coverage and neighbours, and apply or escalate a fix. Use only the tools \
 the problem needs, in a sensible order. Tool results are JSON. A message without a tool call goes \
 to the engineer, who can confirm the cell, the time window or approve a change.
@@ -67,12 +67,21 @@ class TelcoEnv(gymnasium.Env[str, Any]):
     intent names the true intent (key, env name or label in either language), else 0.0.
     """
 
-    metadata = {"render_modes": ["ansi"], "render_fps": 4}  # fps only silences the checker
+    # render_fps only silences the checker's warning: rendering is text.
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
 
-    def __init__(self, intent: str | None = None, *, lang: Language = "en",
-                 blueprint: str | None = None, max_steps: int = 20, intent_list: bool = True,
-                 privileged: bool = False, domain: Domain | None = None,
-                 render_mode: str | None = None) -> None:
+    def __init__(
+        self,
+        intent: str | None = None,
+        *,
+        lang: Language = "en",
+        blueprint: str | None = None,
+        max_steps: int = 20,
+        intent_list: bool = True,
+        privileged: bool = False,
+        domain: Domain | None = None,
+        render_mode: str | None = None,
+    ) -> None:
         if domain is None:
             from telcoenv.domains.network import network_domain
 
@@ -85,8 +94,10 @@ class TelcoEnv(gymnasium.Env[str, Any]):
         if not isinstance(max_steps, int) or max_steps < 1:
             raise EpisodeOptionError(f"max_steps must be a positive integer, got {max_steps!r}")
         if render_mode not in (None, *self.metadata["render_modes"]):
-            raise EpisodeOptionError(f"render_mode must be one of {self.metadata['render_modes']}"
-                                     f" or None, got {render_mode!r}")
+            raise EpisodeOptionError(
+                f"render_mode must be one of {self.metadata['render_modes']}"
+                f" or None, got {render_mode!r}"
+            )
         self.max_steps, self.intent_list, self.privileged = max_steps, intent_list, privileged
         self.render_mode = render_mode
         self.observation_space = Unicode()
@@ -98,8 +109,9 @@ class TelcoEnv(gymnasium.Env[str, Any]):
         self._intent: Intent | None = None
         self._key: list[int] = []
         self._counts: dict[str, int] = {}
+        self._instructions: dict[str, str] = {}
 
-    # --- construction helpers --------------------------------------------------------------------
+    # --- construction helpers ---------------------------------------------------------------------
 
     @staticmethod
     def _check_lang(lang: Any) -> Language:
@@ -113,8 +125,10 @@ class TelcoEnv(gymnasium.Env[str, Any]):
         blueprint = self.domain.catalog.blueprint(blueprint_id)
         if intent is not None and blueprint.intent != intent.key:
             valid = [b.blueprint_id for b in self.domain.catalog.blueprints[intent.key]]
-            raise EpisodeOptionError(f"blueprint {blueprint_id!r} belongs to {blueprint.intent}, "
-                                     f"not {intent.key}; its blueprints are {valid}")
+            raise EpisodeOptionError(
+                f"blueprint {blueprint_id!r} belongs to {blueprint.intent}, "
+                f"not {intent.key}; its blueprints are {valid}"
+            )
         return blueprint
 
     @property
@@ -126,6 +140,11 @@ class TelcoEnv(gymnasium.Env[str, Any]):
 
     def instructions(self, lang: Language) -> str:
         """The agent's system prompt for this environment's condition."""
+        if lang not in self._instructions:
+            self._instructions[lang] = self._compose_instructions(lang)
+        return self._instructions[lang]
+
+    def _compose_instructions(self, lang: Language) -> str:
         listing = ""
         if self.intent_list:
             labels = "\n".join(f"- {i.label.in_lang(lang)}" for i in self.domain.catalog.intents)
@@ -140,12 +159,18 @@ class TelcoEnv(gymnasium.Env[str, Any]):
         intent = self.fixed_intent
         if "intent" in options:
             if intent is not None and catalog.intent(options["intent"]) != intent:
-                raise EpisodeOptionError(f"this environment is fixed to {intent.key}; the "
-                                         "'intent' option is for telcoenv/Troubleshooting-v0")
+                raise EpisodeOptionError(
+                    f"this environment is fixed to {intent.key}; the "
+                    "'intent' option is for telcoenv/Troubleshooting-v0"
+                )
             intent = catalog.intent(options["intent"])
         blueprint = self._check_blueprint(options.get("blueprint"), intent)
         fixed = self.fixed_blueprint
-        if blueprint is None and fixed is not None and (intent is None or fixed.intent == intent.key):
+        if (
+            blueprint is None
+            and fixed is not None
+            and (intent is None or fixed.intent == intent.key)
+        ):
             blueprint = fixed
         if blueprint is not None:
             return catalog.intent(blueprint.intent), blueprint
@@ -158,18 +183,21 @@ class TelcoEnv(gymnasium.Env[str, Any]):
         if sample_index is None:
             return [int(self.np_random.integers(2**63))]
         if not isinstance(sample_index, int | np.integer) or sample_index < 0:
-            raise EpisodeOptionError(f"sample_index must be a non-negative integer, got "
-                                     f"{sample_index!r}")
+            raise EpisodeOptionError(
+                f"sample_index must be a non-negative integer, got {sample_index!r}"
+            )
         return [zlib.crc32(blueprint.blueprint_id.encode()), int(sample_index)]
 
-    def reset(self, *, seed: int | None = None,
-              options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[str, dict[str, Any]]:
         super().reset(seed=seed)
         options = dict(options or {})
         unknown = set(options) - RESET_OPTIONS
         if unknown:
-            raise EpisodeOptionError(f"unknown reset option(s) {sorted(unknown)}; valid options: "
-                                     f"{sorted(RESET_OPTIONS)}")
+            raise EpisodeOptionError(
+                f"unknown reset option(s) {sorted(unknown)}; valid options: {sorted(RESET_OPTIONS)}"
+            )
         lang = self._check_lang(options.get("lang", self.lang))
         intent, blueprint = self._episode_choice(options)
         self._key = self._episode_key(blueprint, options.get("sample_index"))
@@ -178,22 +206,40 @@ class TelcoEnv(gymnasium.Env[str, Any]):
         self._privileged = bool(options.get("privileged", self.privileged))
         self._counts = {"steps": 0, "tool_calls": 0, "invalid_actions": 0, "messages": 0}
         episode_id = f"ep-{zlib.crc32(repr(self._key).encode()):08x}"
-        gold = [GoldCall(tool=step.tool, arguments=fill_gold_arguments(step.arguments,
-                                                                       setup.gold_values))
-                for step in intent.gold_chain]
+        gold = [
+            GoldCall(
+                tool=step.tool, arguments=fill_gold_arguments(step.arguments, setup.gold_values)
+            )
+            for step in intent.gold_chain
+        ]
         self._trace = EpisodeTrace(
-            episode_id=episode_id, env_id=self.env_id, intent=intent.key,
-            category=intent.category, blueprint_id=blueprint.blueprint_id, language=lang,
-            seed=seed, sample_index=options.get("sample_index"), episode_key=self._key,
-            problem_statement=setup.problem_statement, sampled_kpis=setup.sampled_kpis,
-            network=self.domain.snapshot(setup.state), gold_chain=gold)
+            episode_id=episode_id,
+            env_id=self.env_id,
+            intent=intent.key,
+            category=intent.category,
+            blueprint_id=blueprint.blueprint_id,
+            language=lang,
+            seed=seed,
+            sample_index=options.get("sample_index"),
+            episode_key=self._key,
+            problem_statement=setup.problem_statement,
+            sampled_kpis=setup.sampled_kpis,
+            network=self.domain.snapshot(setup.state),
+            gold_chain=gold,
+        )
         instructions = self.instructions(lang)
         info: dict[str, Any] = {
-            "episode_id": episode_id, "env_id": self.env_id, "language": lang,
-            "tools": list(self.tools), "instructions": instructions,
-            "messages": [{"role": "system", "content": instructions},
-                         {"role": "user", "content": setup.problem_statement}],
-            **self._counts}
+            "episode_id": episode_id,
+            "env_id": self.env_id,
+            "language": lang,
+            "tools": list(self.tools),
+            "instructions": instructions,
+            "messages": [
+                {"role": "system", "content": instructions},
+                {"role": "user", "content": setup.problem_statement},
+            ],
+            **self._counts,
+        }
         if self._privileged:
             info["privileged"] = self._privileged_info()
         return setup.problem_statement, info
@@ -201,20 +247,35 @@ class TelcoEnv(gymnasium.Env[str, Any]):
     def _privileged_info(self) -> dict[str, Any]:
         assert self._trace is not None and self._intent is not None and self._setup is not None
         values = self._setup.gold_values
-        return {"intent": self._intent.key, "label": self._intent.label.model_dump(),
-                "category": self._intent.category, "blueprint_id": self._trace.blueprint_id,
-                "gold_chain": [c.model_dump() for c in self._trace.gold_chain],
-                "fix": dict(values["fix"]), "sampled_kpis": dict(self._trace.sampled_kpis),
-                "root_cause": {lang: self._intent.resolution.root_cause.in_lang(lang)
-                               .format_map(values) for lang in LANGUAGES},
-                "corrective_action": {lang: self._intent.resolution.corrective_action
-                                      .in_lang(lang).format_map(values) for lang in LANGUAGES}}
+        return {
+            "intent": self._intent.key,
+            "label": self._intent.label.model_dump(),
+            "category": self._intent.category,
+            "blueprint_id": self._trace.blueprint_id,
+            "gold_chain": [c.model_dump() for c in self._trace.gold_chain],
+            "fix": dict(values["fix"]),
+            "sampled_kpis": dict(self._trace.sampled_kpis),
+            "root_cause": {
+                lang: self._intent.resolution.root_cause.in_lang(lang).format_map(values)
+                for lang in LANGUAGES
+            },
+            "corrective_action": {
+                lang: self._intent.resolution.corrective_action.in_lang(lang).format_map(values)
+                for lang in LANGUAGES
+            },
+        }
 
-    # --- step ---------------------------------------------------------------------------------------
+    # --- step -------------------------------------------------------------------------------------
 
     def _record(self, **fields: Any) -> ActionRecord:
         assert self._trace is not None
-        record = ActionRecord(step=self._counts["steps"], **fields)
+        # Built from trusted internal values: skip validation on this hot path.
+        fields.setdefault("error_kind", None)
+        fields.setdefault("error", None)
+        fields.setdefault("arguments", None)
+        fields.setdefault("tool", None)
+        fields.setdefault("raw", None)
+        record = ActionRecord.model_construct(step=self._counts["steps"], **fields)
         self._trace.actions.append(record)
         if not record.valid:
             self._counts["invalid_actions"] += 1
@@ -226,69 +287,124 @@ class TelcoEnv(gymnasium.Env[str, Any]):
 
     @staticmethod
     def _raw(action: Any) -> Any:
+        """The action as sent, kept JSON-serialisable (non-JSON objects become their repr)."""
         try:
-            canonical_json(action)
-            return action
+            return json.loads(canonical_json(action))
         except (TypeError, ValueError):
             return repr(action)
 
     def _matches_intent(self, text: str) -> bool:
         assert self._intent is not None
-        names = {self._intent.key, self._intent.env_name, self._intent.label.en,
-                 self._intent.label.ar}
+        names = {
+            self._intent.key,
+            self._intent.env_name,
+            self._intent.label.en,
+            self._intent.label.ar,
+        }
         return _normalise(text) in {_normalise(n) for n in names}
 
-    def _run_call(self, call: ToolCall, raw: Any) -> tuple[str, str, bool]:
+    def _run_call(self, call: ToolCall, action: Any) -> tuple[str, str, bool]:
         """Execute one tool call; returns (observation, tool name, submitted)."""
         assert self._trace is not None and self._setup is not None
+        raw = None
         if call.error is not None:
+            raw = self._raw(action)
             observation = self._error("malformed_arguments", call.error)
             kind = "submit" if call.name == RESERVED_SUBMIT else "tool_call"
-            self._record(kind=kind, tool=call.name, raw=raw, valid=False,
-                         error_kind="malformed_arguments", error=call.error, observation=observation)
+            self._record(
+                kind=kind,
+                tool=call.name,
+                raw=raw,
+                valid=False,
+                error_kind="malformed_arguments",
+                error=call.error,
+                observation=observation,
+            )
             return observation, call.name, False
         arguments = call.arguments or {}
         if call.name == RESERVED_SUBMIT:
             problem = self.domain.toolbox.validate(RESERVED_SUBMIT, arguments)
             if problem is not None:
-                observation = self._error("invalid_arguments",
-                                          f"invalid arguments for {RESERVED_SUBMIT}: {problem}")
-                self._record(kind="submit", tool=call.name, arguments=arguments, raw=raw,
-                             valid=False, error_kind="invalid_arguments", error=problem,
-                             observation=observation)
+                observation = self._error(
+                    "invalid_arguments", f"invalid arguments for {RESERVED_SUBMIT}: {problem}"
+                )
+                self._record(
+                    kind="submit",
+                    tool=call.name,
+                    arguments=arguments,
+                    raw=raw,
+                    valid=False,
+                    error_kind="invalid_arguments",
+                    error=problem,
+                    observation=observation,
+                )
                 return observation, call.name, False
             self._trace.submission = Submission(**arguments)
-            observation = canonical_json({"status": "submitted", "episode_id":
-                                          self._trace.episode_id})
-            self._record(kind="submit", tool=call.name, arguments=arguments, raw=raw, valid=True,
-                         observation=observation)
+            observation = canonical_json(
+                {"status": "submitted", "episode_id": self._trace.episode_id}
+            )
+            self._record(
+                kind="submit",
+                tool=call.name,
+                arguments=arguments,
+                raw=raw,
+                valid=True,
+                observation=observation,
+            )
             return observation, call.name, True
         self._counts["tool_calls"] += 1
-        rng = np.random.default_rng([*self._key, call_key(call.name, arguments)])
-        context = self.domain.tool_context(self._setup.state, rng, self._counts["steps"])
+        key = self._key
+        context = self.domain.tool_context(  # the call's seed is computed only if a tool draws
+            self._setup.state, lambda: [*key, call_key(call.name, arguments)], self._counts["steps"]
+        )
         result = self.domain.toolbox.run(call.name, arguments, context)
-        observation = canonical_json(result.output) if result.ok else \
-            self._error(result.error_kind or "execution", result.error or "")
-        self._record(kind="tool_call", tool=call.name, arguments=arguments, raw=raw, valid=result.ok,
-                     error_kind=result.error_kind, error=result.error, observation=observation)
+        observation = (
+            canonical_json(result.output)
+            if result.ok
+            else self._error(result.error_kind or "execution", result.error or "")
+        )
+        self._record(
+            kind="tool_call",
+            tool=call.name,
+            arguments=arguments,
+            raw=raw,
+            valid=result.ok,
+            error_kind=result.error_kind,
+            error=result.error,
+            observation=observation,
+        )
         return observation, call.name, False
 
     def _step_tool_calls(self, calls: list[ToolCall], action: Any) -> tuple[str, list[dict], bool]:
-        raw = self._raw(action)
+        # A parsed call keeps its name and arguments; the raw action is kept only when the
+        # arguments could not be parsed (so nothing the agent sent is lost).
+        raw = None
         outputs: list[tuple[str, str]] = []
         messages: list[dict[str, Any]] = []
         submitted = False
         for index, call in enumerate(calls):
             if submitted:
                 observation = self._error("episode_ended", "call after submit_resolution refused")
-                self._record(kind="after_end", tool=call.name, raw=raw, valid=False,
-                             error_kind="episode_ended", error="call after submit_resolution",
-                             observation=observation)
+                self._record(
+                    kind="after_end",
+                    tool=call.name,
+                    raw=raw,
+                    valid=False,
+                    error_kind="episode_ended",
+                    error="call after submit_resolution",
+                    observation=observation,
+                )
             else:
-                observation, _, submitted = self._run_call(call, raw)
+                observation, _, submitted = self._run_call(call, action)
             outputs.append((call.name, observation))
-            messages.append({"role": "tool", "tool_call_id": call.call_id or f"call_{index}",
-                             "name": call.name, "content": observation})
+            messages.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": call.call_id or f"call_{index}",
+                    "name": call.name,
+                    "content": observation,
+                }
+            )
         if len(outputs) == 1:
             return outputs[0][1], messages, submitted
         combined = canonical_json([{"name": n, "output": _decode(o)} for n, o in outputs])
@@ -299,27 +415,39 @@ class TelcoEnv(gymnasium.Env[str, Any]):
             raise ResetNeeded("call reset() before step()")
         trace = self._trace
         if trace.terminated or trace.truncated:
-            observation = self._error("episode_ended", "the episode has ended; call reset() to "
-                                      "start a new one")
-            self._record(kind="after_end", raw=self._raw(action), valid=False,
-                         error_kind="episode_ended", error="action after the end",
-                         observation=observation)
+            observation = self._error(
+                "episode_ended", "the episode has ended; call reset() to start a new one"
+            )
+            self._record(
+                kind="after_end",
+                raw=self._raw(action),
+                valid=False,
+                error_kind="episode_ended",
+                error="action after the end",
+                observation=observation,
+            )
             return observation, 0.0, trace.terminated, trace.truncated, self._step_info([])
         self._counts["steps"] += 1
         parsed = parse_action(action)
         reward, submitted = 0.0, False
         if isinstance(parsed, ParseError):
             observation = self._error(parsed.kind, parsed.message)
-            self._record(kind="invalid", raw=self._raw(action), valid=False,
-                         error_kind=parsed.kind, error=parsed.message, observation=observation)
+            self._record(
+                kind="invalid",
+                raw=self._raw(action),
+                valid=False,
+                error_kind=parsed.kind,
+                error=parsed.message,
+                observation=observation,
+            )
             messages = [{"role": "user", "content": observation}]
         elif isinstance(parsed, PlainMessage):
             self._counts["messages"] += 1
             rng = np.random.default_rng([*self._key, 1, self._counts["steps"]])
-            observation = self.domain.reply(self._setup, self._blueprint, parsed.content,
-                                            trace.language, rng, ended=False)
-            self._record(kind="message", raw=self._raw(action), valid=True,
-                         observation=observation)
+            observation = self.domain.reply(
+                self._setup, self._blueprint, parsed.content, trace.language, rng, ended=False
+            )
+            self._record(kind="message", raw=parsed.content, valid=True, observation=observation)
             messages = [{"role": "user", "content": observation}]
         else:
             observation, messages, submitted = self._step_tool_calls(parsed, action)
@@ -333,19 +461,22 @@ class TelcoEnv(gymnasium.Env[str, Any]):
 
     def _step_info(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
         assert self._trace is not None
-        info: dict[str, Any] = {"episode_id": self._trace.episode_id, "messages": messages,
-                                **self._counts}
+        info: dict[str, Any] = {
+            "episode_id": self._trace.episode_id,
+            "messages": messages,
+            **self._counts,
+        }
         last = self._trace.actions[-1] if self._trace.actions else None
         if last is not None:
             info["action"] = {"kind": last.kind, "valid": last.valid, "error_type": last.error_kind}
         if self._trace.terminated or self._trace.truncated:
             info["trace"] = self._trace
             info["predicted_chain"] = self._trace.predicted_chain
-        if self._privileged:
-            info["privileged"] = self._privileged_info()
+            if self._privileged:
+                info["privileged"] = self._privileged_info()
         return info
 
-    # --- accessors ------------------------------------------------------------------------------
+    # --- accessors --------------------------------------------------------------------------------
 
     @property
     def trace(self) -> EpisodeTrace | None:
@@ -361,8 +492,9 @@ class TelcoEnv(gymnasium.Env[str, Any]):
             if record.arguments is not None:
                 what += " " + canonical_json(record.arguments)
             lines.append(f"[agent:{record.kind}] {what}")
-            lines.append(f"[{'engineer' if record.kind == 'message' else 'env'}] "
-                         f"{record.observation}")
+            lines.append(
+                f"[{'engineer' if record.kind == 'message' else 'env'}] {record.observation}"
+            )
         return "\n".join(lines)
 
 

@@ -36,9 +36,16 @@ class EnvEntry(NamedTuple):
 def _entries() -> tuple[EnvEntry, ...]:
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     with (data_root() / "intents.yaml").open(encoding="utf-8") as handle:
-        document = yaml.load(handle, Loader=loader)  # noqa: S506 - a safe loader
-    entries = [EnvEntry(i["env_name"], f"{NAMESPACE}/{gym_name(i['env_name'])}-v{VERSION}",
-                        i["key"], i["category"]) for i in document["intents"]]
+        document = yaml.load(handle, Loader=loader)
+    entries = [
+        EnvEntry(
+            i["env_name"],
+            f"{NAMESPACE}/{gym_name(i['env_name'])}-v{VERSION}",
+            i["key"],
+            i["category"],
+        )
+        for i in document["intents"]
+    ]
     entries.append(EnvEntry(TAXONOMY_NAME, f"{NAMESPACE}/Troubleshooting-v{VERSION}", None, None))
     return tuple(entries)
 
@@ -49,8 +56,9 @@ def register_envs() -> None:
         if entry.id in gymnasium.registry:
             continue
         kwargs = {"intent": entry.intent} if entry.intent else {}
-        gymnasium.register(id=entry.id, entry_point=ENTRY_POINT, kwargs=kwargs,
-                           nondeterministic=False)
+        gymnasium.register(
+            id=entry.id, entry_point=ENTRY_POINT, kwargs=kwargs, nondeterministic=False
+        )
 
 
 def list_envs() -> list[EnvEntry]:

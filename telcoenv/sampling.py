@@ -51,8 +51,9 @@ class SamplingPlan:
         return tuple(step.name for step in self.steps)
 
 
-def _order(constraints: Mapping[str, KPIConstraint],
-           edges: Mapping[str, list[tuple[str, int]]]) -> list[str]:
+def _order(
+    constraints: Mapping[str, KPIConstraint], edges: Mapping[str, list[tuple[str, int]]]
+) -> list[str]:
     """Topological order that keeps the blueprint's order wherever dependencies allow it."""
     done: list[str] = []
 
@@ -71,8 +72,12 @@ def _order(constraints: Mapping[str, KPIConstraint],
     return done
 
 
-def _reaches(start: str, target: str, constraints: Mapping[str, KPIConstraint],
-             edges: Mapping[str, list[tuple[str, int]]]) -> bool:
+def _reaches(
+    start: str,
+    target: str,
+    constraints: Mapping[str, KPIConstraint],
+    edges: Mapping[str, list[tuple[str, int]]],
+) -> bool:
     stack, seen = [start], set()
     while stack:
         node = stack.pop()
@@ -87,9 +92,12 @@ def _reaches(start: str, target: str, constraints: Mapping[str, KPIConstraint],
     return False
 
 
-def compile_plan(blueprint: Blueprint, couplings: Sequence[Coupling] = (),
-                 digits: Callable[[str], int] = lambda name: 4,
-                 grids: Mapping[str, Sequence[float]] | None = None) -> SamplingPlan:
+def compile_plan(
+    blueprint: Blueprint,
+    couplings: Sequence[Coupling] = (),
+    digits: Callable[[str], int] = lambda name: 4,
+    grids: Mapping[str, Sequence[float]] | None = None,
+) -> SamplingPlan:
     """Compile the sampling order and parents of a blueprint.
 
     ``digits(name)`` gives the number of decimals a KPI is stored with; ``grids`` maps a KPI to
@@ -111,10 +119,16 @@ def compile_plan(blueprint: Blueprint, couplings: Sequence[Coupling] = (),
         edges.setdefault(child, []).append((parent, sign))
         implicit.add(child)
     steps = tuple(
-        _Step(name, constraints[name], tuple(edges.get(name, ())),
-              IMPLICIT_STRENGTH if name in implicit else constraints[name].strength, digits(name),
-              _grid(constraints[name], (grids or {}).get(name)))
-        for name in _order(constraints, edges))
+        _Step(
+            name,
+            constraints[name],
+            tuple(edges.get(name, ())),
+            IMPLICIT_STRENGTH if name in implicit else constraints[name].strength,
+            digits(name),
+            _grid(constraints[name], (grids or {}).get(name)),
+        )
+        for name in _order(constraints, edges)
+    )
     return SamplingPlan(steps)
 
 
@@ -135,21 +149,26 @@ def _free_value(rule: KPIConstraint, rng: np.random.Generator) -> float:
     return float(rng.uniform(rule.min, rule.max))
 
 
-def _linear_value(rule: KPIConstraint, parent_value: float, parent_rule: KPIConstraint,
-                  rng: np.random.Generator) -> float:
+def _linear_value(
+    rule: KPIConstraint, parent_value: float, parent_rule: KPIConstraint, rng: np.random.Generator
+) -> float:
     centre = (rule.min + rule.max) / 2 + (rule.slope or 0.0) * (
-        parent_value - (parent_rule.min + parent_rule.max) / 2)
+        parent_value - (parent_rule.min + parent_rule.max) / 2
+    )
     half = (rule.max - rule.min) / 2
-    spread = half * max(0.2, 1 - abs(rule.slope or 0.0) * (parent_rule.max - parent_rule.min)
-                        / (rule.max - rule.min))
+    spread = half * max(
+        0.2,
+        1 - abs(rule.slope or 0.0) * (parent_rule.max - parent_rule.min) / (rule.max - rule.min),
+    )
     low, high = max(rule.min, centre - spread), min(rule.max, centre + spread)
     if low >= high:  # the line leaves the range: stay on the nearest bound
         return min(max(centre, rule.min), rule.max)
     return float(rng.uniform(low, high))
 
 
-def sample_kpis(plan: SamplingPlan, constraints: Mapping[str, KPIConstraint],
-                rng: np.random.Generator) -> dict[str, float]:
+def sample_kpis(
+    plan: SamplingPlan, constraints: Mapping[str, KPIConstraint], rng: np.random.Generator
+) -> dict[str, float]:
     """Sample every KPI of a plan; values are rounded and guaranteed inside ``[min, max]``."""
     values: dict[str, float] = {}
     for step in plan.steps:
@@ -157,9 +176,12 @@ def sample_kpis(plan: SamplingPlan, constraints: Mapping[str, KPIConstraint],
         if rule.corr_with:
             value = _linear_value(rule, values[rule.corr_with], constraints[rule.corr_with], rng)
         elif step.parents:
-            target = sum(_position(values[p], constraints[p]) if sign > 0
-                         else 1 - _position(values[p], constraints[p])
-                         for p, sign in step.parents) / len(step.parents)
+            target = sum(
+                _position(values[p], constraints[p])
+                if sign > 0
+                else 1 - _position(values[p], constraints[p])
+                for p, sign in step.parents
+            ) / len(step.parents)
             u = step.strength * target + (1 - step.strength) * float(rng.random())
             value = rule.min + u * (rule.max - rule.min)
         else:

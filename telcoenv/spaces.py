@@ -72,8 +72,9 @@ class ToolCallSpace(spaces.Space[dict[str, Any]]):
     schema-valid arguments (never ``submit_resolution``).
     """
 
-    def __init__(self, tools: Mapping[str, ToolSpec],
-                 seed: int | np.random.Generator | None = None) -> None:
+    def __init__(
+        self, tools: Mapping[str, ToolSpec], seed: int | np.random.Generator | None = None
+    ) -> None:
         super().__init__(shape=None, dtype=None, seed=seed)
         self.tools = {n: s for n, s in sorted(tools.items()) if s.kind != "reserved"}
 
@@ -87,8 +88,10 @@ class ToolCallSpace(spaces.Space[dict[str, Any]]):
     def sample(self, mask: Any = None, probability: Any = None) -> dict[str, Any]:
         names = list(self.tools)
         name = names[int(self.np_random.integers(len(names)))]
-        return {"name": name,
-                "arguments": sample_from_schema(self.tools[name].parameters, self.np_random)}
+        return {
+            "name": name,
+            "arguments": sample_from_schema(self.tools[name].parameters, self.np_random),
+        }
 
     def __repr__(self) -> str:
         return f"ToolCallSpace({len(self.tools)} tools)"

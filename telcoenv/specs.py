@@ -10,8 +10,19 @@ Language = Literal["en", "ar"]
 LANGUAGES: tuple[Language, ...] = ("en", "ar")
 
 # Words written in capitals inside env ids (BLERAnomaly rather than BlerAnomaly).
-_ACRONYMS = {"dl": "DL", "ul": "UL", "prb": "PRB", "pci": "PCI", "sla": "SLA", "qos": "QoS",
-             "hqos": "HQoS", "rlf": "RLF", "bler": "BLER", "ta": "TA", "ho": "HO"}
+_ACRONYMS = {
+    "dl": "DL",
+    "ul": "UL",
+    "prb": "PRB",
+    "pci": "PCI",
+    "sla": "SLA",
+    "qos": "QoS",
+    "hqos": "HQoS",
+    "rlf": "RLF",
+    "bler": "BLER",
+    "ta": "TA",
+    "ho": "HO",
+}
 
 
 def gym_name(env_name: str) -> str:
@@ -141,6 +152,11 @@ class ToolSpec(_Frozen):
 
     def openai(self) -> dict[str, Any]:
         """The spec in OpenAI function-calling format."""
-        return {"type": "function",
-                "function": {"name": self.name, "description": self.description,
-                             "parameters": self.parameters}}
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }

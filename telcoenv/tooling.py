@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import fastjsonschema
 import jsonschema
 
 from telcoenv.errors import TelcoEnvError, ToolError
@@ -57,18 +58,29 @@ class ToolResult:
 class Toolbox:
     """The tools of a domain: specs, compiled validators and implementations."""
 
-    def __init__(self, specs: Mapping[str, ToolSpec],
-                 implementations: Mapping[str, Callable[..., dict[str, Any]]]) -> None:
+    def __init__(
+        self,
+        specs: Mapping[str, ToolSpec],
+        implementations: Mapping[str, Callable[..., dict[str, Any]]],
+    ) -> None:
         needed = {name for name, spec in specs.items() if spec.kind != "reserved"}
         missing, orphans = needed - set(implementations), set(implementations) - needed
         if missing or orphans:
-            raise TelcoEnvError(f"tool specs and implementations disagree: specs without an "
-                                f"implementation {sorted(missing)}, implementations without a "
-                                f"spec {sorted(orphans)}")
+            raise TelcoEnvError(
+                f"tool specs and implementations disagree: specs without an "
+                f"implementation {sorted(missing)}, implementations without a "
+                f"spec {sorted(orphans)}"
+            )
         self.specs = dict(specs)
         self.implementations = dict(implementations)
-        self._validators = {name: jsonschema.Draft202012Validator(spec.parameters)
-                            for name, spec in specs.items()}
+        self._validators = {
+            name: jsonschema.Draft202012Validator(spec.parameters) for name, spec in specs.items()
+        }
+        # Compiled checkers answer "valid?" ~20x faster; jsonschema explains the rare failures.
+        self._fast_checks = {
+            name: fastjsonschema.compile(spec.parameters, use_default=False)
+            for name, spec in specs.items()
+        }
 
     def __contains__(self, name: object) -> bool:
         return name in self.specs
@@ -79,6 +91,11 @@ class Toolbox:
 
     def validate(self, name: str, arguments: Mapping[str, Any]) -> str | None:
         """None when the arguments satisfy the spec, else a precise description of the problem."""
+        try:
+            self._fast_checks[name](arguments)
+            return None
+        except fastjsonschema.JsonSchemaException:
+            pass
         errors = list(self._validators[name].iter_errors(dict(arguments)))
         if not errors:
             return None
@@ -89,8 +106,11 @@ class Toolbox:
         """Validate and execute a call; every failure is reported, none raised."""
         if name not in self.specs or self.specs[name].kind == "reserved":
             known = ", ".join(self.network_tools)
-            return ToolResult(None, "unknown_tool", f"unknown tool {name!r}; available tools: "
-                              f"{known}, {RESERVED_SUBMIT}")
+            return ToolResult(
+                None,
+                "unknown_tool",
+                f"unknown tool {name!r}; available tools: {known}, {RESERVED_SUBMIT}",
+            )
         problem = self.validate(name, arguments)
         if problem is not None:
             return ToolResult(None, "invalid_arguments", f"invalid arguments for {name}: {problem}")

@@ -7,6 +7,7 @@ The environment drives any object that satisfies :class:`Domain`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -32,12 +33,22 @@ class Domain(Protocol):
     catalog: Catalog
     toolbox: Toolbox
 
-    def start_episode(self, intent: Intent, blueprint: Blueprint, rng: np.random.Generator,
-                      lang: Language) -> EpisodeSetup: ...
+    def start_episode(
+        self, intent: Intent, blueprint: Blueprint, rng: np.random.Generator, lang: Language
+    ) -> EpisodeSetup: ...
 
-    def tool_context(self, state: Any, rng: np.random.Generator, step: int) -> Any: ...
+    def tool_context(self, state: Any, seed: Callable[[], list[int]], step: int) -> Any:
+        """The object passed to tool implementations; ``seed()`` seeds the call's generator."""
 
-    def reply(self, setup: EpisodeSetup, blueprint: Blueprint, message: str, lang: Language,
-              rng: np.random.Generator, *, ended: bool) -> str: ...
+    def reply(
+        self,
+        setup: EpisodeSetup,
+        blueprint: Blueprint,
+        message: str,
+        lang: Language,
+        rng: np.random.Generator,
+        *,
+        ended: bool,
+    ) -> str: ...
 
     def snapshot(self, state: Any) -> dict[str, Any]: ...

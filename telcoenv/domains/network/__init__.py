@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from collections.abc import Callable
 from functools import cache
 from typing import Any
 
@@ -43,13 +43,17 @@ class NetworkDomain:
         # Compiled once: sampling plans are immutable and shared by every episode.
         self.plans: dict[str, SamplingPlan] = {
             b.blueprint_id: compile_plan(b, COUPLINGS, kpis.digits, grids)
-            for family in self.catalog.blueprints.values() for b in family}
+            for family in self.catalog.blueprints.values()
+            for b in family
+        }
 
-    def start_episode(self, intent: Intent, blueprint: Blueprint, rng: np.random.Generator,
-                      lang: Language) -> EpisodeSetup:
+    def start_episode(
+        self, intent: Intent, blueprint: Blueprint, rng: np.random.Generator, lang: Language
+    ) -> EpisodeSetup:
         sampled = sample_kpis(self.plans[blueprint.blueprint_id], blueprint.constraints, rng)
-        background = background_kpis(sampled, blueprint.context.area, blueprint.context.cell_role,
-                                     rng)
+        background = background_kpis(
+            sampled, blueprint.context.area, blueprint.context.cell_role, rng
+        )
         state = build_network(intent, blueprint, sampled, background, rng)
         statement = engineer.problem_statement(intent.key, blueprint, state, sampled, lang, rng)
         return EpisodeSetup(sampled, state, self.gold_values(intent, state), statement)
@@ -57,34 +61,85 @@ class NetworkDomain:
     def gold_values(self, intent: Intent, state: NetworkState) -> dict[str, Any]:
         """Values that fill the gold chain's argument templates (see intents.yaml)."""
         fix = gold_fix(state, intent)
-        values = {"cell_id": state.serving.cell_id, "cluster_id": state.cluster_id,
-                  "window": state.window, "slice_id": state.fault_slice_id,
-                  "config_id": state.baseline_id(state.serving.cell_id), "fix": fix,
-                  "changes": _render_changes(fix) or "no parameter change"}
+        values = {
+            "cell_id": state.serving.cell_id,
+            "cluster_id": state.cluster_id,
+            "window": state.window,
+            "slice_id": state.fault_slice_id,
+            "config_id": state.baseline_id(state.serving.cell_id),
+            "fix": fix,
+            "changes": _render_changes(fix) or "no parameter change",
+        }
         ticket = intent.resolution.ticket
         values["ticket_severity"] = ticket.severity if ticket else "minor"
         values["ticket_team"] = ticket.team if ticket else "ran_optimization"
-        values["ticket_summary"] = (intent.resolution.root_cause.en.format_map(values) + " "
-                                    + intent.resolution.corrective_action.en.format_map(values))
+        values["ticket_summary"] = (
+            intent.resolution.root_cause.en.format_map(values)
+            + " "
+            + intent.resolution.corrective_action.en.format_map(values)
+        )
         return values
 
-    def tool_context(self, state: NetworkState, rng: np.random.Generator, step: int) -> ToolContext:
-        return ToolContext(state, rng, step)
+    def tool_context(
+        self, state: NetworkState, seed: Callable[[], list[int]], step: int
+    ) -> ToolContext:
+        return ToolContext(state, seed, step)
 
-    def reply(self, setup: EpisodeSetup, blueprint: Blueprint, message: str, lang: Language,
-              rng: np.random.Generator, *, ended: bool) -> str:
+    def reply(
+        self,
+        setup: EpisodeSetup,
+        blueprint: Blueprint,
+        message: str,
+        lang: Language,
+        rng: np.random.Generator,
+        *,
+        ended: bool,
+    ) -> str:
         return engineer.reply(message, setup.state, blueprint, lang, rng, ended=ended)
 
     def snapshot(self, state: NetworkState) -> dict[str, Any]:
         """The network context of an episode as plain JSON-ready data (for the trace)."""
-        return {"cluster_id": state.cluster_id, "now": state.now.strftime("%Y-%m-%dT%H:%M:%SZ"),
-                "window": state.window, "serving_cell": asdict(state.serving),
-                "neighbours": [{"cell_id": c.cell_id, "pci": c.pci, "distance_km": c.distance_km,
-                                "prb_util": c.kpis.get("PRB_util")} for c in state.neighbours],
-                "slices": {k: asdict(v) for k, v in state.slices.items()},
-                "backhaul": asdict(state.backhaul),
-                "alarms": [asdict(a) for a in state.alarms],
-                "baseline_config_id": state.baseline_id(state.serving.cell_id)}
+        serving = state.serving
+        return {
+            "cluster_id": state.cluster_id,
+            "now": state.now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "window": state.window,
+            "baseline_config_id": state.baseline_id(serving.cell_id),
+            "serving_cell": {
+                "cell_id": serving.cell_id,
+                "site_id": serving.site_id,
+                "technology": serving.tech,
+                "role": serving.role,
+                "area": serving.area,
+                "pci": serving.pci,
+                "operational_state": serving.operational_state,
+                "config": dict(serving.config),
+            },
+            "neighbours": [
+                {
+                    "cell_id": c.cell_id,
+                    "pci": c.pci,
+                    "distance_km": c.distance_km,
+                    "prb_util": c.load,
+                }
+                for c in state.neighbours
+            ],
+            "slices": {
+                s.slice_id: {"service_type": s.service_type, "policy": dict(s.policy)}
+                for s in state.slices.values()
+            },
+            "backhaul": {"link_id": state.backhaul.link_id, "config": dict(state.backhaul.config)},
+            "alarms": [
+                {
+                    "alarm_id": a.alarm_id,
+                    "source": a.source,
+                    "name": a.name,
+                    "severity": a.severity,
+                    "raised_at": a.raised_at,
+                }
+                for a in state.alarms
+            ],
+        }
 
 
 @cache

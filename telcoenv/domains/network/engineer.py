@@ -1,4 +1,4 @@
-"""The simulated network engineer: bilingual, template-based, deterministic under a seeded generator.
+"""The simulated network engineer: bilingual, template-based, deterministic (seeded generator).
 
 The engineer opens the episode with a problem statement that quotes the key sampled KPIs with
 units and never names the intent or a tool, and answers the agent's plain messages (which cell,
@@ -22,15 +22,49 @@ from telcoenv.domains.network.state import KPI_TO_CELL_PARAMETER, NetworkState
 from telcoenv.specs import Blueprint, Language
 
 # KPIs that are configuration read-outs or identifiers: an engineer does not quote them as symptoms.
-_NOT_EVIDENCE = {*KPI_TO_CELL_PARAMETER, "pci_neighbor", "policy_priority_level",
-                 "policy_min_guarantee_Mbps", "policy_threshold_param"}
+_NOT_EVIDENCE = {
+    *KPI_TO_CELL_PARAMETER,
+    "pci_neighbor",
+    "policy_priority_level",
+    "policy_min_guarantee_Mbps",
+    "policy_threshold_param",
+}
 _REPLY_KEYWORDS = {
     "cell_id": ("cell", "site", "which", "id", "خلية", "الخلية", "موقع", "معرف"),
-    "window": ("window", "when", "time", "since", "hour", "period", "نافذة", "متى", "الوقت",
-               "ساعة", "منذ", "الفترة"),
-    "approval": ("approve", "approval", "proceed", "permission", "may i", "can i", "ok to",
-                 "go ahead", "shall i", "confirm", "موافق", "الموافقة", "أوافق", "هل يمكنني",
-                 "أتابع", "إذن", "تنفيذ", "أطبق"),
+    "window": (
+        "window",
+        "when",
+        "time",
+        "since",
+        "hour",
+        "period",
+        "نافذة",
+        "متى",
+        "الوقت",
+        "ساعة",
+        "منذ",
+        "الفترة",
+    ),
+    "approval": (
+        "approve",
+        "approval",
+        "proceed",
+        "permission",
+        "may i",
+        "can i",
+        "ok to",
+        "go ahead",
+        "shall i",
+        "confirm",
+        "موافق",
+        "الموافقة",
+        "أوافق",
+        "هل يمكنني",
+        "أتابع",
+        "إذن",
+        "تنفيذ",
+        "أطبق",
+    ),
 }
 _ARABIC_HOURS = {1: "الساعة الماضية", 2: "الساعتين الماضيتين"}
 
@@ -76,30 +110,51 @@ def evidence(sampled: dict[str, float], lang: Language, rng: np.random.Generator
     count = min(len(extra), int(rng.integers(0, 3)))
     chosen = names[:2] + [extra[i] for i in sorted(rng.choice(len(extra), count, replace=False))]
     link = " at " if lang == "en" else " عند "
-    return _join([catalogue.kpis[n].name.in_lang(lang) + link + catalogue.quote(n, sampled[n], lang)
-                  for n in chosen], lang)
+    return _join(
+        [
+            catalogue.kpis[n].name.in_lang(lang) + link + catalogue.quote(n, sampled[n], lang)
+            for n in chosen
+        ],
+        lang,
+    )
 
 
-def _fields(state: NetworkState, blueprint: Blueprint, lang: Language,
-            rng: np.random.Generator) -> dict[str, str]:
+def _fields(
+    state: NetworkState, blueprint: Blueprint, lang: Language, rng: np.random.Generator
+) -> dict[str, str]:
     bank = phrases()
     prior = blueprint.priors.get("event_phase") or blueprint.priors.get("time_of_day") or {}
     phase = max(sorted(prior), key=lambda k: prior[k]) if prior else "shoulder"
-    return {"cell_id": state.serving.cell_id, "cluster_id": state.cluster_id,
-            "place": _pick(bank["places"][blueprint.context.area][lang], rng),
-            "time_of_day": _pick(bank["times_of_day"].get(phase, bank["times_of_day"]["shoulder"])[lang], rng),
-            "window": window_phrase(state.window, lang)}
+    return {
+        "cell_id": state.serving.cell_id,
+        "cluster_id": state.cluster_id,
+        "place": _pick(bank["places"][blueprint.context.area][lang], rng),
+        "time_of_day": _pick(
+            bank["times_of_day"].get(phase, bank["times_of_day"]["shoulder"])[lang], rng
+        ),
+        "window": window_phrase(state.window, lang),
+    }
 
 
-def problem_statement(intent_key: str, blueprint: Blueprint, state: NetworkState,
-                      sampled: dict[str, float], lang: Language, rng: np.random.Generator) -> str:
+def problem_statement(
+    intent_key: str,
+    blueprint: Blueprint,
+    state: NetworkState,
+    sampled: dict[str, float],
+    lang: Language,
+    rng: np.random.Generator,
+) -> str:
     """The engineer's opening message for an episode, in ``lang``."""
     bank = phrases()
     fields = _fields(state, blueprint, lang, rng)
     fields["evidence"] = evidence(sampled, lang, rng)
     alarm = "raised" if blueprint.context.alarm else "none"
-    parts = [_pick(bank["openers"][lang], rng), _pick(bank["symptoms"][intent_key][lang], rng),
-             _pick(bank["alarm"][alarm][lang], rng), _pick(bank["closers"][lang], rng)]
+    parts = [
+        _pick(bank["openers"][lang], rng),
+        _pick(bank["symptoms"][intent_key][lang], rng),
+        _pick(bank["alarm"][alarm][lang], rng),
+        _pick(bank["closers"][lang], rng),
+    ]
     return " ".join(part.format_map(fields) for part in parts)
 
 
@@ -112,8 +167,15 @@ def classify_message(message: str) -> str:
     return "other"
 
 
-def reply(message: str, state: NetworkState, blueprint: Blueprint, lang: Language,
-          rng: np.random.Generator, *, ended: bool = False) -> str:
+def reply(
+    message: str,
+    state: NetworkState,
+    blueprint: Blueprint,
+    lang: Language,
+    rng: np.random.Generator,
+    *,
+    ended: bool = False,
+) -> str:
     """The engineer's answer to a plain message from the agent."""
     kind = "after_end" if ended else classify_message(message)
     fields = _fields(state, blueprint, lang, rng)

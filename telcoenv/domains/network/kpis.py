@@ -9,7 +9,7 @@ latency), so that every tool output tells one coherent story.
 from __future__ import annotations
 
 import math
-from functools import cache
+from functools import cache, cached_property
 from importlib import resources
 from typing import Literal
 
@@ -21,8 +21,25 @@ from telcoenv.errors import CatalogError
 from telcoenv.sampling import Coupling
 from telcoenv.specs import Bilingual, Language
 
-Family = Literal["DL", "UL", "BLER", "RLF", "latency", "HO", "PRB", "TA", "QoS", "RF", "beam",
-                 "backhaul", "slice", "availability", "config", "users", "coverage"]
+Family = Literal[
+    "DL",
+    "UL",
+    "BLER",
+    "RLF",
+    "latency",
+    "HO",
+    "PRB",
+    "TA",
+    "QoS",
+    "RF",
+    "beam",
+    "backhaul",
+    "slice",
+    "availability",
+    "config",
+    "users",
+    "coverage",
+]
 
 
 class KPIInfo(BaseModel):
@@ -44,10 +61,16 @@ class KPICatalogue(BaseModel):
     units: dict[str, Bilingual]
     kpis: dict[str, KPIInfo]
 
+    @cached_property
+    def storage_digits(self) -> dict[str, int]:
+        """Decimals each raw value is stored with, so that quoting it never needs rounding."""
+        return {
+            name: info.decimals + max(0, round(math.log10(info.scale)))
+            for name, info in self.kpis.items()
+        }
+
     def digits(self, name: str) -> int:
-        """Decimals a raw value is stored with, so that quoting it never needs rounding."""
-        info = self.kpis[name]
-        return info.decimals + max(0, round(math.log10(info.scale)))
+        return self.storage_digits[name]
 
     def quote(self, name: str, value: float, lang: Language) -> str:
         """A value as a person reads it, e.g. ``82%`` or ``7.1 Mbps`` (or its Arabic form)."""
@@ -101,8 +124,9 @@ def _first(values: dict[str, float], names: tuple[str, ...], default: float) -> 
     return next((values[n] for n in names if n in values), default)
 
 
-def background_kpis(sampled: dict[str, float], area: str, role: str,
-                    rng: np.random.Generator) -> dict[str, float]:
+def background_kpis(
+    sampled: dict[str, float], area: str, role: str, rng: np.random.Generator
+) -> dict[str, float]:
     """Coherent values for the KPI families the blueprint does not sample.
 
     Derived from the sampled KPIs (e.g. BLER from SINR, throughput from SINR and load) with a few
@@ -110,37 +134,41 @@ def background_kpis(sampled: dict[str, float], area: str, role: str,
     """
     catalogue = kpi_catalogue()
     sampled_families = {catalogue.kpis[n].family for n in sampled}
-
-    def jitter() -> float:
-        return float(rng.uniform(0.97, 1.03))
-
-    load = _first(sampled, _LOAD, 0.42 * jitter())
-    rsrp = sampled.get("rsrp_dBm", (-92.0 if role == "macro" else -88.0) * jitter())
-    rsrq = sampled.get("rsrq_dB", min(-6.0, -10.0 + (rsrp + 95.0) * 0.2) * jitter())
-    sinr = sampled.get("sinr_dB", max(-5.0, min(25.0, 13.0 + 1.6 * (rsrq + 10.0))) * jitter())
+    j = rng.uniform(0.97, 1.03, 8)  # one vector draw: this runs for every cell of every episode
+    load = _first(sampled, _LOAD, 0.42 * j[0])
+    rsrp = sampled.get("rsrp_dBm", (-92.0 if role == "macro" else -88.0) * j[1])
+    rsrq = sampled.get("rsrq_dB", min(-6.0, -10.0 + (rsrp + 95.0) * 0.2) * j[2])
+    sinr = sampled.get("sinr_dB", max(-5.0, min(25.0, 13.0 + 1.6 * (rsrq + 10.0))) * j[3])
     bler = _first(sampled, _BLER, min(0.3, 0.08 + 0.012 * max(0.0, 4.0 - sinr)))
     spectral = math.log2(1 + 10 ** (sinr / 10))
-    throughput = max(0.5, 22.0 * spectral * (1 - load) * (1 - bler) * jitter())
+    throughput = max(0.5, 22.0 * spectral * (1 - load) * (1 - bler) * j[4])
     derived = {
-        "PRB_util": load, "rsrp_dBm": rsrp, "rsrq_dB": rsrq, "sinr_dB": sinr,
+        "PRB_util": load,
+        "rsrp_dBm": rsrp,
+        "rsrq_dB": rsrq,
+        "sinr_dB": sinr,
         "BLER": bler,
-        "throughput_p50_mbps": throughput, "UL_thr_Mbps": throughput * 0.3,
-        "latency_ms": 12.0 + 45.0 * load ** 4 + 80.0 * max(0.0, bler - 0.1),
+        "throughput_p50_mbps": throughput,
+        "UL_thr_Mbps": throughput * 0.3,
+        "latency_ms": 12.0 + 45.0 * load**4 + 80.0 * max(0.0, bler - 0.1),
         "RLF_rate": 0.004 + 0.002 * max(0.0, -sinr),
-        "HO_success": 0.985, "ho_fail_rate": 1.5 * jitter(), "ping_pong_rate": 3.0 * jitter(),
-        "TA": _AREA_TA_M[area] * jitter(),
+        "HO_success": 0.985,
+        "ho_fail_rate": 1.5 * j[5],
+        "ping_pong_rate": 3.0 * j[6],
+        "TA": _AREA_TA_M[area] * j[7],
         "QoS": 0.99,
-        "users": _ROLE_USERS[role] * (load / 0.42) * jitter(),
+        "users": _ROLE_USERS[role] * (load / 0.42) * j[4],
         "availability": 99.9,
-        "coverage_gap_ratio": 2.0 * jitter(),
-        "beam_fail_rate": 0.6 * jitter(), "bfr_events_per_hr": 3.0 * jitter(),
+        "coverage_gap_ratio": 2.0 * j[6],
+        "beam_fail_rate": 0.6 * j[7],
+        "bfr_events_per_hr": 3.0 * j[5],
     }
-    result: dict[str, float] = {}
-    for name, value in derived.items():
-        if catalogue.kpis[name].family in sampled_families:
-            continue
-        result[name] = round(value, catalogue.digits(name))
-    return result
+    digits = catalogue.storage_digits
+    return {
+        name: round(float(value), digits[name])
+        for name, value in derived.items()
+        if catalogue.kpis[name].family not in sampled_families
+    }
 
 
 def kpi_band(value: float, bounds: tuple[float, float] | None) -> tuple[float, float]:
@@ -151,8 +179,9 @@ def kpi_band(value: float, bounds: tuple[float, float] | None) -> tuple[float, f
     return value - spread, value + spread
 
 
-def series(value: float, bounds: tuple[float, float], points: int, digits: int,
-           rng: np.random.Generator) -> list[float]:
+def series(
+    value: float, bounds: tuple[float, float], points: int, digits: int, rng: np.random.Generator
+) -> list[float]:
     """A time series whose mean is ``value`` (up to rounding) and whose points stay in ``bounds``.
 
     Shape: a smoothed random walk, centred on zero, scaled so that no point leaves the band.

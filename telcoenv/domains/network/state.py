@@ -17,45 +17,105 @@ from typing import Any
 import numpy as np
 
 from telcoenv.catalog import default_catalog
+from telcoenv.domains.network.kpis import background_kpis, kpi_catalogue
 from telcoenv.errors import ToolError
 from telcoenv.specs import Blueprint, Intent
 
 AREA_CODE = {"urban": "URB", "suburban": "SUB", "rural": "RUR", "indoor": "IND", "stadium": "STD"}
-_NEIGHBOUR_KM = {"urban": (0.4, 1.3), "suburban": (1.0, 3.0), "rural": (3.0, 10.0),
-                 "indoor": (0.05, 0.2), "stadium": (0.1, 0.45)}
-_BAND = {"macro": "n78 (3.5 GHz, 100 MHz)", "micro": "n78 (3.5 GHz, 40 MHz)",
-         "pico": "n78 (3.5 GHz, 20 MHz)"}
+_NEIGHBOUR_KM = {
+    "urban": (0.4, 1.3),
+    "suburban": (1.0, 3.0),
+    "rural": (3.0, 10.0),
+    "indoor": (0.05, 0.2),
+    "stadium": (0.1, 0.45),
+}
+_BAND = {
+    "macro": "n78 (3.5 GHz, 100 MHz)",
+    "micro": "n78 (3.5 GHz, 40 MHz)",
+    "pico": "n78 (3.5 GHz, 20 MHz)",
+}
 _BACKHAUL_MBPS = {"macro": 1000.0, "micro": 500.0, "pico": 200.0}
-_HOURS = {"peak_morning": (7, 9), "peak_evening": (18, 21), "shoulder": (10, 16),
-          "off_peak": (22, 23), "night": (1, 5), "event_pre": (17, 18), "event_live": (19, 21),
-          "event_post": (22, 23)}
-_UNRELATED_ALARMS = ("Fan Speed Abnormal", "Battery Discharge Test Due",
-                     "Door Intrusion (cabinet)", "NTP Server Unreachable")
+_HOURS = {
+    "peak_morning": (7, 9),
+    "peak_evening": (18, 21),
+    "shoulder": (10, 16),
+    "off_peak": (22, 23),
+    "night": (1, 5),
+    "event_pre": (17, 18),
+    "event_live": (19, 21),
+    "event_post": (22, 23),
+}
+_UNRELATED_ALARMS = (
+    "Fan Speed Abnormal",
+    "Battery Discharge Test Due",
+    "Door Intrusion (cabinet)",
+    "NTP Server Unreachable",
+)
 
 #: Engineering profile of a healthy cell per role: what recommend_param_change compares with.
 PROFILE: dict[str, dict[str, Any]] = {
-    role: {"tilt_deg": tilt, "tx_power_dbm": power, "beam_azimuth_offset_deg": 0,
-           "a3_offset_db": 3.0, "hysteresis_db": 2.0, "ttt_ms": 480, "cio_db": 0,
-           "scheduler_type": "PF", "max_ue_per_tti": 16, "prb_reservation_pct": 5,
-           "mlb_enabled": True, "mlb_threshold_pct": 70, "olla_bler_target_pct": 10,
-           "t310_ms": 1000, "hqos_priority_weight_pct": 40}
+    role: {
+        "tilt_deg": tilt,
+        "tx_power_dbm": power,
+        "beam_azimuth_offset_deg": 0,
+        "a3_offset_db": 3.0,
+        "hysteresis_db": 2.0,
+        "ttt_ms": 480,
+        "cio_db": 0,
+        "scheduler_type": "PF",
+        "max_ue_per_tti": 16,
+        "prb_reservation_pct": 5,
+        "mlb_enabled": True,
+        "mlb_threshold_pct": 70,
+        "olla_bler_target_pct": 10,
+        "t310_ms": 1000,
+        "hqos_priority_weight_pct": 40,
+    }
     for role, tilt, power in (("macro", 6, 46), ("micro", 8, 37), ("pico", 4, 24))
 }
 _SLICE_POLICY = {
-    "eMBB": {"admission_threshold_pct": 95, "priority_level": 3, "min_guaranteed_mbps": 100,
-             "max_share_pct": 70, "latency_budget_ms": 50},
-    "URLLC": {"admission_threshold_pct": 95, "priority_level": 1, "min_guaranteed_mbps": 20,
-              "max_share_pct": 30, "latency_budget_ms": 10},
+    "eMBB": {
+        "admission_threshold_pct": 95,
+        "priority_level": 3,
+        "min_guaranteed_mbps": 100,
+        "max_share_pct": 70,
+        "latency_budget_ms": 50,
+    },
+    "URLLC": {
+        "admission_threshold_pct": 95,
+        "priority_level": 1,
+        "min_guaranteed_mbps": 20,
+        "max_share_pct": 30,
+        "latency_budget_ms": 10,
+    },
 }
 # Blueprint KPIs that are configuration read-outs: they set the parameter of the same meaning.
-KPI_TO_CELL_PARAMETER = {"a3_offset_dB": "a3_offset_db", "ttt_ms": "ttt_ms",
-                         "hysteresis_dB": "hysteresis_db", "pci_self": "pci"}
-KPI_TO_SLICE_POLICY = {"policy_priority_level": "priority_level",
-                       "policy_min_guarantee_Mbps": "min_guaranteed_mbps"}
+KPI_TO_CELL_PARAMETER = {
+    "a3_offset_dB": "a3_offset_db",
+    "ttt_ms": "ttt_ms",
+    "hysteresis_dB": "hysteresis_db",
+    "pci_self": "pci",
+}
+KPI_TO_SLICE_POLICY = {
+    "policy_priority_level": "priority_level",
+    "policy_min_guarantee_Mbps": "min_guaranteed_mbps",
+}
 # Parameters a configuration drift may touch (CONFIG_MISMATCH).
-_DRIFTABLE = ("tilt_deg", "tx_power_dbm", "a3_offset_db", "hysteresis_db", "ttt_ms", "cio_db",
-              "max_ue_per_tti", "prb_reservation_pct", "mlb_threshold_pct",
-              "olla_bler_target_pct", "t310_ms", "hqos_priority_weight_pct", "beam_azimuth_offset_deg")
+_DRIFTABLE = (
+    "tilt_deg",
+    "tx_power_dbm",
+    "a3_offset_db",
+    "hysteresis_db",
+    "ttt_ms",
+    "cio_db",
+    "max_ue_per_tti",
+    "prb_reservation_pct",
+    "mlb_threshold_pct",
+    "olla_bler_target_pct",
+    "t310_ms",
+    "hqos_priority_weight_pct",
+    "beam_azimuth_offset_deg",
+)
 
 
 @dataclass(slots=True)
@@ -70,8 +130,19 @@ class Cell:
     azimuth_deg: int
     distance_km: float
     config: dict[str, Any]
-    kpis: dict[str, float]
+    load: float
+    kpi_seed: int
+    measured: dict[str, float] | None = None
     operational_state: str = "ENABLED"
+
+    @property
+    def kpis(self) -> dict[str, float]:
+        """The cell's KPIs; a neighbour's are derived from its load on first use (seeded)."""
+        if self.measured is None:
+            self.measured = background_kpis(
+                {"PRB_util": self.load}, self.area, self.role, np.random.default_rng(self.kpi_seed)
+            )
+        return self.measured
 
 
 @dataclass(slots=True)
@@ -128,14 +199,20 @@ class NetworkState:
             if cell.cell_id == cell_id:
                 return cell
         known = ", ".join(c.cell_id for c in self.cells)
-        raise ToolError(f"unknown cell_id {cell_id!r}: no such cell in cluster {self.cluster_id} "
-                        f"(cells: {known})", kind="not_found")
+        raise ToolError(
+            f"unknown cell_id {cell_id!r}: no such cell in cluster {self.cluster_id} "
+            f"(cells: {known})",
+            kind="not_found",
+        )
 
     def slice(self, slice_id: str) -> Slice:
         if slice_id in self.slices:
             return self.slices[slice_id]
-        raise ToolError(f"unknown slice_id {slice_id!r}; slices on {self.serving.cell_id}: "
-                        f"{', '.join(self.slices)}", kind="not_found")
+        raise ToolError(
+            f"unknown slice_id {slice_id!r}; slices on {self.serving.cell_id}: "
+            f"{', '.join(self.slices)}",
+            kind="not_found",
+        )
 
     def baseline_id(self, cell_id: str) -> str:
         return f"CFG-{cell_id}-BASELINE"
@@ -150,19 +227,25 @@ def parse_window(window: str) -> dt.timedelta:
     if match is None:
         raise ToolError(f"invalid window {window!r}: use e.g. '30m', '3h' or '1d'", kind="bad_args")
     amount, unit = int(match.group(1)), match.group(2)
-    delta = {"m": dt.timedelta(minutes=amount), "h": dt.timedelta(hours=amount),
-             "d": dt.timedelta(days=amount)}[unit]
+    delta = {
+        "m": dt.timedelta(minutes=amount),
+        "h": dt.timedelta(hours=amount),
+        "d": dt.timedelta(days=amount),
+    }[unit]
     if delta > dt.timedelta(days=7):
-        raise ToolError(f"window {window!r} is longer than the 7 days the OSS keeps",
-                        kind="bad_args")
+        raise ToolError(
+            f"window {window!r} is longer than the 7 days the OSS keeps", kind="bad_args"
+        )
     return delta
 
 
 @cache
 def _change_schemas() -> dict[str, dict[str, Any]]:
     tools = default_catalog().tools
-    return {**tools["optimize_cell"].parameters["properties"]["changes"]["properties"],
-            **tools["optimize_slice"].parameters["properties"]["policy"]["properties"]}
+    return {
+        **tools["optimize_cell"].parameters["properties"]["changes"]["properties"],
+        **tools["optimize_slice"].parameters["properties"]["policy"]["properties"],
+    }
 
 
 def legal_values(parameter: str) -> tuple[float, ...] | None:
@@ -195,8 +278,10 @@ def _draw_faulty(parameter: str, choices: list[Any], rng: np.random.Generator) -
 def _episode_time(blueprint: Blueprint, rng: np.random.Generator) -> tuple[str, dt.datetime]:
     prior = blueprint.priors.get("event_phase") or blueprint.priors.get("time_of_day") or {}
     names = sorted(prior)
-    weights = np.array([prior[n] for n in names], dtype=float)
-    phase = names[int(rng.choice(len(names), p=weights / weights.sum()))] if names else "shoulder"
+    phase = "shoulder"
+    if names:
+        cumulative = np.cumsum([prior[n] for n in names])
+        phase = names[int(np.searchsorted(cumulative, rng.random() * cumulative[-1], "right"))]
     low, high = _HOURS.get(phase, (10, 16))
     start = dt.datetime(2026, 1, 1, tzinfo=dt.UTC) + dt.timedelta(days=int(rng.integers(0, 365)))
     now = start.replace(hour=int(rng.integers(low, high + 1)), minute=5 * int(rng.integers(0, 12)))
@@ -208,39 +293,74 @@ def _traffic(blueprint: Blueprint) -> str:
     return max(sorted(mix), key=lambda k: mix[k])
 
 
-def _new_cell(prefix: str, number: int, site: str, area: str, role: str, tech: str, pci: int,
-              azimuth: int, distance: float) -> Cell:
-    return Cell(cell_id=f"{prefix}-{number}", site_id=site, tech=tech, role=role, area=area,
-                band=_BAND[role], pci=pci, azimuth_deg=azimuth, distance_km=round(distance, 2),
-                config={**PROFILE[role]}, kpis={})
+def _new_cell(
+    prefix: str,
+    number: int,
+    site: str,
+    area: str,
+    role: str,
+    tech: str,
+    pci: int,
+    azimuth: int,
+    distance: float,
+    load: float,
+    kpi_seed: int,
+) -> Cell:
+    return Cell(
+        cell_id=f"{prefix}-{number}",
+        site_id=site,
+        tech=tech,
+        role=role,
+        area=area,
+        band=_BAND[role],
+        pci=pci,
+        azimuth_deg=azimuth,
+        distance_km=round(distance, 2),
+        config={**PROFILE[role]},
+        load=round(load, 2),
+        kpi_seed=kpi_seed,
+    )
 
 
-def _neighbours(serving: Cell, prefix: str, used: set[int], sampled: dict[str, float],
-                rng: np.random.Generator) -> list[Cell]:
-    from telcoenv.domains.network.kpis import background_kpis
-
+def _neighbours(
+    serving: Cell, prefix: str, used: set[int], sampled: dict[str, float], rng: np.random.Generator
+) -> list[Cell]:
     count = int(rng.integers(4, 8))
     low, high = _NEIGHBOUR_KM[serving.area]
     mean_km = sampled.get("neighbor_distance_km") or sampled.get("intersite_distance_km")
     if mean_km:
         low, high = mean_km * 0.7, mean_km * 1.3
-    load_mean = sampled.get("neighbor_avg_PRB_util")
     loads = rng.uniform(0.25, 0.7, count)
-    if load_mean is not None:
-        loads = np.clip(loads - loads.mean() + load_mean, 0.05, 0.99)
-    numbers = rng.choice(np.arange(100, 1000), size=count + 1, replace=False)
+    if "neighbor_avg_PRB_util" in sampled:
+        loads = np.clip(loads - loads.mean() + sampled["neighbor_avg_PRB_util"], 0.05, 0.99)
+    own = int(serving.cell_id.rsplit("-", 1)[1])
+    numbers = [
+        int(n)
+        for n in rng.choice(np.arange(100, 1000), size=count + 1, replace=False)
+        if int(n) != own
+    ][:count]
+    azimuths = rng.integers(0, 360, count)
+    distances = rng.uniform(low, high, count)
+    seeds = rng.integers(2**32, size=count)
     cells = []
-    for i in range(count):
-        number = int(numbers[i]) if int(numbers[i]) != int(serving.cell_id.rsplit("-", 1)[1]) \
-            else int(numbers[-1])
+    for i, number in enumerate(numbers):
         pci = _unused_pci(used, rng)
         used.add(pci)
-        cell = _new_cell(prefix, number, f"S{number:04d}", serving.area, serving.role,
-                         serving.tech, pci, int(rng.integers(0, 360)),
-                         float(rng.uniform(low, high)))
-        cell.kpis = background_kpis({"PRB_util": round(float(loads[i]), 2)}, serving.area,
-                                    serving.role, rng)
-        cells.append(cell)
+        cells.append(
+            _new_cell(
+                prefix,
+                number,
+                f"S{number:04d}",
+                serving.area,
+                serving.role,
+                serving.tech,
+                pci,
+                int(azimuths[i]),
+                float(distances[i]),
+                float(loads[i]),
+                int(seeds[i]),
+            )
+        )
     cells.sort(key=lambda c: c.distance_km)
     return cells
 
@@ -253,7 +373,7 @@ def _unused_pci(used: set[int], rng: np.random.Generator) -> int:
 
 
 def free_pci(state: NetworkState) -> int:
-    """Lowest PCI unused in the cluster and outside the mod-3 group of the two nearest neighbours."""
+    """Lowest PCI unused in the cluster, outside the mod-3 group of the two nearest neighbours."""
     used = {cell.pci for cell in state.cells}
     avoid = {cell.pci % 3 for cell in state.neighbours[:2]}
     candidates = [p for p in range(1008) if p not in used]
@@ -261,8 +381,13 @@ def free_pci(state: NetworkState) -> int:
     return (preferred or candidates)[0]
 
 
-def _apply_fault(state: NetworkState, intent: Intent, blueprint: Blueprint, sampled: dict[str, float],
-                 rng: np.random.Generator) -> None:
+def _apply_fault(
+    state: NetworkState,
+    intent: Intent,
+    blueprint: Blueprint,
+    sampled: dict[str, float],
+    rng: np.random.Generator,
+) -> None:
     fault = intent.fault
     if fault.target == "config":
         _drift_configuration(state, int(sampled.get("mismatch_count", 3)), rng)
@@ -308,11 +433,12 @@ def _drift_configuration(state: NetworkState, count: int, rng: np.random.Generat
             value = min(max(value, schema["minimum"]), schema["maximum"])
             if value == config[name]:
                 value = schema["minimum"] if value == schema["maximum"] else schema["maximum"]
-            config[name] = int(round(value)) if schema["type"] == "integer" else round(value, 1)
+            config[name] = round(value) if schema["type"] == "integer" else round(value, 1)
 
 
-def _alarms(state: NetworkState, intent: Intent, blueprint: Blueprint,
-            rng: np.random.Generator) -> list[Alarm]:
+def _alarms(
+    state: NetworkState, intent: Intent, blueprint: Blueprint, rng: np.random.Generator
+) -> list[Alarm]:
     alarms: list[Alarm] = []
     span = parse_window(blueprint.context.time_window).total_seconds() / 60
 
@@ -321,28 +447,44 @@ def _alarms(state: NetworkState, intent: Intent, blueprint: Blueprint,
         return (state.now - dt.timedelta(minutes=minutes)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
     if blueprint.context.alarm:
-        source = state.backhaul.link_id if intent.fault.target == "backhaul" \
-            else state.serving.cell_id
+        source = (
+            state.backhaul.link_id if intent.fault.target == "backhaul" else state.serving.cell_id
+        )
         severity = intent.resolution.ticket.severity if intent.resolution.ticket else "major"
-        alarms.append(Alarm(f"ALM-{int(rng.integers(100000, 999999))}", source, intent.fault.alarm,
-                            severity, raised()))
+        alarms.append(
+            Alarm(
+                f"ALM-{int(rng.integers(100000, 999999))}",
+                source,
+                intent.fault.alarm,
+                severity,
+                raised(),
+            )
+        )
     if rng.random() < 0.35:  # unrelated housekeeping noise on a neighbour's site
         neighbour = state.neighbours[int(rng.integers(len(state.neighbours)))]
         name = _UNRELATED_ALARMS[int(rng.integers(len(_UNRELATED_ALARMS)))]
-        alarms.append(Alarm(f"ALM-{int(rng.integers(100000, 999999))}", neighbour.site_id, name,
-                            "minor", raised()))
+        alarms.append(
+            Alarm(
+                f"ALM-{int(rng.integers(100000, 999999))}",
+                neighbour.site_id,
+                name,
+                "minor",
+                raised(),
+            )
+        )
     return alarms
 
 
 def _slices(serving: Cell, sampled: dict[str, float], fault_type: str) -> dict[str, Slice]:
-    from telcoenv.domains.network.kpis import kpi_catalogue
-
     slice_kpis = {n: v for n, v in sampled.items() if kpi_catalogue().kpis[n].family == "slice"}
     slices = {}
     for service, policy in _SLICE_POLICY.items():
         slice_id = f"SL-{service.upper()}-01"
-        kpis = slice_kpis if service == fault_type else \
-            {"slice_utilization": 40.0, "admission_denial_rate": 0.2}
+        kpis = (
+            slice_kpis
+            if service == fault_type
+            else {"slice_utilization": 40.0, "admission_denial_rate": 0.2}
+        )
         policy = dict(policy)
         if service == fault_type:
             for kpi, key in KPI_TO_SLICE_POLICY.items():
@@ -352,45 +494,80 @@ def _slices(serving: Cell, sampled: dict[str, float], fault_type: str) -> dict[s
     return slices
 
 
-def build_network(intent: Intent, blueprint: Blueprint, sampled: dict[str, float],
-                  background: dict[str, float], rng: np.random.Generator) -> NetworkState:
+def build_network(
+    intent: Intent,
+    blueprint: Blueprint,
+    sampled: dict[str, float],
+    background: dict[str, float],
+    rng: np.random.Generator,
+) -> NetworkState:
     """Build the episode's network from its sampled KPIs; the intent's fault is injected."""
-    from telcoenv.domains.network.kpis import kpi_catalogue
-
     context = blueprint.context
     _, now = _episode_time(blueprint, rng)
     prefix = f"{context.tech}-{AREA_CODE[context.area]}-{context.cell_role.upper()}"
     number = int(rng.integers(100, 1000))
     pci = int(sampled.get("pci_self", rng.integers(0, 1008)))
-    serving = _new_cell(prefix, number, f"S{number:04d}", context.area, context.cell_role,
-                        context.tech, pci, int(rng.integers(0, 360)), 0.0)
+    load = next(
+        (sampled[k] for k in ("PRB_util", "prb_util") if k in sampled),
+        background.get("PRB_util", 0.4),
+    )
+    serving = _new_cell(
+        prefix,
+        number,
+        f"S{number:04d}",
+        context.area,
+        context.cell_role,
+        context.tech,
+        pci,
+        int(rng.integers(0, 360)),
+        0.0,
+        load,
+        0,
+    )
     for kpi, parameter in KPI_TO_CELL_PARAMETER.items():
         if kpi in sampled and parameter != "pci":
             serving.config[parameter] = sampled[kpi]
-    serving.kpis = {**background, **sampled}
+    serving.measured = {**background, **sampled}
     if "availability" in sampled and sampled["availability"] < 10:
         serving.operational_state = "DOWN"
     neighbours = _neighbours(serving, prefix, {pci}, sampled, rng)
     fault_type = "URLLC" if _traffic(blueprint) == "URLLC" else "eMBB"
     family = {n: kpi_catalogue().kpis[n].family for n in sampled}
-    link_kpis = {n: v for n, v in sampled.items() if family[n] == "backhaul"} or \
-        {"bh_util": 35.0, "bh_latency_ms": 4.0, "bh_packet_loss": 0.0}
+    link_kpis = {n: v for n, v in sampled.items() if family[n] == "backhaul"} or {
+        "bh_util": 35.0,
+        "bh_latency_ms": 4.0,
+        "bh_packet_loss": 0.0,
+    }
     capacity = _BACKHAUL_MBPS[context.cell_role]
-    backhaul = BackhaulLink(f"BH-{serving.site_id}", serving.site_id, capacity,
-                            {"bh_rt_queue_weight_pct": 40, "bh_shaper_mbps": capacity}, link_kpis)
+    backhaul = BackhaulLink(
+        f"BH-{serving.site_id}",
+        serving.site_id,
+        capacity,
+        {"bh_rt_queue_weight_pct": 40, "bh_shaper_mbps": capacity},
+        link_kpis,
+    )
     state = NetworkState(
         cluster_id=f"CL-{AREA_CODE[context.area]}-{int(rng.integers(1, 100)):03d}",
-        serving=serving, neighbours=neighbours,
-        slices=_slices(serving, sampled, fault_type), backhaul=backhaul, alarms=[],
-        baselines={}, kpi_bounds={n: (c.min, c.max) for n, c in blueprint.constraints.items()},
-        now=now, window=context.time_window, fault_slice_id=f"SL-{fault_type.upper()}-01")
+        serving=serving,
+        neighbours=neighbours,
+        slices=_slices(serving, sampled, fault_type),
+        backhaul=backhaul,
+        alarms=[],
+        baselines={},
+        kpi_bounds={n: (c.min, c.max) for n, c in blueprint.constraints.items()},
+        now=now,
+        window=context.time_window,
+        fault_slice_id=f"SL-{fault_type.upper()}-01",
+    )
     # The approved baseline is the configuration before any drift: only CONFIG_MISMATCH differs.
     for cell in state.cells:
         state.baselines[state.baseline_id(cell.cell_id)] = (cell.cell_id, dict(cell.config))
     _apply_fault(state, intent, blueprint, sampled, rng)
     if intent.fault.target != "config":
-        state.baselines[state.baseline_id(serving.cell_id)] = (serving.cell_id,
-                                                               dict(serving.config))
+        state.baselines[state.baseline_id(serving.cell_id)] = (
+            serving.cell_id,
+            dict(serving.config),
+        )
     state.alarms = _alarms(state, intent, blueprint, rng)
     return state
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import datetime as dt
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -33,13 +32,23 @@ _BACKHAUL_PARAMETERS = ("bh_rt_queue_weight_pct", "bh_shaper_mbps")
 _TIME = "%Y-%m-%dT%H:%M:%SZ"
 
 
-@dataclass(slots=True)
 class ToolContext:
-    """What a tool implementation may use: the network, a per-call generator, the step number."""
+    """What a tool implementation may use: the network, a per-call generator, the step number.
 
-    state: NetworkState
-    rng: np.random.Generator
-    step: int
+    The generator is seeded by the call itself and created on first use (most tools need none).
+    """
+
+    __slots__ = ("_rng", "_seed", "state", "step")
+
+    def __init__(self, state: NetworkState, seed: Callable[[], list[int]], step: int) -> None:
+        self.state, self._seed, self.step = state, seed, step
+        self._rng: np.random.Generator | None = None
+
+    @property
+    def rng(self) -> np.random.Generator:
+        if self._rng is None:
+            self._rng = np.random.default_rng(self._seed())
+        return self._rng
 
 
 def tool(function: ToolFunction) -> ToolFunction:
@@ -53,7 +62,10 @@ def tool(function: ToolFunction) -> ToolFunction:
 
 def _quoted(name: str, value: float) -> dict[str, Any]:
     info = kpi_catalogue().kpis[name]
-    return {"value": round(value * info.scale, info.decimals), "unit": kpi_catalogue().units[info.unit].en}
+    return {
+        "value": round(value * info.scale, info.decimals),
+        "unit": kpi_catalogue().units[info.unit].en,
+    }
 
 
 def _kpi_table(kpis: dict[str, float]) -> dict[str, dict[str, Any]]:
@@ -61,10 +73,18 @@ def _kpi_table(kpis: dict[str, float]) -> dict[str, dict[str, Any]]:
 
 
 def _cell_summary(state: NetworkState, cell: Cell) -> dict[str, Any]:
-    return {"cell_id": cell.cell_id, "site_id": cell.site_id, "cluster_id": state.cluster_id,
-            "technology": cell.tech, "band": cell.band, "role": cell.role, "area": cell.area,
-            "pci": cell.pci, "azimuth_deg": cell.azimuth_deg,
-            "operational_state": cell.operational_state}
+    return {
+        "cell_id": cell.cell_id,
+        "site_id": cell.site_id,
+        "cluster_id": state.cluster_id,
+        "technology": cell.tech,
+        "band": cell.band,
+        "role": cell.role,
+        "area": cell.area,
+        "pci": cell.pci,
+        "azimuth_deg": cell.azimuth_deg,
+        "operational_state": cell.operational_state,
+    }
 
 
 def _window_bounds(state: NetworkState, window: str) -> tuple[dt.datetime, dt.datetime]:
@@ -80,19 +100,37 @@ def _alarms_for(state: NetworkState, cell: Cell) -> list[dict[str, Any]]:
     sources = {cell.cell_id, cell.site_id}
     if cell is state.serving:
         sources.add(state.backhaul.link_id)
-    return [{"alarm_id": a.alarm_id, "source": a.source, "name": a.name, "severity": a.severity,
-             "raised_at": a.raised_at} for a in state.alarms if a.source in sources]
+    return [
+        {
+            "alarm_id": a.alarm_id,
+            "source": a.source,
+            "name": a.name,
+            "severity": a.severity,
+            "raised_at": a.raised_at,
+        }
+        for a in state.alarms
+        if a.source in sources
+    ]
 
 
-def _log_change(ctx: ToolContext, tool_name: str, target: str, changes: list[dict[str, Any]],
-                reason: str | None) -> str:
+def _log_change(
+    ctx: ToolContext, tool_name: str, target: str, changes: list[dict[str, Any]], reason: str | None
+) -> str:
     change_id = f"CHG-{ctx.state.now:%Y%m%d}-{len(ctx.state.change_log) + 1:04d}"
-    ctx.state.change_log.append({"change_id": change_id, "step": ctx.step, "tool": tool_name,
-                                 "target": target, "changes": changes, "reason": reason or ""})
+    ctx.state.change_log.append(
+        {
+            "change_id": change_id,
+            "step": ctx.step,
+            "tool": tool_name,
+            "target": target,
+            "changes": changes,
+            "reason": reason or "",
+        }
+    )
     return change_id
 
 
-# --- core read tools -------------------------------------------------------------------------------
+# --- core read tools -----------------------------------------------------------------------------
 
 
 @tool
@@ -110,19 +148,32 @@ def oss_query(ctx: ToolContext, cell_id: str, window: str) -> dict[str, Any]:
         "active_alarms": _alarms_for(state, cell),
     }
     if cell is state.serving:
-        record["slices"] = [{"slice_id": s.slice_id, "service_type": s.service_type,
-                             "policy": dict(s.policy), "kpis": _kpi_table(s.kpis)}
-                            for s in state.slices.values()]
+        record["slices"] = [
+            {
+                "slice_id": s.slice_id,
+                "service_type": s.service_type,
+                "policy": dict(s.policy),
+                "kpis": _kpi_table(s.kpis),
+            }
+            for s in state.slices.values()
+        ]
         link = state.backhaul
-        record["backhaul"] = {"link_id": link.link_id, "capacity_mbps": link.capacity_mbps,
-                              "configuration": dict(link.config), "kpis": _kpi_table(link.kpis)}
+        record["backhaul"] = {
+            "link_id": link.link_id,
+            "capacity_mbps": link.capacity_mbps,
+            "configuration": dict(link.config),
+            "kpis": _kpi_table(link.kpis),
+        }
     return record
 
 
 def _granularity(window: str, requested: str | None) -> dt.timedelta:
     if requested:
-        return {"5m": dt.timedelta(minutes=5), "15m": dt.timedelta(minutes=15),
-                "1h": dt.timedelta(hours=1)}[requested]
+        return {
+            "5m": dt.timedelta(minutes=5),
+            "15m": dt.timedelta(minutes=15),
+            "1h": dt.timedelta(hours=1),
+        }[requested]
     length = parse_window(window)
     if length <= dt.timedelta(hours=1):
         return dt.timedelta(minutes=5)
@@ -145,16 +196,19 @@ def _family_kpis(state: NetworkState, cell: Cell, family: str) -> dict[str, floa
 
 
 @tool
-def kpi_timeseries(ctx: ToolContext, cell_id: str, kpi: str, window: str,
-                   granularity: str | None = None) -> dict[str, Any]:
+def kpi_timeseries(
+    ctx: ToolContext, cell_id: str, kpi: str, window: str, granularity: str | None = None
+) -> dict[str, Any]:
     state = ctx.state
     cell = state.cell(cell_id)
     start, end = _window_bounds(state, window)
     step = _granularity(window, granularity)
     points = max(1, int((end - start) / step))
     if points > 400:
-        raise ToolError(f"{points} points requested; use a coarser granularity (at most 400 points)",
-                        kind="bad_args")
+        raise ToolError(
+            f"{points} points requested; use a coarser granularity (at most 400 points)",
+            kind="bad_args",
+        )
     stamps = [(start + step * (i + 1)).strftime(_TIME) for i in range(points)]
     values = _family_kpis(state, cell, kpi)
     if not values:
@@ -167,13 +221,22 @@ def kpi_timeseries(ctx: ToolContext, cell_id: str, kpi: str, window: str,
         raw = series(value, kpi_band(value, bounds), points, catalogue.digits(name), ctx.rng)
         shown = [round(v * info.scale, info.decimals) for v in raw]
         ordered = sorted(shown)
-        result[name] = {"unit": catalogue.units[info.unit].en, "values": shown,
-                        "mean": round(sum(shown) / len(shown), info.decimals + 1),
-                        "min": ordered[0], "max": ordered[-1],
-                        "p95": ordered[min(len(ordered) - 1, math.ceil(0.95 * len(ordered)) - 1)]}
-    return {"cell_id": cell_id, "kpi": kpi, "window": window,
-            "granularity_min": int(step.total_seconds() // 60), "timestamps": stamps,
-            "series": result}
+        result[name] = {
+            "unit": catalogue.units[info.unit].en,
+            "values": shown,
+            "mean": round(sum(shown) / len(shown), info.decimals + 1),
+            "min": ordered[0],
+            "max": ordered[-1],
+            "p95": ordered[min(len(ordered) - 1, math.ceil(0.95 * len(ordered)) - 1)],
+        }
+    return {
+        "cell_id": cell_id,
+        "kpi": kpi,
+        "window": window,
+        "granularity_min": int(step.total_seconds() // 60),
+        "timestamps": stamps,
+        "series": result,
+    }
 
 
 def _beam_shares(offset_deg: float, rng: np.random.Generator) -> list[float]:
@@ -184,48 +247,60 @@ def _beam_shares(offset_deg: float, rng: np.random.Generator) -> list[float]:
 
 @tool
 def coverage_map(ctx: ToolContext, area: str, resolution: str) -> dict[str, Any]:
+    """An 8 x 8 grid of bins around the serving cell: RSRP, SINR, best server, overlap.
+
+    The weak-coverage share follows the cell's coverage-gap KPI, the overlap share its tilt
+    (an uptilted cell overlaps more), the SSB beam distribution its beam steering offset.
+    """
     state = ctx.state
     if area not in (state.cluster_id, *(c.cell_id for c in state.cells)):
-        raise ToolError(f"unknown area {area!r}: use the cluster id {state.cluster_id} or a cell "
-                        "id of the cluster", kind="not_found")
-    serving, rng = state.serving, ctx.rng
+        raise ToolError(
+            f"unknown area {area!r}: use the cluster id {state.cluster_id} or a cell "
+            "id of the cluster",
+            kind="not_found",
+        )
+    serving, rng, size = state.serving, ctx.rng, 8
     kpis = serving.kpis
-    rsrp, sinr = kpis.get("rsrp_dBm", -95.0), kpis.get("sinr_dB", 10.0)
-    gap = kpis.get("coverage_gap_ratio", 2.0) / 100
-    tilt = serving.config["tilt_deg"]
-    overlap_share = min(0.6, max(0.03, 0.35 - 0.04 * tilt + 0.01 * kpis.get("ping_pong_rate", 3.0)))
-    size = 8
-    weak_cells = round(gap * size * size)
-    hole_rows = rng.permutation(size * size)  # which bins form the weak-coverage pocket
-    weak = set(int(i) for i in hole_rows[:weak_cells])
+    bins = size * size
+    weak = np.zeros(bins, dtype=bool)
+    weak[rng.permutation(bins)[: round(kpis.get("coverage_gap_ratio", 2.0) / 100 * bins)]] = True
+    rsrp = kpis.get("rsrp_dBm", -95.0) + rng.normal(0, 3, bins)
+    rsrp = np.where(weak, np.minimum(rsrp, -112.0 - rng.uniform(0, 10, bins)), rsrp)
+    sinr = kpis.get("sinr_dB", 10.0) + rng.normal(0, 2, bins) - 6.0 * weak
+    overlap_share = min(
+        0.6,
+        max(
+            0.03, 0.35 - 0.04 * serving.config["tilt_deg"] + 0.01 * kpis.get("ping_pong_rate", 3.0)
+        ),
+    )
+    overlap = 1 + (rng.random(bins) < overlap_share) * rng.integers(2, 5, bins)
     servers = [serving.cell_id, *(c.cell_id for c in state.neighbours[:3])]
-    bins = []
-    for index in range(size * size):
-        bin_rsrp = rsrp + float(rng.normal(0, 3))
-        if index in weak:
-            bin_rsrp = min(bin_rsrp, -112.0 - float(rng.uniform(0, 10)))
-        bin_sinr = sinr + float(rng.normal(0, 2)) - (6.0 if index in weak else 0.0)
-        best = servers[0] if rng.random() > 0.25 else servers[int(rng.integers(1, len(servers)))]
-        overlap = 1 + int(rng.random() < overlap_share) * int(rng.integers(2, 5))
-        bins.append({"row": index // size, "col": index % size, "rsrp_dbm": round(bin_rsrp, 1),
-                     "sinr_db": round(bin_sinr, 1), "best_server": best,
-                     "servers_within_6db": overlap})
-    weak_pct = 100 * sum(b["rsrp_dbm"] < -110 for b in bins) / len(bins)
+    best = np.where(rng.random(bins) > 0.25, 0, rng.integers(1, len(servers), bins))
+    rsrp, sinr = np.round(rsrp, 1), np.round(sinr, 1)
     return {
-        "area": area, "resolution": resolution, "grid": [size, size],
+        "area": area,
+        "resolution": resolution,
+        "rows": size,
+        "cols": size,
         "summary": {
-            "median_rsrp_dbm": round(float(np.median([b["rsrp_dbm"] for b in bins])), 1),
-            "median_sinr_db": round(float(np.median([b["sinr_db"] for b in bins])), 1),
-            "weak_coverage_bins_pct": round(weak_pct, 1),
-            "overlap_bins_pct": round(100 * sum(b["servers_within_6db"] >= 3 for b in bins)
-                                      / len(bins), 1),
-            "serving_best_server_pct": round(100 * sum(b["best_server"] == serving.cell_id
-                                                       for b in bins) / len(bins), 1),
+            "median_rsrp_dbm": round(float(np.median(rsrp)), 1),
+            "median_sinr_db": round(float(np.median(sinr)), 1),
+            "weak_coverage_bins_pct": round(100 * float(np.mean(rsrp < -110)), 1),
+            "overlap_bins_pct": round(100 * float(np.mean(overlap >= 3)), 1),
+            "serving_best_server_pct": round(100 * float(np.mean(best == 0)), 1),
         },
-        "ssb_beams": {"cell_id": serving.cell_id,
-                      "user_share_per_beam": _beam_shares(serving.config["beam_azimuth_offset_deg"], rng),
-                      "beam_failure_rate_pct": round(kpis.get("beam_fail_rate", 0.6), 1)},
-        "bins": bins,
+        "servers": servers,
+        "grid": {
+            "rsrp_dbm": rsrp.reshape(size, size).tolist(),
+            "sinr_db": sinr.reshape(size, size).tolist(),
+            "best_server_index": best.reshape(size, size).tolist(),
+            "servers_within_6db": overlap.reshape(size, size).tolist(),
+        },
+        "ssb_beams": {
+            "cell_id": serving.cell_id,
+            "user_share_per_beam": _beam_shares(serving.config["beam_azimuth_offset_deg"], rng),
+            "beam_failure_rate_pct": round(kpis.get("beam_fail_rate", 0.6), 1),
+        },
     }
 
 
@@ -234,8 +309,9 @@ def _pci_findings(state: NetworkState, cell: Cell) -> list[dict[str, Any]]:
     neighbours = [c for c in state.cells if c is not cell]
     for other in neighbours:
         if other.pci == cell.pci:
-            findings.append({"type": "pci_collision", "pci": cell.pci,
-                             "cells": [cell.cell_id, other.cell_id]})
+            findings.append(
+                {"type": "pci_collision", "pci": cell.pci, "cells": [cell.cell_id, other.cell_id]}
+            )
     by_pci: dict[int, list[str]] = {}
     for other in neighbours:
         by_pci.setdefault(other.pci, []).append(other.cell_id)
@@ -244,8 +320,13 @@ def _pci_findings(state: NetworkState, cell: Cell) -> list[dict[str, Any]]:
             findings.append({"type": "pci_confusion", "pci": pci, "cells": sorted(cells)})
     for other in sorted(neighbours, key=lambda c: c.distance_km)[:2]:
         if other.pci != cell.pci and other.pci % 3 == cell.pci % 3:
-            findings.append({"type": "pci_mod3_clash", "pci": [cell.pci, other.pci],
-                             "cells": [cell.cell_id, other.cell_id]})
+            findings.append(
+                {
+                    "type": "pci_mod3_clash",
+                    "pci": [cell.pci, other.pci],
+                    "cells": [cell.cell_id, other.cell_id],
+                }
+            )
     return findings
 
 
@@ -265,53 +346,91 @@ def neighbor_audit(ctx: ToolContext, cell_id: str) -> dict[str, Any]:
         attempts = max(1, round(attempts_5min * 12 * weight))
         pair_success = success * (0.85 if other.cell_id in collided else 1.0)
         pair_success = min(1.0, pair_success * float(rng.uniform(0.99, 1.01)))
-        rows.append({"cell_id": other.cell_id, "pci": other.pci, "distance_km": other.distance_km,
-                     "prb_util_pct": round(other.kpis.get("PRB_util", 0.4) * 100),
-                     "ho_attempts_per_hour": attempts, "ho_success_pct": round(100 * pair_success, 1),
-                     "relation": "active"})
+        rows.append(
+            {
+                "cell_id": other.cell_id,
+                "pci": other.pci,
+                "distance_km": other.distance_km,
+                "prb_util_pct": round(other.kpis.get("PRB_util", 0.4) * 100),
+                "ho_attempts_per_hour": attempts,
+                "ho_success_pct": round(100 * pair_success, 1),
+                "relation": "active",
+            }
+        )
     own_load = kpis.get("PRB_util", kpis.get("prb_util", 0.4))
     avg = float(np.mean([o.kpis.get("PRB_util", 0.4) for o in others]))
-    return {"cell_id": cell_id, "pci": cell.pci, "neighbours": rows,
-            "findings": _pci_findings(state, cell),
-            "load": {"serving_prb_util_pct": round(own_load * 100),
-                     "neighbour_avg_prb_util_pct": round(avg * 100),
-                     "imbalance_index": round(max(0.0, own_load - avg), 2)}}
+    return {
+        "cell_id": cell_id,
+        "pci": cell.pci,
+        "neighbours": rows,
+        "findings": _pci_findings(state, cell),
+        "load": {
+            "serving_prb_util_pct": round(own_load * 100),
+            "neighbour_avg_prb_util_pct": round(avg * 100),
+            "imbalance_index": round(max(0.0, own_load - avg), 2),
+        },
+    }
 
 
 @tool
-def recommend_param_change(ctx: ToolContext, cell_id: str,
-                           objective: str | None = None) -> dict[str, Any]:
+def recommend_param_change(
+    ctx: ToolContext, cell_id: str, objective: str | None = None
+) -> dict[str, Any]:
     state = ctx.state
     cell = state.cell(cell_id)
     profile = PROFILE[cell.role]
     recommendations = [
-        {"parameter": name, "current": cell.config[name], "recommended": value,
-         "rationale": f"differs from the {cell.role} engineering profile"}
-        for name, value in profile.items() if cell.config.get(name) != value]
+        {
+            "parameter": name,
+            "current": cell.config[name],
+            "recommended": value,
+            "rationale": f"differs from the {cell.role} engineering profile",
+        }
+        for name, value in profile.items()
+        if cell.config.get(name) != value
+    ]
     if any(f["type"] == "pci_collision" for f in _pci_findings(state, cell)):
-        recommendations.append({"parameter": "pci", "current": cell.pci,
-                                "recommended": free_pci(state),
-                                "rationale": "PCI shared with a neighbour"})
+        recommendations.append(
+            {
+                "parameter": "pci",
+                "current": cell.pci,
+                "recommended": free_pci(state),
+                "rationale": "PCI shared with a neighbour",
+            }
+        )
     if cell is state.serving and state.backhaul.config["bh_rt_queue_weight_pct"] < 40:
-        recommendations.append({"parameter": "bh_rt_queue_weight_pct",
-                                "current": state.backhaul.config["bh_rt_queue_weight_pct"],
-                                "recommended": 40, "rationale": "real-time queue under-weighted"})
-    return {"cell_id": cell_id, "objective": objective or "", "recommendations": recommendations,
-            "note": "Recommendations only: nothing was applied. Check them against the KPIs."}
+        recommendations.append(
+            {
+                "parameter": "bh_rt_queue_weight_pct",
+                "current": state.backhaul.config["bh_rt_queue_weight_pct"],
+                "recommended": 40,
+                "rationale": "real-time queue under-weighted",
+            }
+        )
+    return {
+        "cell_id": cell_id,
+        "objective": objective or "",
+        "recommendations": recommendations,
+        "note": "Recommendations only: nothing was applied. Check them against the KPIs.",
+    }
 
 
-# --- core write tools ------------------------------------------------------------------------------
+# --- core write tools ----------------------------------------------------------------------------
 
 
 @tool
-def optimize_cell(ctx: ToolContext, cell_id: str, changes: dict[str, Any],
-                  reason: str | None = None) -> dict[str, Any]:
+def optimize_cell(
+    ctx: ToolContext, cell_id: str, changes: dict[str, Any], reason: str | None = None
+) -> dict[str, Any]:
     state = ctx.state
     cell = state.cell(cell_id)
     backhaul = [p for p in changes if p in _BACKHAUL_PARAMETERS]
     if backhaul and cell is not state.serving:
-        raise ToolError(f"backhaul parameters {backhaul} can only be set on the cell whose site "
-                        f"link is managed here ({state.serving.cell_id})", kind="rejected")
+        raise ToolError(
+            f"backhaul parameters {backhaul} can only be set on the cell whose site "
+            f"link is managed here ({state.serving.cell_id})",
+            kind="rejected",
+        )
     applied = []
     for name, value in changes.items():
         if name in _BACKHAUL_PARAMETERS:
@@ -328,48 +447,78 @@ def optimize_cell(ctx: ToolContext, cell_id: str, changes: dict[str, Any],
 
 
 @tool
-def optimize_slice(ctx: ToolContext, slice_id: str, policy: dict[str, Any],
-                   reason: str | None = None) -> dict[str, Any]:
+def optimize_slice(
+    ctx: ToolContext, slice_id: str, policy: dict[str, Any], reason: str | None = None
+) -> dict[str, Any]:
     network_slice = ctx.state.slice(slice_id)
     applied = []
     for name, value in policy.items():
         applied.append({"parameter": name, "old": network_slice.policy[name], "new": value})
         network_slice.policy[name] = value
     change_id = _log_change(ctx, "optimize_slice", slice_id, applied, reason)
-    return {"status": "applied", "change_id": change_id, "slice_id": slice_id,
-            "changes": applied, "policy": dict(network_slice.policy)}
+    return {
+        "status": "applied",
+        "change_id": change_id,
+        "slice_id": slice_id,
+        "changes": applied,
+        "policy": dict(network_slice.policy),
+    }
 
 
 @tool
 def push_config(ctx: ToolContext, config_id: str, dry_run: bool = False) -> dict[str, Any]:
     state = ctx.state
     if config_id not in state.baselines:
-        raise ToolError(f"unknown config_id {config_id!r}; stored configurations: "
-                        f"{', '.join(sorted(state.baselines))}", kind="not_found")
+        raise ToolError(
+            f"unknown config_id {config_id!r}; stored configurations: "
+            f"{', '.join(sorted(state.baselines))}",
+            kind="not_found",
+        )
     cell_id, parameters = state.baselines[config_id]
     cell = state.cell(cell_id)
-    diff = [{"parameter": name, "old": cell.config[name], "new": value}
-            for name, value in parameters.items() if cell.config[name] != value]
+    diff = [
+        {"parameter": name, "old": cell.config[name], "new": value}
+        for name, value in parameters.items()
+        if cell.config[name] != value
+    ]
     if dry_run:
         return {"status": "dry_run", "config_id": config_id, "cell_id": cell_id, "changes": diff}
     cell.config.update(parameters)
     change_id = _log_change(ctx, "push_config", cell_id, diff, f"push {config_id}")
-    return {"status": "applied" if diff else "no_change", "change_id": change_id,
-            "config_id": config_id, "cell_id": cell_id, "changes": diff}
+    return {
+        "status": "applied" if diff else "no_change",
+        "change_id": change_id,
+        "config_id": config_id,
+        "cell_id": cell_id,
+        "changes": diff,
+    }
 
 
 @tool
-def create_ticket(ctx: ToolContext, summary: str, severity: str, cell_id: str | None = None,
-                  team: str | None = None) -> dict[str, Any]:
+def create_ticket(
+    ctx: ToolContext,
+    summary: str,
+    severity: str,
+    cell_id: str | None = None,
+    team: str | None = None,
+) -> dict[str, Any]:
     state = ctx.state
     if cell_id is not None:
         state.cell(cell_id)
-    ticket = {"ticket_id": f"TT-{state.now:%Y%m%d}-{len(state.tickets) + 1:04d}", "status": "open",
-              "severity": severity, "team": team or "noc", "cell_id": cell_id or "",
-              "summary": summary, "created_at": state.now.strftime(_TIME), "step": ctx.step}
+    ticket = {
+        "ticket_id": f"TT-{state.now:%Y%m%d}-{len(state.tickets) + 1:04d}",
+        "status": "open",
+        "severity": severity,
+        "team": team or "noc",
+        "cell_id": cell_id or "",
+        "summary": summary,
+        "created_at": state.now.strftime(_TIME),
+        "step": ctx.step,
+    }
     state.tickets.append(ticket)
-    return {k: ticket[k] for k in ("ticket_id", "status", "severity", "team", "cell_id",
-                                   "created_at")}
+    return {
+        k: ticket[k] for k in ("ticket_id", "status", "severity", "team", "cell_id", "created_at")
+    }
 
 
 # --- distractor tools: plausible, relevant-looking, and no help with the diagnosis ----------------
@@ -382,39 +531,72 @@ def subscriber_insight(ctx: ToolContext, cell_id: str, window: str = "24h") -> d
     apps = ["video_streaming", "social_media", "web_browsing", "messaging", "gaming", "cloud_sync"]
     shares = rng.dirichlet(np.ones(len(apps)) * 2)
     users = int(cell.kpis.get("users", 150))
-    return {"cell_id": cell_id, "window": window, "unique_subscribers": int(users * rng.uniform(2, 4)),
-            "top_applications": {a: round(float(s) * 100, 1) for a, s in zip(apps, shares, strict=True)},
-            "heavy_users": int(users * rng.uniform(0.03, 0.08)),
-            "avg_session_minutes": round(float(rng.uniform(6, 25)), 1)}
+    return {
+        "cell_id": cell_id,
+        "window": window,
+        "unique_subscribers": int(users * rng.uniform(2, 4)),
+        "top_applications": {
+            a: round(float(s) * 100, 1) for a, s in zip(apps, shares, strict=True)
+        },
+        "heavy_users": int(users * rng.uniform(0.03, 0.08)),
+        "avg_session_minutes": round(float(rng.uniform(6, 25)), 1),
+    }
 
 
 @tool
-def device_cap_lookup(ctx: ToolContext, cell_id: str,
-                      device_model: str | None = None) -> dict[str, Any]:
+def device_cap_lookup(
+    ctx: ToolContext, cell_id: str, device_model: str | None = None
+) -> dict[str, Any]:
     ctx.state.cell(cell_id)
     rng = ctx.rng
-    classes = {"NR SA, 4x4 MIMO, 256QAM": 0.0, "NR NSA, 2x2 MIMO": 0.0, "LTE Cat-12": 0.0,
-               "LTE Cat-4 / IoT": 0.0}
+    classes = {
+        "NR SA, 4x4 MIMO, 256QAM": 0.0,
+        "NR NSA, 2x2 MIMO": 0.0,
+        "LTE Cat-12": 0.0,
+        "LTE Cat-4 / IoT": 0.0,
+    }
     shares = rng.dirichlet(np.array([4.0, 3.0, 2.0, 1.0]))
     mix = {k: round(float(s) * 100, 1) for k, s in zip(classes, shares, strict=True)}
-    result: dict[str, Any] = {"cell_id": cell_id, "device_mix_pct": mix,
-                              "ca_capable_pct": round(float(rng.uniform(55, 85)), 1)}
+    result: dict[str, Any] = {
+        "cell_id": cell_id,
+        "device_mix_pct": mix,
+        "ca_capable_pct": round(float(rng.uniform(55, 85)), 1),
+    }
     if device_model:
-        result["device"] = {"model": device_model, "bands": ["n78", "n1", "B3", "B7"],
-                            "max_mimo_layers": 4, "max_modulation": "256QAM", "nr_sa": True}
+        result["device"] = {
+            "model": device_model,
+            "bands": ["n78", "n1", "B3", "B7"],
+            "max_mimo_layers": 4,
+            "max_modulation": "256QAM",
+            "nr_sa": True,
+        }
     return result
 
 
 @tool
 def sla_policy_fetch(ctx: ToolContext, cell_id: str, customer: str | None = None) -> dict[str, Any]:
     ctx.state.cell(cell_id)
-    return {"cell_id": cell_id, "customer": customer or "all",
-            "policies": [
-                {"name": "Enterprise Gold", "availability_pct": 99.95, "latency_ms": 30,
-                 "dl_throughput_mbps": 50, "measurement": "monthly, busy hour"},
-                {"name": "Consumer Standard", "availability_pct": 99.5, "latency_ms": 60,
-                 "dl_throughput_mbps": 10, "measurement": "monthly"}],
-            "penalty_clause": "service credit of 5% per 0.1% availability shortfall"}
+    return {
+        "cell_id": cell_id,
+        "customer": customer or "all",
+        "policies": [
+            {
+                "name": "Enterprise Gold",
+                "availability_pct": 99.95,
+                "latency_ms": 30,
+                "dl_throughput_mbps": 50,
+                "measurement": "monthly, busy hour",
+            },
+            {
+                "name": "Consumer Standard",
+                "availability_pct": 99.5,
+                "latency_ms": 60,
+                "dl_throughput_mbps": 10,
+                "measurement": "monthly",
+            },
+        ],
+        "penalty_clause": "service credit of 5% per 0.1% availability shortfall",
+    }
 
 
 @tool
@@ -427,30 +609,51 @@ def traffic_forecast(ctx: ToolContext, cell_id: str, horizon: str) -> dict[str, 
     for h in range(1, hours + 1):
         moment = state.now + dt.timedelta(hours=h)
         diurnal = 0.75 + 0.25 * math.sin((moment.hour - 9) / 24 * 2 * math.pi)
-        forecast.append({"hour": moment.strftime(_TIME),
-                         "prb_util_pct": round(min(99.0, 100 * load * diurnal * rng.uniform(0.95, 1.05)))})
-    return {"cell_id": cell_id, "horizon": horizon, "model": "seasonal-naive (4 weeks)",
-            "forecast": forecast}
+        forecast.append(
+            {
+                "hour": moment.strftime(_TIME),
+                "prb_util_pct": round(min(99.0, 100 * load * diurnal * rng.uniform(0.95, 1.05))),
+            }
+        )
+    return {
+        "cell_id": cell_id,
+        "horizon": horizon,
+        "model": "seasonal-naive (4 weeks)",
+        "forecast": forecast,
+    }
 
 
 @tool
 def complaint_trend_analysis(ctx: ToolContext, area: str, window: str) -> dict[str, Any]:
     state, rng = ctx.state, ctx.rng
     if area not in (state.cluster_id, *(c.cell_id for c in state.cells)):
-        raise ToolError(f"unknown area {area!r}: use the cluster id {state.cluster_id} or a cell "
-                        "id of the cluster", kind="not_found")
+        raise ToolError(
+            f"unknown area {area!r}: use the cluster id {state.cluster_id} or a cell "
+            "id of the cluster",
+            kind="not_found",
+        )
     days = max(1, int(parse_window(window).total_seconds() // 86400))
     categories = ["slow data", "dropped calls", "no service", "billing", "roaming"]
     counts = rng.multinomial(int(rng.integers(20, 120)), rng.dirichlet(np.ones(5)))
-    return {"area": area, "window": window, "days": days,
-            "complaints_by_category": {c: int(n) for c, n in zip(categories, counts, strict=True)},
-            "sentiment_score": round(float(rng.uniform(-0.6, 0.1)), 2),
-            "trend": ["flat", "rising", "falling"][int(rng.integers(3))]}
+    return {
+        "area": area,
+        "window": window,
+        "days": days,
+        "complaints_by_category": {c: int(n) for c, n in zip(categories, counts, strict=True)},
+        "sentiment_score": round(float(rng.uniform(-0.6, 0.1)), 2),
+        "trend": ["flat", "rising", "falling"][int(rng.integers(3))],
+    }
 
 
 @tool
 def spectrum_license_info(ctx: ToolContext, cell_id: str) -> dict[str, Any]:
     cell = ctx.state.cell(cell_id)
-    return {"cell_id": cell_id, "band": cell.band, "licence_id": f"LIC-{cell.site_id}-N78",
-            "holder": "telcoenv operator", "bandwidth_mhz": 100 if cell.role == "macro" else 40,
-            "expires": "2034-12-31", "regulator_conditions": ["TDD pattern DDDSU", "max EIRP 76 dBm"]}
+    return {
+        "cell_id": cell_id,
+        "band": cell.band,
+        "licence_id": f"LIC-{cell.site_id}-N78",
+        "holder": "telcoenv operator",
+        "bandwidth_mhz": 100 if cell.role == "macro" else 40,
+        "expires": "2034-12-31",
+        "regulator_conditions": ["TDD pattern DDDSU", "max EIRP 76 dBm"],
+    }
