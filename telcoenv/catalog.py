@@ -325,7 +325,7 @@ def _check_fault(intent: Intent, tools: Mapping[str, ToolSpec], file: str, index
             continue
         if name not in settable:
             raise CatalogError(
-                file, field, f"not a {tool} {group} parameter; known: {sorted(settable)}"
+                file, field, f"{name!r} cannot be set with {tool}.{group}; settable: {sorted(settable)}"
             )
         if isinstance(parameter.healthy, str) and parameter.healthy.startswith("$"):
             continue
@@ -364,8 +364,8 @@ def load_intents(
                 f"unknown category {intent.category!r}; known: {sorted(categories)}",
             )
         _check_templates(intent, file, index)
-        _check_gold_chain(intent, tools, file, index)
         _check_fault(intent, tools, file, index)
+        _check_gold_chain(intent, tools, file, index)
         intents.append(intent)
     return categories, tuple(intents)
 
@@ -396,10 +396,10 @@ def check_blueprint(
         if known is not None and name not in known:
             raise CatalogError(file, field, f"unknown KPI {name!r}: add it to the KPI catalogue")
         if not rule.min < rule.max:
-            raise CatalogError(file, field, f"min ({rule.min}) must be below max ({rule.max})")
+            raise CatalogError(file, field, f"min ({rule.min:g}) must be below max ({rule.max:g})")
         if rule.mode is not None and not rule.min <= rule.mode <= rule.max:
             raise CatalogError(
-                file, field + ".mode", f"mode {rule.mode} is outside [{rule.min}, {rule.max}]"
+                file, field + ".mode", f"mode {rule.mode:g} is outside [{rule.min:g}, {rule.max:g}]"
             )
         parent = rule.parent
         if parent is not None and parent not in blueprint.constraints:

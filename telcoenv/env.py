@@ -27,14 +27,16 @@ from telcoenv.tooling import RESERVED_SUBMIT, call_key, canonical_json
 from telcoenv.trace import ActionRecord, EpisodeTrace, GoldCall, Submission
 
 RESET_OPTIONS = frozenset({"intent", "blueprint", "sample_index", "lang", "privileged"})
-_INSTRUCTIONS = """You are a network operations agent in a mobile operator's NOC. A network \
-engineer reports a problem with the radio access network. Diagnose it with the tools: query the OSS, pull \
-KPI time series, inspect coverage and neighbours, and apply or escalate a fix. Use only the tools \
-the problem needs, in a sensible order. Tool results are JSON. A message without a tool call goes \
-to the engineer, who can confirm the cell, the time window or approve a change.
-When you are done, call submit_resolution with the intent (the problem you identified) and a \
-resolution summary: root cause, evidence, actions taken and follow-up. Write the summary in the \
-engineer's language ({language}).{intent_list}"""
+_INSTRUCTIONS = (
+    "You are a network operations agent in a mobile operator's NOC. A network engineer reports a "
+    "problem with the radio access network. Diagnose it with the tools: query the OSS, pull KPI "
+    "time series, inspect coverage and neighbours, and apply or escalate a fix. Use only the tools "
+    "the problem needs, in a sensible order. Tool results are JSON. A message without a tool call "
+    "goes to the engineer, who can confirm the cell, the time window or approve a change.\n"
+    "When you are done, call submit_resolution with the intent (the problem you identified) and a "
+    "resolution summary: root cause, evidence, actions taken and follow-up. Write the summary in "
+    "the engineer's language ({language}).{intent_list}"
+)
 
 
 def _normalise(text: str) -> str:
@@ -204,7 +206,7 @@ class TelcoEnv(gymnasium.Env[str, Any]):
         setup = self.domain.start_episode(intent, blueprint, np.random.default_rng(self._key), lang)
         self._intent, self._blueprint, self._setup = intent, blueprint, setup
         self._privileged = bool(options.get("privileged", self.privileged))
-        self._counts = {"steps": 0, "tool_calls": 0, "invalid_actions": 0, "messages": 0}
+        self._counts = {"steps": 0, "tool_calls": 0, "invalid_actions": 0, "engineer_messages": 0}
         episode_id = f"ep-{zlib.crc32(repr(self._key).encode()):08x}"
         gold = [
             GoldCall(
@@ -442,7 +444,7 @@ class TelcoEnv(gymnasium.Env[str, Any]):
             )
             messages = [{"role": "user", "content": observation}]
         elif isinstance(parsed, PlainMessage):
-            self._counts["messages"] += 1
+            self._counts["engineer_messages"] += 1
             rng = np.random.default_rng([*self._key, 1, self._counts["steps"]])
             observation = self.domain.reply(
                 self._setup, self._blueprint, parsed.content, trace.language, rng, ended=False

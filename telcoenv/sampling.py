@@ -11,8 +11,9 @@ Dependencies:
   ``u = strength * u_X' + (1 - strength) * U(0, 1)``.
 * ``corr_with: X, slope: s`` -- a linear relation in natural units around the range centres,
   ``v = mid + s * (x - mid_X) + noise``, the noise kept inside the range.
-* Implicit couplings supplied by the domain (e.g. throughput falls with PRB load) apply to KPIs
-  that declare no dependency, when their parent is in the blueprint and no cycle results.
+* Implicit couplings supplied by the domain (e.g. throughput falls with PRB load) add parents to
+  KPIs without a ``corr_with`` relation, when the parent is in the blueprint and no cycle
+  results; a KPI with several parents follows their mean position.
 """
 
 from __future__ import annotations
@@ -112,8 +113,8 @@ def compile_plan(
     for child, parent, sign in couplings:
         if child not in constraints or parent not in constraints or child == parent:
             continue
-        if constraints[child].parent is not None and child not in implicit:
-            continue
+        if constraints[child].corr_with is not None:
+            continue  # a declared linear relation is kept exactly
         if _reaches(parent, child, constraints, edges):
             continue  # would close a cycle
         edges.setdefault(child, []).append((parent, sign))
@@ -123,7 +124,7 @@ def compile_plan(
             name,
             constraints[name],
             tuple(edges.get(name, ())),
-            IMPLICIT_STRENGTH if name in implicit else constraints[name].strength,
+            IMPLICIT_STRENGTH if name in implicit and not constraints[name].depends_on else constraints[name].strength,
             digits(name),
             _grid(constraints[name], (grids or {}).get(name)),
         )

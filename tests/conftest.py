@@ -1,0 +1,28 @@
+"""Shared fixtures: the packaged catalogue and a gold-path episode runner."""
+
+from __future__ import annotations
+
+import pytest
+
+from telcoenv.catalog import Catalog, default_catalog
+from telcoenv.env import TelcoEnv
+
+
+@pytest.fixture(scope="session")
+def catalog() -> Catalog:
+    return default_catalog()
+
+
+def gold_actions(info: dict) -> list[dict]:
+    """The gold chain of a privileged reset info as tool-call actions."""
+    return [{"name": c["tool"], "arguments": c["arguments"]}
+            for c in info["privileged"]["gold_chain"]]
+
+
+def submit(intent: str = "unknown", summary: str = "summary") -> dict:
+    return {"name": "submit_resolution", "arguments": {"intent": intent, "summary": summary}}
+
+
+@pytest.fixture
+def beam_env() -> TelcoEnv:
+    return TelcoEnv("beam_misalignment", privileged=True)
