@@ -325,7 +325,9 @@ def _check_fault(intent: Intent, tools: Mapping[str, ToolSpec], file: str, index
             continue
         if name not in settable:
             raise CatalogError(
-                file, field, f"{name!r} cannot be set with {tool}.{group}; settable: {sorted(settable)}"
+                file,
+                field,
+                f"{name!r} cannot be set with {tool}.{group}; settable: {sorted(settable)}",
             )
         if isinstance(parameter.healthy, str) and parameter.healthy.startswith("$"):
             continue

@@ -124,13 +124,18 @@ def compile_plan(
             name,
             constraints[name],
             tuple(edges.get(name, ())),
-            IMPLICIT_STRENGTH if name in implicit and not constraints[name].depends_on else constraints[name].strength,
+            _strength(name, constraints[name], implicit),
             digits(name),
             _grid(constraints[name], (grids or {}).get(name)),
         )
         for name in _order(constraints, edges)
     )
     return SamplingPlan(steps)
+
+
+def _strength(name: str, rule: KPIConstraint, implicit: set[str]) -> float:
+    """A declared dependency keeps its strength; purely implicit parents pull more gently."""
+    return IMPLICIT_STRENGTH if name in implicit and not rule.depends_on else rule.strength
 
 
 def _grid(rule: KPIConstraint, values: Sequence[float] | None) -> tuple[float, ...] | None:

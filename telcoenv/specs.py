@@ -86,6 +86,7 @@ class Intent(_Frozen):
     key: str
     env_name: str
     category: str
+    evidence: tuple[str, ...]
     label: Bilingual
     description: Bilingual
     gold_chain: tuple[GoldStep, ...]

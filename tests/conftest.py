@@ -15,8 +15,9 @@ def catalog() -> Catalog:
 
 def gold_actions(info: dict) -> list[dict]:
     """The gold chain of a privileged reset info as tool-call actions."""
-    return [{"name": c["tool"], "arguments": c["arguments"]}
-            for c in info["privileged"]["gold_chain"]]
+    return [
+        {"name": c["tool"], "arguments": c["arguments"]} for c in info["privileged"]["gold_chain"]
+    ]
 
 
 def submit(intent: str = "unknown", summary: str = "summary") -> dict:

@@ -36,7 +36,11 @@ REFERENCE = {
     "SLICE_ADMISSION_FAILURE": ("slicing_5g", 2, "oss_query optimize_slice create_ticket"),
     "SLICE_QOS_DEGRADATION": ("slicing_5g", 2, "oss_query kpi_timeseries optimize_slice"),
     "CONFIG_MISMATCH": ("configuration_optimization", 2, "oss_query push_config create_ticket"),
-    "PCI_COLLISION": ("configuration_optimization", 3, "neighbor_audit optimize_cell create_ticket"),
+    "PCI_COLLISION": (
+        "configuration_optimization",
+        3,
+        "neighbor_audit optimize_cell create_ticket",
+    ),
 }
 
 
@@ -88,8 +92,9 @@ def data_copy(tmp_path: Path) -> Path:
 
 
 def _load(root: Path):
-    return load_catalog(root / "intents.yaml", root / "blueprints", root / "tools",
-                        known_kpis=kpi_catalogue().kpis)
+    return load_catalog(
+        root / "intents.yaml", root / "blueprints", root / "tools", known_kpis=kpi_catalogue().kpis
+    )
 
 
 def test_a_user_folder_loads_with_the_same_validation(data_copy):
@@ -106,24 +111,53 @@ def _edit_blueprint(root: Path, edit) -> Path:
 
 
 BLUEPRINT_BREAKAGES = [
-    (lambda d: d["constraints"]["rsrp_dBm"].update(max="high"), "constraints.rsrp_dBm.max",
-     "is not of type 'number'"),
+    (
+        lambda d: d["constraints"]["rsrp_dBm"].update(max="high"),
+        "constraints.rsrp_dBm.max",
+        "is not of type 'number'",
+    ),
     (lambda d: d.pop("context"), "<root>", "'context' is a required property"),
     (lambda d: d["context"].update(area="moon"), "context.area", "is not one of"),
-    (lambda d: d["constraints"]["sinr_dB"].update(depends_on="nope", corr="positive") or
-     d["constraints"]["sinr_dB"].pop("corr_with") and d["constraints"]["sinr_dB"].pop("slope"),
-     "constraints.sinr_dB.depends_on", "'nope' is not a KPI of this blueprint"),
-    (lambda d: d["constraints"]["users"].update(min=300), "constraints.users",
-     "min (300) must be below max (250)"),
-    (lambda d: d["constraints"].update(warp_factor={"min": 1, "max": 2}),
-     "constraints.warp_factor", "unknown KPI 'warp_factor'"),
-    (lambda d: d["constraints"]["users"].update(dist="triangular", mode=None) or
-     d["constraints"]["users"].pop("mode"), "constraints.users", "'mode' is a required property"),
-    (lambda d: d["constraints"]["rsrp_dBm"].update(depends_on="sinr_dB", corr="positive"),
-     "constraints", "dependency cycle"),
+    (
+        lambda d: (
+            d["constraints"]["sinr_dB"].update(depends_on="nope", corr="positive")
+            or (
+                d["constraints"]["sinr_dB"].pop("corr_with")
+                and d["constraints"]["sinr_dB"].pop("slope")
+            )
+        ),
+        "constraints.sinr_dB.depends_on",
+        "'nope' is not a KPI of this blueprint",
+    ),
+    (
+        lambda d: d["constraints"]["users"].update(min=300),
+        "constraints.users",
+        "min (300) must be below max (250)",
+    ),
+    (
+        lambda d: d["constraints"].update(warp_factor={"min": 1, "max": 2}),
+        "constraints.warp_factor",
+        "unknown KPI 'warp_factor'",
+    ),
+    (
+        lambda d: (
+            d["constraints"]["users"].update(dist="triangular", mode=None)
+            or d["constraints"]["users"].pop("mode")
+        ),
+        "constraints.users",
+        "'mode' is a required property",
+    ),
+    (
+        lambda d: d["constraints"]["rsrp_dBm"].update(depends_on="sinr_dB", corr="positive"),
+        "constraints",
+        "dependency cycle",
+    ),
     (lambda d: d.update(blueprint_id="OTHER_ID"), "blueprint_id", "does not match the file name"),
-    (lambda d: d["constraints"]["users"].update(depends_on="rsrp_dBm"),
-     "constraints.users", "'corr' is a dependency of 'depends_on'"),
+    (
+        lambda d: d["constraints"]["users"].update(depends_on="rsrp_dBm"),
+        "constraints.users",
+        "'corr' is a dependency of 'depends_on'",
+    ),
 ]
 
 
@@ -142,8 +176,11 @@ def test_a_broken_blueprint_names_file_field_and_problem(data_copy, edit, field,
 def test_invalid_yaml_reports_line_and_column(data_copy):
     path = data_copy / "blueprints" / "COVERAGE_HOLE" / "COV_HOLE_DOWNTOWN.yaml"
     path.write_text("intent: COVERAGE_HOLE\nconstraints: [unclosed\n")
-    with pytest.raises(CatalogError, match=r"COV_HOLE_DOWNTOWN\.yaml: line \d+, column \d+: "
-                                           r"invalid YAML"):
+    with pytest.raises(
+        CatalogError,
+        match=r"COV_HOLE_DOWNTOWN\.yaml: line \d+, column \d+: "
+        r"invalid YAML",
+    ):
         _load(data_copy)
 
 
@@ -161,24 +198,51 @@ def _edit_intents(root: Path, edit) -> None:
 
 
 INTENT_BREAKAGES = [
-    (lambda d: d["intents"][0]["gold_chain"][0].update(tool="oss_qeury"),
-     "intents.0.gold_chain.0.tool", "unknown tool 'oss_qeury'"),
-    (lambda d: d["intents"][0]["gold_chain"][1]["arguments"].update(kpi="VIBES"),
-     "intents.0.gold_chain.1.arguments.kpi", "is not one of"),
-    (lambda d: d["intents"][0]["gold_chain"][0]["arguments"].update(window="{windw}"),
-     "intents.0.gold_chain.0.arguments", "unknown template field(s) ['windw']"),
-    (lambda d: d["intents"][1].update(key=d["intents"][0]["key"]), "intents.1.key",
-     "duplicate key"),
-    (lambda d: d["intents"][2].update(category="astrology"), "intents.2.category",
-     "unknown category 'astrology'"),
-    (lambda d: d["intents"][0]["resolution"]["root_cause"].update(en="{cell_id"),
-     "intents.0.resolution.root_cause.en", "malformed template"),
-    (lambda d: d["intents"][0]["gold_chain"][0].update(tool="traffic_forecast"),
-     "intents.0.gold_chain.0.tool", "is a distractor tool"),
-    (lambda d: d["intents"][0]["fault"]["parameters"].update(warp={"healthy": 1}),
-     "intents.0.fault.parameters.warp", "'warp' cannot be set with optimize_cell.changes"),
-    (lambda d: d["intents"][0]["resolution"].update(ticket_required=True),
-     "intents.0.resolution", "'ticket' is a required property"),
+    (
+        lambda d: d["intents"][0]["gold_chain"][0].update(tool="oss_qeury"),
+        "intents.0.gold_chain.0.tool",
+        "unknown tool 'oss_qeury'",
+    ),
+    (
+        lambda d: d["intents"][0]["gold_chain"][1]["arguments"].update(kpi="VIBES"),
+        "intents.0.gold_chain.1.arguments.kpi",
+        "is not one of",
+    ),
+    (
+        lambda d: d["intents"][0]["gold_chain"][0]["arguments"].update(window="{windw}"),
+        "intents.0.gold_chain.0.arguments",
+        "unknown template field(s) ['windw']",
+    ),
+    (
+        lambda d: d["intents"][1].update(key=d["intents"][0]["key"]),
+        "intents.1.key",
+        "duplicate key",
+    ),
+    (
+        lambda d: d["intents"][2].update(category="astrology"),
+        "intents.2.category",
+        "unknown category 'astrology'",
+    ),
+    (
+        lambda d: d["intents"][0]["resolution"]["root_cause"].update(en="{cell_id"),
+        "intents.0.resolution.root_cause.en",
+        "malformed template",
+    ),
+    (
+        lambda d: d["intents"][0]["gold_chain"][0].update(tool="traffic_forecast"),
+        "intents.0.gold_chain.0.tool",
+        "is a distractor tool",
+    ),
+    (
+        lambda d: d["intents"][0]["fault"]["parameters"].update(warp={"healthy": 1}),
+        "intents.0.fault.parameters.warp",
+        "'warp' cannot be set with optimize_cell.changes",
+    ),
+    (
+        lambda d: d["intents"][0]["resolution"].update(ticket_required=True),
+        "intents.0.resolution",
+        "'ticket' is a required property",
+    ),
 ]
 
 
@@ -202,6 +266,7 @@ def test_a_broken_tool_spec_is_reported(data_copy):
     path = data_copy / "tools" / "coverage_map.json"
     path.write_text(json.dumps(spec))
     (data_copy / "tools" / "oss_query.json").write_text(
-        (data_root() / "tools" / "oss_query.json").read_text())
+        (data_root() / "tools" / "oss_query.json").read_text()
+    )
     with pytest.raises(CatalogError, match="does not match the file name 'coverage_map'"):
         _load(data_copy)

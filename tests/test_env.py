@@ -20,10 +20,23 @@ from telcoenv.trace import EpisodeTrace
 from .conftest import gold_actions, submit
 
 ARABIC = re.compile(r"[\u0600-\u06FF]")
-TOOL_NAMES = ["oss_query", "kpi_timeseries", "coverage_map", "neighbor_audit", "optimize_cell",
-              "optimize_slice", "push_config", "create_ticket", "recommend_param_change",
-              "subscriber_insight", "device_cap_lookup", "sla_policy_fetch", "traffic_forecast",
-              "complaint_trend_analysis", "spectrum_license_info"]
+TOOL_NAMES = [
+    "oss_query",
+    "kpi_timeseries",
+    "coverage_map",
+    "neighbor_audit",
+    "optimize_cell",
+    "optimize_slice",
+    "push_config",
+    "create_ticket",
+    "recommend_param_change",
+    "subscriber_insight",
+    "device_cap_lookup",
+    "sla_policy_fetch",
+    "traffic_forecast",
+    "complaint_trend_analysis",
+    "spectrum_license_info",
+]
 
 
 def test_registration_covers_every_intent_and_the_taxonomy(catalog):
@@ -52,12 +65,15 @@ def test_make_unknown_name_lists_valid_names():
     assert "troubleshooting" in message
 
 
-@pytest.mark.parametrize(("kwargs", "match"), [
-    ({"lang": "fr"}, "lang must be one of"),
-    ({"max_steps": 0}, "max_steps must be a positive integer"),
-    ({"blueprint": "COV_HOLE_DOWNTOWN"}, "belongs to COVERAGE_HOLE"),
-    ({"render_mode": "human"}, "render_mode must be one of"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"lang": "fr"}, "lang must be one of"),
+        ({"max_steps": 0}, "max_steps must be a positive integer"),
+        ({"blueprint": "COV_HOLE_DOWNTOWN"}, "belongs to COVERAGE_HOLE"),
+        ({"render_mode": "human"}, "render_mode must be one of"),
+    ],
+)
 def test_bad_constructor_arguments_raise_named_errors(kwargs, match):
     with pytest.raises(EpisodeOptionError, match=match):
         TelcoEnv("beam_misalignment", **kwargs)
@@ -119,7 +135,8 @@ def test_gold_path_reaches_submit_on_every_intent(catalog, lang):
                 assert not observation.startswith('{"error"'), (intent.key, action, observation)
                 assert not terminated and not truncated
             observation, reward, terminated, truncated, step_info = env.step(
-                submit(intent.label.in_lang(lang)))
+                submit(intent.label.in_lang(lang))
+            )
             assert terminated and not truncated and reward == 1.0
             assert step_info["predicted_chain"] == list(intent.gold_tools)
             assert step_info["invalid_actions"] == 0
@@ -208,9 +225,20 @@ def test_action_formats_are_equivalent(beam_env):
     variants = [
         json.dumps(action),
         {"function": {"name": action["name"], "arguments": json.dumps(action["arguments"])}},
-        {"role": "assistant", "content": None, "tool_calls": [
-            {"id": "call_1", "type": "function",
-             "function": {"name": action["name"], "arguments": json.dumps(action["arguments"])}}]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {
+                        "name": action["name"],
+                        "arguments": json.dumps(action["arguments"]),
+                    },
+                }
+            ],
+        },
         {"role": "assistant", "tool_calls": [{"function": action | {"name": action["name"]}}]},
         json.dumps({"role": "assistant", "tool_calls": [{"function": action}]}),
     ]
@@ -223,9 +251,13 @@ def test_action_formats_are_equivalent(beam_env):
 def test_several_tool_calls_in_one_message(beam_env):
     _, info = beam_env.reset(seed=3)
     first, second = gold_actions(info)[:2]
-    message = {"role": "assistant", "tool_calls": [
-        {"id": "a", "function": {"name": first["name"], "arguments": first["arguments"]}},
-        {"id": "b", "function": {"name": second["name"], "arguments": second["arguments"]}}]}
+    message = {
+        "role": "assistant",
+        "tool_calls": [
+            {"id": "a", "function": {"name": first["name"], "arguments": first["arguments"]}},
+            {"id": "b", "function": {"name": second["name"], "arguments": second["arguments"]}},
+        ],
+    }
     observation, _, _, _, step_info = beam_env.step(message)
     outputs = json.loads(observation)
     assert [o["name"] for o in outputs] == [first["name"], second["name"]]
@@ -249,17 +281,35 @@ def test_plain_messages_go_to_the_engineer(beam_env):
 ERROR_CASES = [
     ({"name": "kpi_etimeseries", "arguments": {}}, "unknown_tool", "kpi_etimeseries"),
     ('{"name": "oss_query", "arguments": {"cell_id": ', "malformed_json", None),
-    ({"name": "oss_query", "arguments": '{"cell_id": "X", "window"'}, "malformed_arguments",
-     "oss_query"),
-    ({"name": "oss_query", "arguments": {"cell_id": 42, "window": "3h"}}, "invalid_arguments",
-     "oss_query"),
+    (
+        {"name": "oss_query", "arguments": '{"cell_id": "X", "window"'},
+        "malformed_arguments",
+        "oss_query",
+    ),
+    (
+        {"name": "oss_query", "arguments": {"cell_id": 42, "window": "3h"}},
+        "invalid_arguments",
+        "oss_query",
+    ),
     ({"name": "oss_query", "arguments": {"window": "3h"}}, "invalid_arguments", "oss_query"),
-    ({"name": "optimize_cell", "arguments": {"cell_id": "{cell}", "changes": {"tilt_deg": 40}}},
-     "invalid_arguments", "optimize_cell"),
-    ({"name": "oss_query", "arguments": {"cell_id": "NR-NOWHERE-1", "window": "3h"}},
-     "not_found", "oss_query"),
-    ({"name": "kpi_timeseries", "arguments": {"cell_id": "{cell}", "kpi": "DL", "window": "3 hours"}},
-     "invalid_arguments", "kpi_timeseries"),
+    (
+        {"name": "optimize_cell", "arguments": {"cell_id": "{cell}", "changes": {"tilt_deg": 40}}},
+        "invalid_arguments",
+        "optimize_cell",
+    ),
+    (
+        {"name": "oss_query", "arguments": {"cell_id": "NR-NOWHERE-1", "window": "3h"}},
+        "not_found",
+        "oss_query",
+    ),
+    (
+        {
+            "name": "kpi_timeseries",
+            "arguments": {"cell_id": "{cell}", "kpi": "DL", "window": "3 hours"},
+        },
+        "invalid_arguments",
+        "kpi_timeseries",
+    ),
     (42, "unsupported_action", None),
     ("", "empty_action", None),
     ({"tool_calls": "oss_query"}, "malformed_action", None),
@@ -288,15 +338,19 @@ def test_error_messages_are_specific(beam_env):
     cell = beam_env.trace.network["serving_cell"]["cell_id"]
     missing = json.loads(beam_env.step({"name": "oss_query", "arguments": {"cell_id": cell}})[0])
     assert "missing required argument 'window'" in missing["error"]["message"]
-    out_of_range = json.loads(beam_env.step({"name": "optimize_cell", "arguments": {
-        "cell_id": cell, "changes": {"tilt_deg": 40}}})[0])
+    out_of_range = json.loads(
+        beam_env.step(
+            {"name": "optimize_cell", "arguments": {"cell_id": cell, "changes": {"tilt_deg": 40}}}
+        )[0]
+    )
     assert "'changes.tilt_deg'" in out_of_range["error"]["message"]
     assert "40 is greater than the maximum of 15" in out_of_range["error"]["message"]
     unknown = json.loads(beam_env.step({"name": "kpi_analysis", "arguments": {}})[0])
     assert "unknown tool 'kpi_analysis'" in unknown["error"]["message"]
     assert "oss_query" in unknown["error"]["message"]
-    wrong_cell = json.loads(beam_env.step({"name": "neighbor_audit",
-                                           "arguments": {"cell_id": "NR-X-1"}})[0])
+    wrong_cell = json.loads(
+        beam_env.step({"name": "neighbor_audit", "arguments": {"cell_id": "NR-X-1"}})[0]
+    )
     assert cell in wrong_cell["error"]["message"]
 
 
@@ -304,8 +358,12 @@ def test_an_out_of_range_change_changes_nothing(beam_env):
     beam_env.reset(seed=0)
     cell = beam_env.trace.network["serving_cell"]["cell_id"]
     before = beam_env.step({"name": "oss_query", "arguments": {"cell_id": cell, "window": "1h"}})[0]
-    beam_env.step({"name": "optimize_cell", "arguments": {
-        "cell_id": cell, "changes": {"tilt_deg": 6, "ttt_ms": 333}}})
+    beam_env.step(
+        {
+            "name": "optimize_cell",
+            "arguments": {"cell_id": cell, "changes": {"tilt_deg": 6, "ttt_ms": 333}},
+        }
+    )
     after = beam_env.step({"name": "oss_query", "arguments": {"cell_id": cell, "window": "1h"}})[0]
     assert json.loads(before)["configuration"] == json.loads(after)["configuration"]
 
@@ -332,7 +390,8 @@ lines = []
 for seed in (0, 1, 2):
     obs, info = env.reset(seed=seed)
     lines.append(obs)
-    actions = [{"name": c["tool"], "arguments": c["arguments"]} for c in info["privileged"]["gold_chain"]]
+    actions = [{"name": c["tool"], "arguments": c["arguments"]}
+               for c in info["privileged"]["gold_chain"]]
     actions += ["Please confirm the window.", {"name": "kpi_timeseries", "arguments": {
         "cell_id": info["privileged"]["gold_chain"][0]["arguments"].get("cell_id", "x"),
         "kpi": "RF", "window": "2h"}}]
@@ -346,9 +405,16 @@ print(json.dumps(lines))
 
 @pytest.mark.parametrize("lang", ["en", "ar"])
 def test_transcripts_are_identical_across_processes(lang):
-    runs = [subprocess.run([sys.executable, "-c", SCRIPT, lang], capture_output=True, text=True,
-                           check=True, env={"PYTHONHASHSEED": str(h), "PATH": ""}).stdout
-            for h in (1, 2)]
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", SCRIPT, lang],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={"PYTHONHASHSEED": str(h), "PATH": ""},
+        ).stdout
+        for h in (1, 2)
+    ]
     assert runs[0] == runs[1]
     assert len(json.loads(runs[0])) > 12
 

@@ -29,10 +29,16 @@ def test_every_kpi_stays_inside_its_range(catalog):
         for name, values in _samples(blueprint).items():
             rule = blueprint.constraints[name]
             assert values.min() >= rule.min and values.max() <= rule.max, (
-                blueprint.blueprint_id, name, values.min(), values.max())
+                blueprint.blueprint_id,
+                name,
+                values.min(),
+                values.max(),
+            )
             # and the samples spread over the range rather than sticking to a bound
             assert values.max() - values.min() > 0.3 * (rule.max - rule.min), (
-                blueprint.blueprint_id, name)
+                blueprint.blueprint_id,
+                name,
+            )
 
 
 def _corr(a: np.ndarray, b: np.ndarray) -> float:
@@ -47,20 +53,33 @@ def test_every_declared_dependency_has_its_sign(catalog):
             if rule.depends_on:
                 r = _corr(samples[name], samples[rule.depends_on])
                 assert (r > 0.3) if rule.corr == "positive" else (r < -0.3), (
-                    blueprint.blueprint_id, name, rule.depends_on, r)
+                    blueprint.blueprint_id,
+                    name,
+                    rule.depends_on,
+                    r,
+                )
                 checked += 1
             elif rule.corr_with:
                 r = _corr(samples[name], samples[rule.corr_with])
                 assert np.sign(r) == np.sign(rule.slope) and abs(r) > 0.1, (
-                    blueprint.blueprint_id, name, r)
+                    blueprint.blueprint_id,
+                    name,
+                    r,
+                )
                 checked += 1
     assert checked > 60
 
 
-@pytest.mark.parametrize(("child", "parent", "sign"), [
-    ("throughput_p50_mbps", "sinr_dB", 1), ("DL_thr_Mbps", "PRB_util", -1),
-    ("BLER", "PRB_util", 1), ("sinr_dB", "rsrq_dB", 1), ("throughput_p50_mbps", "PRB_util", -1),
-])
+@pytest.mark.parametrize(
+    ("child", "parent", "sign"),
+    [
+        ("throughput_p50_mbps", "sinr_dB", 1),
+        ("DL_thr_Mbps", "PRB_util", -1),
+        ("BLER", "PRB_util", 1),
+        ("sinr_dB", "rsrq_dB", 1),
+        ("throughput_p50_mbps", "PRB_util", -1),
+    ],
+)
 def test_domain_couplings_hold_wherever_both_kpis_exist(catalog, child, parent, sign):
     """Physics the reference gives hold even where a blueprint declares no dependency."""
     found = 0

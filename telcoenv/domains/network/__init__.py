@@ -55,7 +55,7 @@ class NetworkDomain:
             sampled, blueprint.context.area, blueprint.context.cell_role, rng
         )
         state = build_network(intent, blueprint, sampled, background, rng)
-        statement = engineer.problem_statement(intent.key, blueprint, state, sampled, lang, rng)
+        statement = engineer.problem_statement(intent, blueprint, state, sampled, lang, rng)
         return EpisodeSetup(sampled, state, self.gold_values(intent, state), statement)
 
     def gold_values(self, intent: Intent, state: NetworkState) -> dict[str, Any]:

@@ -19,7 +19,7 @@ import yaml
 
 from telcoenv.domains.network.kpis import kpi_catalogue
 from telcoenv.domains.network.state import KPI_TO_CELL_PARAMETER, NetworkState
-from telcoenv.specs import Blueprint, Language
+from telcoenv.specs import Blueprint, Intent, Language
 
 # KPIs that are configuration read-outs or identifiers: an engineer does not quote them as symptoms.
 _NOT_EVIDENCE = {
@@ -102,10 +102,20 @@ def _join(items: list[str], lang: Language) -> str:
     return "، ".join(items[:-1]) + " و" + items[-1]
 
 
-def evidence(sampled: dict[str, float], lang: Language, rng: np.random.Generator) -> str:
-    """Two to four quoted KPI values: the blueprint's first two symptoms plus random others."""
+def evidence(
+    sampled: dict[str, float], families: Sequence[str], lang: Language, rng: np.random.Generator
+) -> str:
+    """Two to four quoted KPI values: two of the intent's evidence families, then random others.
+
+    KPIs of the intent's ``evidence`` families come first (in that order, then blueprint order),
+    so the statement describes the symptom rather than the background.
+    """
     catalogue = kpi_catalogue()
-    names = [n for n in sampled if n not in _NOT_EVIDENCE]
+    rank = {family: i for i, family in enumerate(families)}
+    names = sorted(
+        (n for n in sampled if n not in _NOT_EVIDENCE),
+        key=lambda n: rank.get(catalogue.kpis[n].family, len(rank)),
+    )
     extra = names[2:]
     count = min(len(extra), int(rng.integers(0, 3)))
     chosen = names[:2] + [extra[i] for i in sorted(rng.choice(len(extra), count, replace=False))]
@@ -137,7 +147,7 @@ def _fields(
 
 
 def problem_statement(
-    intent_key: str,
+    intent: Intent,
     blueprint: Blueprint,
     state: NetworkState,
     sampled: dict[str, float],
@@ -147,11 +157,11 @@ def problem_statement(
     """The engineer's opening message for an episode, in ``lang``."""
     bank = phrases()
     fields = _fields(state, blueprint, lang, rng)
-    fields["evidence"] = evidence(sampled, lang, rng)
+    fields["evidence"] = evidence(sampled, intent.evidence, lang, rng)
     alarm = "raised" if blueprint.context.alarm else "none"
     parts = [
         _pick(bank["openers"][lang], rng),
-        _pick(bank["symptoms"][intent_key][lang], rng),
+        _pick(bank["symptoms"][intent.key][lang], rng),
         _pick(bank["alarm"][alarm][lang], rng),
         _pick(bank["closers"][lang], rng),
     ]

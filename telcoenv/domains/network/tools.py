@@ -249,8 +249,9 @@ def _beam_shares(offset_deg: float, rng: np.random.Generator) -> list[float]:
 def coverage_map(ctx: ToolContext, area: str, resolution: str) -> dict[str, Any]:
     """An 8 x 8 grid of bins around the serving cell: RSRP, SINR, best server, overlap.
 
-    The weak-coverage share follows the cell's coverage-gap KPI, the overlap share its tilt
-    (an uptilted cell overlaps more), the SSB beam distribution its beam steering offset.
+    The gap share (bins over 10 dB below the cell's median) follows the cell's coverage-gap KPI,
+    the overlap share its tilt (an uptilted cell overlaps more), the SSB beam distribution its
+    beam steering offset.
     """
     state = ctx.state
     if area not in (state.cluster_id, *(c.cell_id for c in state.cells)):
@@ -264,8 +265,8 @@ def coverage_map(ctx: ToolContext, area: str, resolution: str) -> dict[str, Any]
     bins = size * size
     weak = np.zeros(bins, dtype=bool)
     weak[rng.permutation(bins)[: round(kpis.get("coverage_gap_ratio", 2.0) / 100 * bins)]] = True
-    rsrp = kpis.get("rsrp_dBm", -95.0) + rng.normal(0, 3, bins)
-    rsrp = np.where(weak, np.minimum(rsrp, -112.0 - rng.uniform(0, 10, bins)), rsrp)
+    # A gap bin sits 12-20 dB below the cell's typical level: a hole is relative to the cell.
+    rsrp = kpis.get("rsrp_dBm", -95.0) + rng.normal(0, 2.5, bins) - weak * rng.uniform(12, 20, bins)
     sinr = kpis.get("sinr_dB", 10.0) + rng.normal(0, 2, bins) - 6.0 * weak
     overlap_share = min(
         0.6,
@@ -285,7 +286,8 @@ def coverage_map(ctx: ToolContext, area: str, resolution: str) -> dict[str, Any]
         "summary": {
             "median_rsrp_dbm": round(float(np.median(rsrp)), 1),
             "median_sinr_db": round(float(np.median(sinr)), 1),
-            "weak_coverage_bins_pct": round(100 * float(np.mean(rsrp < -110)), 1),
+            "coverage_gap_bins_pct": round(100 * float(np.mean(rsrp < np.median(rsrp) - 10)), 1),
+            "bins_below_minus110_dbm_pct": round(100 * float(np.mean(rsrp < -110)), 1),
             "overlap_bins_pct": round(100 * float(np.mean(overlap >= 3)), 1),
             "serving_best_server_pct": round(100 * float(np.mean(best == 0)), 1),
         },

@@ -1,0 +1,3 @@
+from telcoenv.cli import main
+
+raise SystemExit(main())
