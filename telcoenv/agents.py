@@ -51,13 +51,12 @@ class GoldPathAgent:
         }
 
     def _note(self, observation: str) -> None:
-        try:
-            output = json.loads(observation)
-        except json.JSONDecodeError:
-            return
-        if isinstance(output, dict) and "ticket_id" in output:
+        if '"ticket_id"' not in observation and '"change_id"' not in observation:
+            return  # only tickets and applied changes make it into the summary
+        output = json.loads(observation)
+        if "ticket_id" in output:
             self._notes.append(f"Ticket {output['ticket_id']} opened.")
-        elif isinstance(output, dict) and output.get("status") == "applied":
+        elif output.get("status") == "applied":
             self._notes.append(f"Change {output['change_id']} applied.")
 
 

@@ -208,13 +208,14 @@ class TelcoEnv(gymnasium.Env[str, Any]):
         self._privileged = bool(options.get("privileged", self.privileged))
         self._counts = {"steps": 0, "tool_calls": 0, "invalid_actions": 0, "engineer_messages": 0}
         episode_id = f"ep-{zlib.crc32(repr(self._key).encode()):08x}"
+        # Trusted internal values: construct without re-validation on the reset hot path.
         gold = [
-            GoldCall(
+            GoldCall.model_construct(
                 tool=step.tool, arguments=fill_gold_arguments(step.arguments, setup.gold_values)
             )
             for step in intent.gold_chain
         ]
-        self._trace = EpisodeTrace(
+        self._trace = EpisodeTrace.model_construct(
             episode_id=episode_id,
             env_id=self.env_id,
             intent=intent.key,
@@ -228,6 +229,10 @@ class TelcoEnv(gymnasium.Env[str, Any]):
             sampled_kpis=setup.sampled_kpis,
             network=self.domain.snapshot(setup.state),
             gold_chain=gold,
+            actions=[],
+            submission=None,
+            terminated=False,
+            truncated=False,
         )
         instructions = self.instructions(lang)
         info: dict[str, Any] = {

@@ -179,26 +179,33 @@ def kpi_band(value: float, bounds: tuple[float, float] | None) -> tuple[float, f
     return value - spread, value + spread
 
 
-def series(
-    value: float, bounds: tuple[float, float], points: int, digits: int, rng: np.random.Generator
-) -> list[float]:
-    """A time series whose mean is ``value`` (up to rounding) and whose points stay in ``bounds``.
+def series_batch(
+    values: list[float],
+    bounds: list[tuple[float, float]],
+    digits: list[int],
+    points: int,
+    rng: np.random.Generator,
+) -> list[np.ndarray]:
+    """Time series, one per KPI: each has mean ``values[i]`` (up to rounding to ``digits[i]``)
+    and every point inside ``bounds[i]``.
 
-    Shape: a smoothed random walk, centred on zero, scaled so that no point leaves the band.
+    Shape: a random walk, centred on zero, scaled so that no point leaves its band; the walks of
+    all KPIs are drawn in one call.
     """
-    if points <= 1:
-        return [round(value, digits)]
-    walk = np.cumsum(rng.normal(0.0, 1.0, points))
-    walk = walk - walk.mean()
-    peak = float(np.abs(walk).max()) or 1.0
-    low, high = bounds
-    room = min(value - low, high - value, 0.15 * (high - low))
-    amplitude = max(room, 0.0) * 0.9 / peak
-    raw = value + amplitude * walk
-    rounded = np.clip(np.round(raw, digits), low, high)
-    # Re-centre after rounding: push the residual onto the point farthest from the bounds.
-    residual = round(value * points - float(rounded.sum()), digits)
-    if residual:
-        index = int(np.argmin(np.abs(rounded - (low + high) / 2)))
-        rounded[index] = min(max(round(rounded[index] + residual, digits), low), high)
-    return [float(x) for x in rounded]
+    walks = np.cumsum(rng.standard_normal((len(values), points)), axis=1)
+    walks -= walks.mean(axis=1, keepdims=True)
+    peaks = np.abs(walks).max(axis=1)
+    peaks[peaks == 0] = 1.0
+    result = []
+    for walk, peak, value, (low, high), places in zip(
+        walks, peaks, values, bounds, digits, strict=True
+    ):
+        room = max(min(value - low, high - value, 0.15 * (high - low)), 0.0)
+        rounded = np.clip(np.round(value + room * 0.9 / peak * walk, places), low, high)
+        # Re-centre after rounding: push the residual onto the point nearest the band's middle.
+        residual = round(value * points - float(rounded.sum()), places)
+        if residual:
+            index = int(np.argmin(np.abs(rounded - (low + high) / 2)))
+            rounded[index] = min(max(round(rounded[index] + residual, places), low), high)
+        result.append(rounded)
+    return result

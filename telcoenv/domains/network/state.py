@@ -139,9 +139,10 @@ class Cell:
     def kpis(self) -> dict[str, float]:
         """The cell's KPIs; a neighbour's are derived from its load on first use (seeded)."""
         if self.measured is None:
-            self.measured = background_kpis(
+            derived = background_kpis(
                 {"PRB_util": self.load}, self.area, self.role, np.random.default_rng(self.kpi_seed)
             )
+            self.measured = {"PRB_util": self.load, **derived}
         return self.measured
 
 
@@ -334,42 +335,42 @@ def _neighbours(
     if "neighbor_avg_PRB_util" in sampled:
         loads = np.clip(loads - loads.mean() + sampled["neighbor_avg_PRB_util"], 0.05, 0.99)
     own = int(serving.cell_id.rsplit("-", 1)[1])
-    numbers = [
-        int(n)
-        for n in rng.choice(np.arange(100, 1000), size=count + 1, replace=False)
-        if int(n) != own
-    ][:count]
+    numbers = _distinct(rng, 100, 1000, count, {own})
+    pcis = _distinct(rng, 0, 1008, count, used)
+    used.update(pcis)
     azimuths = rng.integers(0, 360, count)
     distances = rng.uniform(low, high, count)
     seeds = rng.integers(2**32, size=count)
-    cells = []
-    for i, number in enumerate(numbers):
-        pci = _unused_pci(used, rng)
-        used.add(pci)
-        cells.append(
-            _new_cell(
-                prefix,
-                number,
-                f"S{number:04d}",
-                serving.area,
-                serving.role,
-                serving.tech,
-                pci,
-                int(azimuths[i]),
-                float(distances[i]),
-                float(loads[i]),
-                int(seeds[i]),
-            )
+    cells = [
+        _new_cell(
+            prefix,
+            number,
+            f"S{number:04d}",
+            serving.area,
+            serving.role,
+            serving.tech,
+            pcis[i],
+            int(azimuths[i]),
+            float(distances[i]),
+            float(loads[i]),
+            int(seeds[i]),
         )
+        for i, number in enumerate(numbers)
+    ]
     cells.sort(key=lambda c: c.distance_km)
     return cells
 
 
-def _unused_pci(used: set[int], rng: np.random.Generator) -> int:
-    while True:
-        pci = int(rng.integers(0, 1008))
-        if pci not in used:
-            return pci
+def _distinct(
+    rng: np.random.Generator, low: int, high: int, count: int, exclude: set[int]
+) -> list[int]:
+    """``count`` distinct integers in ``[low, high)`` outside ``exclude`` (one vector draw)."""
+    chosen: list[int] = []
+    while len(chosen) < count:
+        for value in rng.integers(low, high, count + 4).tolist():
+            if value not in exclude and value not in chosen:
+                chosen.append(value)
+    return chosen[:count]
 
 
 def free_pci(state: NetworkState) -> int:

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from telcoenv.domains.network.kpis import kpi_band, kpi_catalogue, series
+from telcoenv.domains.network.kpis import kpi_band, kpi_catalogue, series_batch
 from telcoenv.domains.network.state import (
     PROFILE,
     Cell,
@@ -209,25 +209,34 @@ def kpi_timeseries(
             f"{points} points requested; use a coarser granularity (at most 400 points)",
             kind="bad_args",
         )
-    stamps = [(start + step * (i + 1)).strftime(_TIME) for i in range(points)]
+    first = np.datetime64(start.replace(tzinfo=None), "s") + np.timedelta64(step)
+    stamps = [
+        f"{s}Z"
+        for s in np.datetime_as_string(first + np.arange(points) * np.timedelta64(step), unit="s")
+    ]
     values = _family_kpis(state, cell, kpi)
     if not values:
         raise ToolError(f"no {kpi} counters are collected for {cell_id}", kind="not_found")
     catalogue = kpi_catalogue()
+    names = list(values)
+    serving = cell is state.serving
+    bands = [kpi_band(values[n], state.kpi_bounds.get(n) if serving else None) for n in names]
+    raws = series_batch(
+        [values[n] for n in names], bands, [catalogue.digits(n) for n in names], points, ctx.rng
+    )
     result: dict[str, Any] = {}
-    for name, value in values.items():
+    p95 = min(points - 1, math.ceil(0.95 * points) - 1)
+    for name, raw in zip(names, raws, strict=True):
         info = catalogue.kpis[name]
-        bounds = state.kpi_bounds.get(name) if cell is state.serving else None
-        raw = series(value, kpi_band(value, bounds), points, catalogue.digits(name), ctx.rng)
-        shown = [round(v * info.scale, info.decimals) for v in raw]
-        ordered = sorted(shown)
+        shown = np.round(raw * info.scale, info.decimals)
+        ordered = np.sort(shown)
         result[name] = {
             "unit": catalogue.units[info.unit].en,
-            "values": shown,
-            "mean": round(sum(shown) / len(shown), info.decimals + 1),
-            "min": ordered[0],
-            "max": ordered[-1],
-            "p95": ordered[min(len(ordered) - 1, math.ceil(0.95 * len(ordered)) - 1)],
+            "values": shown.tolist(),
+            "mean": round(float(shown.sum()) / points, info.decimals + 1),
+            "min": float(ordered[0]),
+            "max": float(ordered[-1]),
+            "p95": float(ordered[p95]),
         }
     return {
         "cell_id": cell_id,
@@ -237,6 +246,16 @@ def kpi_timeseries(
         "timestamps": stamps,
         "series": result,
     }
+
+
+def _median(values: np.ndarray) -> float:
+    ordered = np.sort(values)  # np.median's generality costs more than the grid itself
+    middle = len(ordered) // 2
+    return (
+        float(ordered[middle])
+        if len(ordered) % 2
+        else float(ordered[middle - 1 : middle + 1].mean())
+    )
 
 
 def _beam_shares(offset_deg: float, rng: np.random.Generator) -> list[float]:
@@ -278,18 +297,23 @@ def coverage_map(ctx: ToolContext, area: str, resolution: str) -> dict[str, Any]
     servers = [serving.cell_id, *(c.cell_id for c in state.neighbours[:3])]
     best = np.where(rng.random(bins) > 0.25, 0, rng.integers(1, len(servers), bins))
     rsrp, sinr = np.round(rsrp, 1), np.round(sinr, 1)
+    median_rsrp = _median(rsrp)
+
+    def share(mask: np.ndarray) -> float:
+        return round(100 * int(np.count_nonzero(mask)) / bins, 1)
+
     return {
         "area": area,
         "resolution": resolution,
         "rows": size,
         "cols": size,
         "summary": {
-            "median_rsrp_dbm": round(float(np.median(rsrp)), 1),
-            "median_sinr_db": round(float(np.median(sinr)), 1),
-            "coverage_gap_bins_pct": round(100 * float(np.mean(rsrp < np.median(rsrp) - 10)), 1),
-            "bins_below_minus110_dbm_pct": round(100 * float(np.mean(rsrp < -110)), 1),
-            "overlap_bins_pct": round(100 * float(np.mean(overlap >= 3)), 1),
-            "serving_best_server_pct": round(100 * float(np.mean(best == 0)), 1),
+            "median_rsrp_dbm": round(median_rsrp, 1),
+            "median_sinr_db": round(_median(sinr), 1),
+            "coverage_gap_bins_pct": share(rsrp < median_rsrp - 10),
+            "bins_below_minus110_dbm_pct": share(rsrp < -110),
+            "overlap_bins_pct": share(overlap >= 3),
+            "serving_best_server_pct": share(best == 0),
         },
         "servers": servers,
         "grid": {
@@ -353,14 +377,14 @@ def neighbor_audit(ctx: ToolContext, cell_id: str) -> dict[str, Any]:
                 "cell_id": other.cell_id,
                 "pci": other.pci,
                 "distance_km": other.distance_km,
-                "prb_util_pct": round(other.kpis.get("PRB_util", 0.4) * 100),
+                "prb_util_pct": round(other.load * 100),
                 "ho_attempts_per_hour": attempts,
                 "ho_success_pct": round(100 * pair_success, 1),
                 "relation": "active",
             }
         )
     own_load = kpis.get("PRB_util", kpis.get("prb_util", 0.4))
-    avg = float(np.mean([o.kpis.get("PRB_util", 0.4) for o in others]))
+    avg = float(np.mean([o.load for o in others]))
     return {
         "cell_id": cell_id,
         "pci": cell.pci,
