@@ -1,4 +1,4 @@
-"""An installed wheel carries intents.yaml, blueprints/ and tools/ and works outside the checkout."""
+"""An installed wheel carries intents.yaml, blueprints/ and tools/ and runs outside the checkout."""
 
 from __future__ import annotations
 
