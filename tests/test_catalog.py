@@ -270,3 +270,18 @@ def test_a_broken_tool_spec_is_reported(data_copy):
     )
     with pytest.raises(CatalogError, match="does not match the file name 'coverage_map'"):
         _load(data_copy)
+
+
+def test_an_environment_runs_on_a_user_catalogue(data_copy):
+    from telcoenv.domains.network import NetworkDomain
+    from telcoenv.env import TelcoEnv
+
+    path = data_copy / "blueprints" / "THROUGHPUT_DROP_DL" / "DL_DROP_URBAN_PEAK.yaml"
+    document = yaml.safe_load(path.read_text())
+    document["constraints"]["PRB_util"].update(min=0.5, max=0.6)
+    path.write_text(yaml.safe_dump(document, sort_keys=False))
+    domain = NetworkDomain(_load(data_copy))
+    env = TelcoEnv("throughput_drop_dl", blueprint="DL_DROP_URBAN_PEAK", domain=domain)
+    for seed in range(20):
+        env.reset(seed=seed)
+        assert 0.5 <= env.trace.sampled_kpis["PRB_util"] <= 0.6

@@ -14,7 +14,8 @@ def test_intent_table_matches_intents_yaml(catalog):
     expected = [
         f"| `{i.env_name}` | {i.label.en} | {catalog.categories[i.category]['en']} | "
         f"{len(catalog.blueprints[i.key])} | {' → '.join(i.gold_tools)} |"
-        for i in catalog.intents]
+        for i in catalog.intents
+    ]
     assert rows == expected
 
 

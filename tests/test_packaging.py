@@ -25,16 +25,20 @@ print(telcoenv.__file__, reward, len(telcoenv.list_envs()))
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out),
-                    str(ROOT)], check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(ROOT)],
+        check=True,
+        capture_output=True,
+    )
     return next(out.glob("telcoenv-*.whl"))
 
 
 def test_wheel_contains_the_data_files(wheel):
     names = zipfile.ZipFile(wheel).namelist()
     assert "telcoenv/_data/intents.yaml" in names
-    assert sum(n.startswith("telcoenv/_data/blueprints/") and n.endswith(".yaml")
-               for n in names) == 49
+    assert (
+        sum(n.startswith("telcoenv/_data/blueprints/") and n.endswith(".yaml") for n in names) == 49
+    )
     assert sum(n.startswith("telcoenv/_data/tools/") for n in names) == 16
     assert "telcoenv/schemas/blueprint.schema.json" in names
     assert "telcoenv/domains/network/engineer.yaml" in names
@@ -43,8 +47,13 @@ def test_wheel_contains_the_data_files(wheel):
 def test_installed_wheel_runs_outside_the_checkout(wheel, tmp_path):
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)
-    result = subprocess.run([sys.executable, "-c", SCRIPT], cwd=tmp_path, capture_output=True,
-                            text=True, env={"PYTHONPATH": str(site), "PATH": ""})
+    result = subprocess.run(
+        [sys.executable, "-c", SCRIPT],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(site), "PATH": ""},
+    )
     assert result.returncode == 0, result.stderr
     location, reward, count = result.stdout.split()
     assert location.startswith(str(site)) and reward == "1.0" and count == "21"

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from typing import get_args
 
 import pytest
 
-from telcoenv.domains.network.kpis import kpi_catalogue
+from telcoenv.domains.network.kpis import Family, kpi_catalogue
 from telcoenv.env import TelcoEnv
 
 from .conftest import gold_actions
@@ -53,25 +54,7 @@ def test_kpi_timeseries_statistics_match_the_sample(catalog, blueprint):
 
 def test_every_family_has_a_series_and_background_values_are_coherent():
     env, cell, _ = _episode("coverage_hole", 1)
-    for family in (
-        "DL",
-        "UL",
-        "BLER",
-        "RLF",
-        "latency",
-        "HO",
-        "PRB",
-        "TA",
-        "QoS",
-        "RF",
-        "users",
-        "availability",
-        "coverage",
-        "backhaul",
-        "slice",
-        "config",
-        "beam",
-    ):
+    for family in get_args(Family):
         output = _call(env, "kpi_timeseries", cell_id=cell, kpi=family, window="1h")
         assert output.get("series"), (family, output)
     kpis = env.trace.sampled_kpis

@@ -129,16 +129,7 @@ class NetworkDomain:
                 for s in state.slices.values()
             },
             "backhaul": {"link_id": state.backhaul.link_id, "config": dict(state.backhaul.config)},
-            "alarms": [
-                {
-                    "alarm_id": a.alarm_id,
-                    "source": a.source,
-                    "name": a.name,
-                    "severity": a.severity,
-                    "raised_at": a.raised_at,
-                }
-                for a in state.alarms
-            ],
+            "alarms": [alarm.to_dict() for alarm in state.alarms],
         }
 
 

@@ -171,6 +171,15 @@ class Alarm:
     severity: str
     raised_at: str
 
+    def to_dict(self) -> dict[str, str]:
+        return {
+            "alarm_id": self.alarm_id,
+            "source": self.source,
+            "name": self.name,
+            "severity": self.severity,
+            "raised_at": self.raised_at,
+        }
+
 
 @dataclass(slots=True)
 class NetworkState:

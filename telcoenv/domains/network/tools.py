@@ -100,17 +100,7 @@ def _alarms_for(state: NetworkState, cell: Cell) -> list[dict[str, Any]]:
     sources = {cell.cell_id, cell.site_id}
     if cell is state.serving:
         sources.add(state.backhaul.link_id)
-    return [
-        {
-            "alarm_id": a.alarm_id,
-            "source": a.source,
-            "name": a.name,
-            "severity": a.severity,
-            "raised_at": a.raised_at,
-        }
-        for a in state.alarms
-        if a.source in sources
-    ]
+    return [alarm.to_dict() for alarm in state.alarms if alarm.source in sources]
 
 
 def _log_change(
