@@ -425,6 +425,13 @@ class TelcoEnv(gymnasium.Env[str, Any]):
             observation = self._error(
                 "episode_ended", "the episode has ended; call reset() to start a new one"
             )
+            if isinstance(
+                parse_action(action), PlainMessage
+            ):  # the engineer says the case is closed
+                rng = np.random.default_rng([*self._key, 2, len(trace.actions)])
+                observation = self.domain.reply(
+                    self._setup, self._blueprint, "", trace.language, rng, ended=True
+                )
             self._record(
                 kind="after_end",
                 raw=self._raw(action),

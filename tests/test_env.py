@@ -425,3 +425,21 @@ def test_render_ansi_shows_the_transcript():
     env.step("Which window?")
     text = env.render()
     assert statement in text and "[agent:message]" in text
+
+
+def test_a_message_after_the_end_gets_the_engineers_closing_reply(beam_env):
+    beam_env.reset(seed=0)
+    beam_env.step(submit("Beam Misalignment"))
+    observation, reward, terminated, truncated, info = beam_env.step("Anything else?")
+    assert not observation.startswith("{") and terminated and reward == 0.0
+    assert info["invalid_actions"] == 1 and beam_env.trace.actions[-1].kind == "after_end"
+
+
+def test_the_same_seed_gives_the_same_scenario_in_both_languages():
+    english, arabic = TelcoEnv(None, lang="en"), TelcoEnv(None, lang="ar")
+    for seed in range(5):
+        english.reset(seed=seed)
+        arabic.reset(seed=seed)
+        assert english.trace.sampled_kpis == arabic.trace.sampled_kpis
+        assert english.trace.network == arabic.trace.network
+        assert english.trace.problem_statement != arabic.trace.problem_statement
