@@ -82,9 +82,6 @@ class Toolbox:
             for name, spec in specs.items()
         }
 
-    def __contains__(self, name: object) -> bool:
-        return name in self.specs
-
     @property
     def network_tools(self) -> list[str]:
         return sorted(n for n, s in self.specs.items() if s.kind != "reserved")

@@ -7,7 +7,6 @@ values (the gold fix) are derived here from the intent's ``fault`` entry in inte
 
 from __future__ import annotations
 
-import copy
 import datetime as dt
 import re
 from dataclasses import dataclass, field
@@ -226,9 +225,6 @@ class NetworkState:
 
     def baseline_id(self, cell_id: str) -> str:
         return f"CFG-{cell_id}-BASELINE"
-
-    def clone(self) -> NetworkState:
-        return copy.deepcopy(self)
 
 
 def parse_window(window: str) -> dt.timedelta:
