@@ -47,10 +47,6 @@ class SamplingPlan:
 
     steps: tuple[_Step, ...]
 
-    @property
-    def names(self) -> tuple[str, ...]:
-        return tuple(step.name for step in self.steps)
-
 
 def _order(
     constraints: Mapping[str, KPIConstraint], edges: Mapping[str, list[tuple[str, int]]]
