@@ -1,28 +1,42 @@
-"""Quickstart: make an environment, read the problem, call a tool, submit a resolution."""
+"""Quickstart: make an environment, investigate with tools, fix, submit, read the metrics."""
 
 import json
 
 import telcoenv
 
-env = telcoenv.make("beam_misalignment", lang="en")
+env = telcoenv.make("beam_misalignment", lang="en")  # IRA/RA use the multilingual embedder
 statement, info = env.reset(seed=42)
 print("ENGINEER:", statement)
 print("TOOLS:", [tool["function"]["name"] for tool in info["tools"]])
 
-# Ask the engineer (a plain message), then call a tool (OpenAI-style tool call).
+# A plain message goes to the engineer; a tool call is an OpenAI-style {"name", "arguments"}.
 print("ENGINEER:", env.step("Which cluster is affected?")[0])
-cluster = env.unwrapped.trace.network["cluster_id"]  # also quoted in the reply above
-observation, reward, terminated, truncated, info = env.step(
+network = env.unwrapped.trace.network  # what the engineer just told us
+cell, cluster = network["serving_cell"]["cell_id"], network["cluster_id"]
+
+observation, *_ = env.step(
     {"name": "coverage_map", "arguments": {"area": cluster, "resolution": "100m"}})
-print("COVERAGE SUMMARY:", json.loads(observation)["summary"])
+print("SSB BEAM SHARES:", json.loads(observation)["ssb_beams"]["user_share_per_beam"])
+observation, *_ = env.step({"name": "oss_query", "arguments": {"cell_id": cell, "window": "6h"}})
+offset = json.loads(observation)["configuration"]["beam_azimuth_offset_deg"]
+print("BEAM OFFSET:", offset)
 
-# A malformed call is an error observation, never an exception.
-print("ERROR:", env.step({"name": "coverage_mapp", "arguments": {}})[0][:80])
+# A malformed call is an error observation, never an exception (and it counts in the chain).
+print("ERROR:", env.step({"name": "optimize_cell", "arguments": {"cell_id": cell}})[0][:90])
 
+env.step({"name": "optimize_cell",
+          "arguments": {"cell_id": cell, "changes": {"beam_azimuth_offset_deg": 0}}})
+env.step({"name": "create_ticket", "arguments": {
+    "cell_id": cell, "severity": "minor", "team": "field_ops",
+    "summary": "Beam weights re-aligned; please check the antenna mounting."}})
 observation, reward, terminated, truncated, info = env.step({
     "name": "submit_resolution",
     "arguments": {"intent": "Beam Misalignment",
-                  "summary": "SSB beams steered off boresight; re-align the beam weights."}})
-print("REWARD:", reward, "TERMINATED:", terminated)
-print("PREDICTED CHAIN:", info["predicted_chain"])
-print("GOLD CHAIN:", info["trace"].gold_tools)
+                  "summary": f"The SSB beams of {cell} were steered {offset} degrees off "
+                             "boresight. We re-aligned the beam weights (offset 0) and opened a "
+                             "field ticket to check the antenna mounting."}})
+metrics = info["metrics"]
+print("REWARD (SAS):", round(reward, 3), "TERMINATED:", terminated)
+print("CHAINS:", metrics["predicted_chain"], "vs gold", metrics["gold_chain"])
+print("METRICS:", {k: round(metrics[k], 3) for k in ("ira", "msc", "eap", "sas", "ra")},
+      "embedder:", metrics["embedder"])

@@ -9,7 +9,6 @@ reserved tool ``submit_resolution(intent, summary)``.
 from __future__ import annotations
 
 import json
-import re
 import zlib
 from typing import Any, ClassVar, SupportsFloat
 
@@ -20,13 +19,23 @@ from gymnasium.error import ResetNeeded
 from telcoenv.actions import ParseError, PlainMessage, ToolCall, parse_action
 from telcoenv.catalog import fill_gold_arguments
 from telcoenv.domains import Domain, EpisodeSetup
-from telcoenv.errors import EpisodeOptionError
+from telcoenv.errors import EmbedderUnavailableError, EpisodeOptionError
+from telcoenv.metrics.embeddings import Embedder, get_embedder
+from telcoenv.metrics.scoring import (
+    EpisodeMetrics,
+    RewardSpec,
+    check_reward,
+    reward_from,
+    score_episode,
+)
 from telcoenv.spaces import ToolCallSpace, Unicode
 from telcoenv.specs import LANGUAGES, Blueprint, Intent, Language
 from telcoenv.tooling import RESERVED_SUBMIT, call_key, canonical_json
 from telcoenv.trace import ActionRecord, EpisodeTrace, GoldCall, Submission
 
-RESET_OPTIONS = frozenset({"intent", "blueprint", "sample_index", "lang", "privileged"})
+RESET_OPTIONS = frozenset(
+    {"intent", "blueprint", "sample_index", "lang", "privileged", "intent_list"}
+)
 _INSTRUCTIONS = (
     "You are a network operations agent in a mobile operator's NOC. A network engineer reports a "
     "problem with the radio access network. Diagnose it with the tools: query the OSS, pull KPI "
@@ -39,10 +48,6 @@ _INSTRUCTIONS = (
 )
 
 
-def _normalise(text: str) -> str:
-    return re.sub(r"[\W_]+", " ", text.casefold()).strip()
-
-
 class TelcoEnv(gymnasium.Env[str, Any]):
     """Troubleshooting episodes of one intent, or of the whole taxonomy.
 
@@ -53,8 +58,15 @@ class TelcoEnv(gymnasium.Env[str, Any]):
         blueprint: pin one blueprint id of the intent (default: drawn per reset).
         max_steps: actions allowed before ``truncated`` (default 20, as in TelAgentBench).
         intent_list: list the intent labels in the instructions (the paper's "with list" IRA
-            condition) or not.
-        privileged: put the true intent, blueprint and gold chain in ``info["privileged"]``.
+            condition) or not ("without list").
+        privileged: put the true intent, blueprint, gold chain and gold summary in
+            ``info["privileged"]``.
+        reward: the reward at the end of an episode: a metric name (``"sas"``, the default;
+            ``"msc"``, ``"eap"``, ``"ira"``, ``"ra"``), a dict of metric weights, or a callable
+            ``(EpisodeMetrics, EpisodeTrace) -> float``. Earlier steps get 0.
+        embedder: the sentence embedder of IRA and RA: ``"multilingual"`` (default, one model
+            for both languages), ``"english"``, a model path, an ``Embedder``, or ``None`` to
+            skip IRA and RA (``None`` in the metrics; fastest).
         domain: the domain to simulate (default: the packaged network domain).
         render_mode: ``"ansi"`` to render the transcript as text.
 
@@ -65,8 +77,9 @@ class TelcoEnv(gymnasium.Env[str, Any]):
     ``step`` never raises on agent input: unknown tools, malformed JSON, invalid arguments and
     actions after the end return a JSON error observation, are counted in ``info`` and recorded
     in the episode trace. ``terminated`` is set by ``submit_resolution``; ``truncated`` when
-    ``max_steps`` actions were taken. The reward is sparse: at submission 1.0 when the submitted
-    intent names the true intent (key, env name or label in either language), else 0.0.
+    ``max_steps`` actions were taken. At the end of an episode (either way) ``info["metrics"]``
+    holds IRA, MSC, EAP, SAS and RA with the chains and the embedder name, and the reward is
+    computed from them.
     """
 
     # render_fps only silences the checker's warning: rendering is text.
@@ -81,6 +94,8 @@ class TelcoEnv(gymnasium.Env[str, Any]):
         max_steps: int = 20,
         intent_list: bool = True,
         privileged: bool = False,
+        reward: RewardSpec = "sas",
+        embedder: str | Embedder | None = "multilingual",
         domain: Domain | None = None,
         render_mode: str | None = None,
     ) -> None:
@@ -101,6 +116,13 @@ class TelcoEnv(gymnasium.Env[str, Any]):
                 f" or None, got {render_mode!r}"
             )
         self.max_steps, self.intent_list, self.privileged = max_steps, intent_list, privileged
+        try:
+            check_reward(reward, embedder is not None)
+        except ValueError as exc:
+            raise EpisodeOptionError(str(exc)) from None
+        self.reward_spec = reward
+        # Resolving is cheap (a model loads at the first score); a missing package fails here.
+        self.embedder = get_embedder(embedder) if embedder is not None else None
         self.render_mode = render_mode
         self.observation_space = Unicode()
         self.action_space = ToolCallSpace(catalog.tools)
@@ -111,7 +133,10 @@ class TelcoEnv(gymnasium.Env[str, Any]):
         self._intent: Intent | None = None
         self._key: list[int] = []
         self._counts: dict[str, int] = {}
-        self._instructions: dict[str, str] = {}
+        self._instructions: dict[tuple[str, bool], str] = {}
+        self._metrics: EpisodeMetrics | None = None
+        self._metrics_error: str | None = None
+        self._intent_list = intent_list
 
     # --- construction helpers ---------------------------------------------------------------------
 
@@ -140,15 +165,16 @@ class TelcoEnv(gymnasium.Env[str, Any]):
         name = self.fixed_intent.gym_name if self.fixed_intent else "Troubleshooting"
         return f"telcoenv/{name}-v0"
 
-    def instructions(self, lang: Language) -> str:
-        """The agent's system prompt for this environment's condition."""
-        if lang not in self._instructions:
-            self._instructions[lang] = self._compose_instructions(lang)
-        return self._instructions[lang]
+    def instructions(self, lang: Language, intent_list: bool | None = None) -> str:
+        """The agent's system prompt, with or without the list of intent labels."""
+        key = (lang, self.intent_list if intent_list is None else intent_list)
+        if key not in self._instructions:
+            self._instructions[key] = self._compose_instructions(*key)
+        return self._instructions[key]
 
-    def _compose_instructions(self, lang: Language) -> str:
+    def _compose_instructions(self, lang: Language, intent_list: bool) -> str:
         listing = ""
-        if self.intent_list:
+        if intent_list:
             labels = "\n".join(f"- {i.label.in_lang(lang)}" for i in self.domain.catalog.intents)
             listing = "\nThe intent is one of:\n" + labels
         language = "English" if lang == "en" else "Arabic"
@@ -206,6 +232,7 @@ class TelcoEnv(gymnasium.Env[str, Any]):
         setup = self.domain.start_episode(intent, blueprint, np.random.default_rng(self._key), lang)
         self._intent, self._blueprint, self._setup = intent, blueprint, setup
         self._privileged = bool(options.get("privileged", self.privileged))
+        intent_list = bool(options.get("intent_list", self.intent_list))
         self._counts = {"steps": 0, "tool_calls": 0, "invalid_actions": 0, "engineer_messages": 0}
         episode_id = f"ep-{zlib.crc32(repr(self._key).encode()):08x}"
         # Trusted internal values: construct without re-validation on the reset hot path.
@@ -222,6 +249,9 @@ class TelcoEnv(gymnasium.Env[str, Any]):
             category=intent.category,
             blueprint_id=blueprint.blueprint_id,
             language=lang,
+            intent_list=intent_list,
+            gold_label=intent.label.model_dump(),
+            gold_summary=setup.gold_summary,
             seed=seed,
             sample_index=options.get("sample_index"),
             episode_key=self._key,
@@ -234,7 +264,7 @@ class TelcoEnv(gymnasium.Env[str, Any]):
             terminated=False,
             truncated=False,
         )
-        instructions = self.instructions(lang)
+        instructions = self.instructions(lang, intent_list)
         info: dict[str, Any] = {
             "episode_id": episode_id,
             "env_id": self.env_id,
@@ -270,6 +300,7 @@ class TelcoEnv(gymnasium.Env[str, Any]):
                 lang: self._intent.resolution.corrective_action.in_lang(lang).format_map(values)
                 for lang in LANGUAGES
             },
+            "gold_summary": dict(self._trace.gold_summary),
         }
 
     # --- step -------------------------------------------------------------------------------------
@@ -300,15 +331,21 @@ class TelcoEnv(gymnasium.Env[str, Any]):
         except (TypeError, ValueError):
             return repr(action)
 
-    def _matches_intent(self, text: str) -> bool:
-        assert self._intent is not None
-        names = {
-            self._intent.key,
-            self._intent.env_name,
-            self._intent.label.en,
-            self._intent.label.ar,
-        }
-        return _normalise(text) in {_normalise(n) for n in names}
+    def _finish(self) -> float:
+        """Score the finished episode; the reward comes from the metrics (never raises)."""
+        assert self._trace is not None
+        self._metrics_error = None
+        try:
+            metrics = score_episode(self._trace, self.embedder)
+        except EmbedderUnavailableError as exc:  # report it; a training loop must not die
+            self._metrics_error = str(exc)
+            metrics = score_episode(self._trace, None)
+        self._metrics = metrics
+        try:
+            return reward_from(self.reward_spec, metrics, self._trace)
+        except (ValueError, TypeError) as exc:
+            self._metrics_error = f"reward: {exc}"
+            return 0.0
 
     def _run_call(self, call: ToolCall, action: Any) -> tuple[str, str, bool]:
         """Execute one tool call; returns (observation, tool name, submitted)."""
@@ -467,10 +504,10 @@ class TelcoEnv(gymnasium.Env[str, Any]):
             observation, messages, submitted = self._step_tool_calls(parsed, action)
         if submitted:
             trace.terminated = True
-            assert trace.submission is not None
-            reward = 1.0 if self._matches_intent(trace.submission.intent) else 0.0
         elif self._counts["steps"] >= self.max_steps:
             trace.truncated = True
+        if trace.terminated or trace.truncated:
+            reward = self._finish()
         return observation, reward, trace.terminated, trace.truncated, self._step_info(messages)
 
     def _step_info(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
@@ -486,6 +523,9 @@ class TelcoEnv(gymnasium.Env[str, Any]):
         if self._trace.terminated or self._trace.truncated:
             info["trace"] = self._trace
             info["predicted_chain"] = self._trace.predicted_chain
+            info["metrics"] = self._metrics.model_dump()
+            if self._metrics_error:
+                info["metrics_error"] = self._metrics_error
             if self._privileged:
                 info["privileged"] = self._privileged_info()
         return info

@@ -45,3 +45,7 @@ class ToolError(TelcoEnvError):
     def __init__(self, message: str, *, kind: str = "execution") -> None:
         self.kind = kind
         super().__init__(message)
+
+
+class EmbedderUnavailableError(TelcoEnvError):
+    """A sentence-embedding model cannot be loaded; the message says which package to install."""

@@ -59,7 +59,10 @@ class EpisodeTrace(BaseModel):
     seed: int | None
     sample_index: int | None
     episode_key: list[int]
+    intent_list: bool
     problem_statement: str
+    gold_label: dict[str, str]
+    gold_summary: dict[str, str]
     sampled_kpis: dict[str, float]
     network: dict[str, Any]
     gold_chain: list[GoldCall]

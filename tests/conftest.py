@@ -26,4 +26,4 @@ def submit(intent: str = "unknown", summary: str = "summary") -> dict:
 
 @pytest.fixture
 def beam_env() -> TelcoEnv:
-    return TelcoEnv("beam_misalignment", privileged=True)
+    return TelcoEnv("beam_misalignment", privileged=True, embedder=None)

@@ -127,7 +127,7 @@ def test_instructions_list_intents_only_in_the_with_list_condition(catalog):
 @pytest.mark.parametrize("lang", ["en", "ar"])
 def test_gold_path_reaches_submit_on_every_intent(catalog, lang):
     for intent in catalog.intents:
-        env = TelcoEnv(intent.env_name, lang=lang, privileged=True)
+        env = TelcoEnv(intent.env_name, lang=lang, privileged=True, embedder=None)
         for seed in range(3):
             _, info = env.reset(seed=seed)
             for action in gold_actions(info):
@@ -177,7 +177,7 @@ def test_the_samples_of_a_blueprint_read_differently():
 
 
 def test_sample_index_pins_the_episode_regardless_of_seed():
-    env = TelcoEnv("troubleshooting" if False else None)
+    env = TelcoEnv(None)
     options = {"blueprint": "PCI_COLLISION_DENSE", "sample_index": 7}
     first, _ = env.reset(seed=1, options=options)
     trace_one = env.trace
@@ -197,7 +197,7 @@ def test_taxonomy_env_draws_intents_and_accepts_an_intent_option():
 
 
 def test_truncation_at_the_step_limit_and_refusal_after_the_end():
-    env = TelcoEnv("coverage_hole", max_steps=3)
+    env = TelcoEnv("coverage_hole", max_steps=3, embedder=None)
     env.reset(seed=0)
     results = [env.step("Which cell is it?") for _ in range(3)]
     assert [r[3] for r in results] == [False, False, True]
@@ -385,7 +385,7 @@ def test_trace_round_trips_through_json(beam_env):
 SCRIPT = """
 import json, sys
 import telcoenv
-env = telcoenv.make("troubleshooting", lang=sys.argv[1], privileged=True)
+env = telcoenv.make("troubleshooting", lang=sys.argv[1], privileged=True, embedder=None)
 lines = []
 for seed in (0, 1, 2):
     obs, info = env.reset(seed=seed)

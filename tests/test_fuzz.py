@@ -66,7 +66,7 @@ actions = (
     )
 )
 
-ENV = TelcoEnv(None, max_steps=8)
+ENV = TelcoEnv(None, max_steps=8, embedder=None)
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -76,6 +76,6 @@ def test_step_never_raises(seed, sequence):
     for action in sequence:
         observation, reward, terminated, truncated, info = ENV.step(action)
         assert isinstance(observation, str) and observation
-        assert reward in (0.0, 1.0)
+        assert 0.0 <= reward <= 1.0 and (reward == 0.0 or terminated or truncated)
         assert info["invalid_actions"] <= info["steps"] + 10
     ENV.trace.model_dump_json()  # whatever was sent, the trace serialises

@@ -16,7 +16,7 @@ import telcoenv
 from telcoenv.catalog import data_root
 from telcoenv.agents import GoldPathAgent, run_episode
 assert "_data" in str(data_root()), data_root()
-env = telcoenv.make("pci_collision", lang="ar", privileged=True)
+env = telcoenv.make("pci_collision", lang="ar", privileged=True, embedder=None)
 reward, info = run_episode(env, GoldPathAgent(), seed=4)
 print(telcoenv.__file__, reward, len(telcoenv.list_envs()))
 """

@@ -20,7 +20,7 @@ def _call(env: TelcoEnv, name: str, **arguments) -> dict:
 
 
 def _episode(intent: str, seed: int = 0, **kwargs) -> tuple[TelcoEnv, str, dict]:
-    env = TelcoEnv(intent, privileged=True, max_steps=50, **kwargs)
+    env = TelcoEnv(intent, privileged=True, max_steps=50, embedder=None, **kwargs)
     _, info = env.reset(seed=seed)
     return env, env.trace.network["serving_cell"]["cell_id"], info
 

@@ -26,6 +26,7 @@ class EpisodeSetup:
     state: Any
     gold_values: dict[str, Any]
     problem_statement: str
+    gold_summary: dict[str, str]  # per language: the reference RA compares summaries with
 
 
 class Domain(Protocol):

@@ -19,6 +19,7 @@ from telcoenv.domains.network.state import (
     gold_fix,
     legal_values,
 )
+from telcoenv.domains.network.summaries import gold_summaries
 from telcoenv.domains.network.tools import IMPLEMENTATIONS, ToolContext
 from telcoenv.sampling import SamplingPlan, compile_plan, sample_kpis
 from telcoenv.specs import Blueprint, Intent, Language
@@ -56,7 +57,10 @@ class NetworkDomain:
         )
         state = build_network(intent, blueprint, sampled, background, rng)
         statement = engineer.problem_statement(intent, blueprint, state, sampled, lang, rng)
-        return EpisodeSetup(sampled, state, self.gold_values(intent, state), statement)
+        values = self.gold_values(intent, state)
+        return EpisodeSetup(
+            sampled, state, values, statement, gold_summaries(intent, values, sampled)
+        )
 
     def gold_values(self, intent: Intent, state: NetworkState) -> dict[str, Any]:
         """Values that fill the gold chain's argument templates (see intents.yaml)."""

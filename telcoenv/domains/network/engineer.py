@@ -94,7 +94,8 @@ def window_phrase(window: str, lang: Language) -> str:
     return f"آخر {amount} ساعات" if amount <= 10 else f"آخر {amount} ساعة"
 
 
-def _join(items: list[str], lang: Language) -> str:
+def join_phrases(items: list[str], lang: Language) -> str:
+    """``a, b and c`` / ``أ، ب وج``."""
     if len(items) == 1:
         return items[0]
     if lang == "en":
@@ -102,28 +103,38 @@ def _join(items: list[str], lang: Language) -> str:
     return "، ".join(items[:-1]) + " و" + items[-1]
 
 
-def evidence(
-    sampled: dict[str, float], families: Sequence[str], lang: Language, rng: np.random.Generator
-) -> str:
-    """Two to four quoted KPI values: two of the intent's evidence families, then random others.
+def ranked_evidence(sampled: dict[str, float], families: Sequence[str]) -> list[str]:
+    """The quotable KPIs of a sample, those of the intent's evidence families first.
 
-    KPIs of the intent's ``evidence`` families come first (in that order, then blueprint order),
-    so the statement describes the symptom rather than the background.
+    Order: the ``families`` order, then the blueprint order; configuration read-outs excluded.
     """
     catalogue = kpi_catalogue()
     rank = {family: i for i, family in enumerate(families)}
-    names = sorted(
+    return sorted(
         (n for n in sampled if n not in _NOT_EVIDENCE),
         key=lambda n: rank.get(catalogue.kpis[n].family, len(rank)),
     )
+
+
+def evidence(
+    sampled: dict[str, float], families: Sequence[str], lang: Language, rng: np.random.Generator
+) -> str:
+    """Two to four quoted KPI values: two of the intent's evidence families, then random others."""
+    names = ranked_evidence(sampled, families)
     extra = names[2:]
     count = min(len(extra), int(rng.integers(0, 3)))
     chosen = names[:2] + [extra[i] for i in sorted(rng.choice(len(extra), count, replace=False))]
+    return quote_kpis(chosen, sampled, lang)
+
+
+def quote_kpis(names: Sequence[str], sampled: dict[str, float], lang: Language) -> str:
+    """``PRB utilisation at 84% and DL throughput at 10.1 Mbps`` (or its Arabic form)."""
+    catalogue = kpi_catalogue()
     link = " at " if lang == "en" else " عند "
-    return _join(
+    return join_phrases(
         [
             catalogue.kpis[n].name.in_lang(lang) + link + catalogue.quote(n, sampled[n], lang)
-            for n in chosen
+            for n in names
         ],
         lang,
     )

@@ -1,0 +1,133 @@
+"""Score an episode trace: IRA, MSC, EAP, SAS and RA, and turn the scores into a reward.
+
+Scoring is a pure function of the trace (:func:`score_episode`), so a stored episode can be
+re-scored later without the environment. :func:`score_episodes` batches the texts of many
+episodes into one encoding call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from telcoenv.metrics.embeddings import Embedder, get_embedder
+from telcoenv.metrics.semantic import similarities
+from telcoenv.metrics.sequence import eap, msc, sas
+from telcoenv.trace import EpisodeTrace
+
+#: Metric names a weighted reward may combine.
+REWARD_COMPONENTS = ("ira", "msc", "eap", "sas", "ra")
+
+
+class EpisodeMetrics(BaseModel):
+    """The TelcoAgent-Metrics of one episode.
+
+    ``ira`` and ``ra`` are ``None`` when no embedder was used. The predicted chain holds every
+    tool-call attempt under the name the agent used (``submit_resolution`` excluded).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    ira: float | None
+    msc: float
+    eap: float
+    sas: float
+    ra: float | None
+    predicted_chain: list[str]
+    gold_chain: list[str]
+    embedder: str | None
+    language: str
+    intent_list: bool
+    submitted: bool
+
+    def component(self, name: str) -> float:
+        value = getattr(self, name)
+        if value is None:
+            raise ValueError(f"metric {name!r} needs an embedder; none was configured")
+        return float(value)
+
+
+def _sequence_metrics(trace: EpisodeTrace) -> dict[str, Any]:
+    predicted, gold = trace.predicted_chain, trace.gold_tools
+    return {
+        "msc": msc(predicted, gold),
+        "eap": eap(predicted, gold),
+        "sas": sas(predicted, gold),
+        "predicted_chain": predicted,
+        "gold_chain": gold,
+        "language": trace.language,
+        "intent_list": trace.intent_list,
+        "submitted": trace.submission is not None,
+    }
+
+
+def _text_pairs(trace: EpisodeTrace) -> list[tuple[str, str]]:
+    lang = trace.language
+    submission = trace.submission
+    return [
+        (submission.intent if submission else "", trace.gold_label[lang]),
+        (submission.summary if submission else "", trace.gold_summary[lang]),
+    ]
+
+
+def score_episodes(
+    traces: Sequence[EpisodeTrace], embedder: str | Embedder | None = "multilingual"
+) -> list[EpisodeMetrics]:
+    """Score many traces; all intent and summary texts are embedded in one batch.
+
+    IRA compares the submitted intent with the gold label, RA the submitted summary with the
+    gold summary, both in the episode's language. An episode without a submission scores 0 on
+    both. With ``embedder=None`` only the sequence metrics are computed.
+    """
+    if embedder is None:
+        return [
+            EpisodeMetrics(ira=None, ra=None, embedder=None, **_sequence_metrics(t)) for t in traces
+        ]
+    resolved = get_embedder(embedder)
+    pairs = [pair for trace in traces for pair in _text_pairs(trace)]
+    scores = similarities(pairs, resolved)
+    return [
+        EpisodeMetrics(
+            ira=scores[2 * i],
+            ra=scores[2 * i + 1],
+            embedder=resolved.name,
+            **_sequence_metrics(trace),
+        )
+        for i, trace in enumerate(traces)
+    ]
+
+
+def score_episode(
+    trace: EpisodeTrace, embedder: str | Embedder | None = "multilingual"
+) -> EpisodeMetrics:
+    """Score one stored episode trace without running the environment."""
+    return score_episodes([trace], embedder)[0]
+
+
+RewardFunction = Callable[[EpisodeMetrics, EpisodeTrace], float]
+RewardSpec = str | Mapping[str, float] | RewardFunction
+
+
+def check_reward(spec: RewardSpec, has_embedder: bool) -> None:
+    """Raise ValueError when a reward specification is malformed or needs a missing embedder."""
+    if callable(spec):
+        return
+    weights = {spec: 1.0} if isinstance(spec, str) else dict(spec)
+    unknown = set(weights) - set(REWARD_COMPONENTS)
+    if unknown or not weights:
+        raise ValueError(
+            f"unknown reward component(s) {sorted(unknown)}; use one of "
+            f"{list(REWARD_COMPONENTS)}, a dict of weights, or a callable"
+        )
+    if not has_embedder and {"ira", "ra"} & set(weights):
+        raise ValueError("rewards on 'ira' or 'ra' need an embedder (embedder=None was given)")
+
+
+def reward_from(spec: RewardSpec, metrics: EpisodeMetrics, trace: EpisodeTrace) -> float:
+    """The reward of a finished episode: one metric, a weighted sum, or a user callable."""
+    if callable(spec):
+        return float(spec(metrics, trace))
+    weights = {spec: 1.0} if isinstance(spec, str) else spec
+    return float(sum(weight * metrics.component(name) for name, weight in weights.items()))
