@@ -71,7 +71,7 @@ def test_examples_run(script, capsys):
         runpy.run_path(str(EXAMPLES / script), run_name="__main__")
     out = capsys.readouterr().out
     if script == "quickstart.py":  # 5 calls for a 3-step gold chain, one of them invalid
-        assert "REWARD (SAS): 0.6 " in out and "multilingual-e5-small" in out
+        assert "REWARD (SAS): 0.6 " in out and "universal-sentence-encoder-multilingual" in out
     else:
         assert "must be below max" in out
 

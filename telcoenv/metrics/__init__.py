@@ -7,6 +7,8 @@ evaluation tools only compose them.
 from telcoenv.metrics.embeddings import (
     Embedder,
     SentenceTransformerEmbedder,
+    USEEmbedder,
+    e5_embedder,
     english_embedder,
     get_embedder,
     multilingual_embedder,
@@ -36,7 +38,9 @@ __all__ = [
     "EpisodeMetrics",
     "ReliabilityReport",
     "SentenceTransformerEmbedder",
+    "USEEmbedder",
     "brs",
+    "e5_embedder",
     "eap",
     "english_embedder",
     "get_embedder",

