@@ -403,6 +403,16 @@ def check_blueprint(
             raise CatalogError(
                 file, field + ".mode", f"mode {rule.mode:g} is outside [{rule.min:g}, {rule.max:g}]"
             )
+        if rule.dist == "mixture":
+            for part in ("hi", "lo"):
+                low, high = getattr(rule, f"{part}_min"), getattr(rule, f"{part}_max")
+                if not rule.min <= low < high <= rule.max:
+                    raise CatalogError(
+                        file,
+                        f"{field}.{part}_min",
+                        f"the {part} component [{low:g}, {high:g}] must be an increasing range "
+                        f"inside [{rule.min:g}, {rule.max:g}]",
+                    )
         parent = rule.parent
         if parent is not None and parent not in blueprint.constraints:
             key = "depends_on" if rule.depends_on else "corr_with"
@@ -428,7 +438,11 @@ def check_blueprint(
 def load_blueprints(
     folder: Path, intents: tuple[Intent, ...], known_kpis: Iterable[str] | None = None
 ) -> dict[str, tuple[Blueprint, ...]]:
-    """Load ``<folder>/<INTENT>/<BLUEPRINT_ID>.yaml`` files; every intent needs at least one."""
+    """Load ``<folder>/<INTENT>/*.yaml`` files; every intent needs at least one blueprint.
+
+    The file name is free (the published release names its files in lower case); the folder
+    must be the blueprint's intent and blueprint ids must be unique.
+    """
     if not folder.is_dir():
         raise CatalogError(str(folder), "", "blueprints folder not found")
     by_key = {intent.key: intent for intent in intents}
@@ -436,33 +450,37 @@ def load_blueprints(
     found: dict[str, list[Blueprint]] = {intent.key: [] for intent in intents}
     ids: dict[str, str] = {}
     for path in sorted(folder.glob("*/*.yaml")):
-        file = str(path)
-        document = read_yaml(path)
-        validate_document(document, "blueprint.schema.json", file)
-        blueprint = _pydantic(Blueprint, document, file)
-        if blueprint.intent != path.parent.name:
-            raise CatalogError(
-                file,
-                "intent",
-                f"{blueprint.intent!r} does not match the folder {path.parent.name!r}",
-            )
-        if blueprint.blueprint_id != path.stem:
-            raise CatalogError(
-                file,
-                "blueprint_id",
-                f"{blueprint.blueprint_id!r} does not match the file name {path.stem!r}",
-            )
+        blueprint = load_blueprint(path, by_key, known)
         if blueprint.blueprint_id in ids:
             raise CatalogError(
-                file, "blueprint_id", f"duplicate id (also {ids[blueprint.blueprint_id]})"
+                str(path), "blueprint_id", f"duplicate id (also {ids[blueprint.blueprint_id]})"
             )
-        ids[blueprint.blueprint_id] = file
-        check_blueprint(blueprint, file, by_key, known)
+        ids[blueprint.blueprint_id] = str(path)
         found[blueprint.intent].append(blueprint)
     missing = [key for key, family in found.items() if not family]
     if missing:
         raise CatalogError(str(folder), "", f"no blueprint for intent(s) {missing}")
     return {key: tuple(family) for key, family in found.items()}
+
+
+def load_blueprint(
+    path: Path, intents: Mapping[str, Intent], known_kpis: Iterable[str] | None = None
+) -> Blueprint:
+    """Load and check one blueprint file that sits in its intent's folder."""
+    file = str(path)
+    blueprint = _pydantic(Blueprint, _validated(path, "blueprint.schema.json"), file)
+    if blueprint.intent != path.parent.name:
+        raise CatalogError(
+            file, "intent", f"{blueprint.intent!r} does not match the folder {path.parent.name!r}"
+        )
+    check_blueprint(blueprint, file, intents, known_kpis)
+    return blueprint
+
+
+def _validated(path: Path, schema: str) -> Any:
+    document = read_yaml(path)
+    validate_document(document, schema, str(path))
+    return document
 
 
 def load_catalog(

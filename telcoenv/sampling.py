@@ -148,6 +148,10 @@ def _position(value: float, rule: KPIConstraint) -> float:
 def _free_value(rule: KPIConstraint, rng: np.random.Generator) -> float:
     if rule.dist == "triangular" and rule.mode is not None:
         return float(rng.triangular(rule.min, rule.mode, rule.max))
+    if rule.dist == "mixture":
+        high = rng.random() < rule.p_hi
+        low_bound, high_bound = (rule.hi_min, rule.hi_max) if high else (rule.lo_min, rule.lo_max)
+        return float(rng.uniform(low_bound, high_bound))
     return float(rng.uniform(rule.min, rule.max))
 
 

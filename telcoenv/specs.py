@@ -108,8 +108,14 @@ class KPIConstraint(_Frozen):
 
     min: float
     max: float
-    dist: Literal["uniform", "triangular"] = "uniform"
+    dist: Literal["uniform", "triangular", "mixture"] = "uniform"
     mode: float | None = None
+    # mixture: with probability p_hi a value in [hi_min, hi_max], else in [lo_min, lo_max]
+    p_hi: float | None = None
+    hi_min: float | None = None
+    hi_max: float | None = None
+    lo_min: float | None = None
+    lo_max: float | None = None
     depends_on: str | None = None
     corr: Literal["positive", "negative"] | None = None
     strength: float = 0.75

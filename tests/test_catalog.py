@@ -152,7 +152,19 @@ BLUEPRINT_BREAKAGES = [
         "constraints",
         "dependency cycle",
     ),
-    (lambda d: d.update(blueprint_id="OTHER_ID"), "blueprint_id", "does not match the file name"),
+    (lambda d: d.update(blueprint_id="BEAM_MMWAVE_STREET_CANYON"), "blueprint_id", "duplicate id"),
+    (
+        lambda d: d["constraints"]["users"].update(
+            dist="mixture", p_hi=0.2, hi_min=200, hi_max=300, lo_min=100, lo_max=150
+        ),
+        "constraints.users.hi_min",
+        "must be an increasing range inside [100, 250]",
+    ),
+    (
+        lambda d: d["constraints"]["users"].update(dist="mixture"),
+        "constraints.users",
+        "'hi_max' is a required property",
+    ),
     (
         lambda d: d["constraints"]["users"].update(depends_on="rsrp_dBm"),
         "constraints.users",
@@ -167,7 +179,7 @@ def test_a_broken_blueprint_names_file_field_and_problem(data_copy, edit, field,
     with pytest.raises(CatalogError) as caught:
         _load(data_copy)
     error = caught.value
-    assert error.file == str(path)
+    assert str(path) in str(error)  # the file itself, or the twin of a duplicate
     assert error.field == field or (field == "<root>" and error.field == "")
     assert problem in error.problem
     assert str(path) in str(error) and problem in str(error)
