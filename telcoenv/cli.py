@@ -70,6 +70,24 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_rescore(args: argparse.Namespace) -> int:
+    from telcoenv.release import load_evaluations, load_release_blueprints, rescore
+
+    blueprints = load_release_blueprints(args.release) if args.check_blueprints else []
+    report = rescore(load_evaluations(args.release), weights=args.weights)
+    if args.format == "json":
+        print(report.model_dump_json(indent=2))
+    else:
+        if blueprints:
+            print(f"{len(blueprints)} blueprints load as telcoenv blueprints")
+        print(f"{report.records} evaluation records; BRS weights {report.weights}")
+        print("values: recomputed / stored\n")
+        print(report.markdown())
+        verdict = "all equal to the stored values" if report.all_exact else "MISMATCHES found"
+        print(f"\nMSC, EAP and SAS per sample: {verdict}")
+    return 0 if report.all_exact else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="telcoenv", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -81,6 +99,24 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("--blueprints", help="blueprints folder (default: packaged)")
     validate.add_argument("--tools", help="tool specs folder (default: packaged)")
     validate.set_defaults(func=_cmd_validate)
+    rescore = commands.add_parser(
+        "rescore", help="recompute the metrics of a TelcoAgent-Bench release from its predictions"
+    )
+    rescore.add_argument("release", help="folder of the release (BLUEPRINTS/, TelcoAgent-Metrics/)")
+    rescore.add_argument(
+        "--weights",
+        default="equal",
+        choices=["equal", "paper"],
+        help="BRS weights: equal thirds or (0.5, 0.3, 0.2)",
+    )
+    rescore.add_argument("--format", default="md", choices=["md", "json"])
+    rescore.add_argument(
+        "--no-blueprints",
+        dest="check_blueprints",
+        action="store_false",
+        help="do not load the release's blueprints",
+    )
+    rescore.set_defaults(func=_cmd_rescore)
     demo = commands.add_parser("demo", help="run a gold-path agent through every intent")
     demo.add_argument("--lang", default="en,ar", help="comma-separated languages (en,ar)")
     demo.add_argument("--seed", type=int, default=0)

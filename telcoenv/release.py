@@ -1,0 +1,336 @@
+"""Read the published TelcoAgent-Bench release and re-score its stored predictions.
+
+The release (github.com/BrahiM-Mefgouda/TelcoAgent) has three folders:
+
+* ``BLUEPRINTS/<INTENT>/*.yaml`` -- blueprints; they load as telcoenv blueprints;
+* ``TelcoAgent-Bench/<INTENT>/<BP>/<id>.json`` (``DataGeneration/`` in some revisions) --
+  samples: bilingual query, dialogue, gold path, gold summary;
+* ``TelcoAgent-Metrics/<INTENT>/<BP>/<id>.json`` -- evaluation records with, per model and
+  language, the predicted intent, tool chain and summary and the stored scores.
+
+Per-model values are keyed by Ollama tags, nested at the tag's first dot (``qwen2.5:7b`` is
+stored as ``{"qwen2": {"5:7b": ...}}``): :func:`model_entries` rebuilds the tags. Stray
+``*.json.lock`` files and scripts in the folders are skipped.
+
+:func:`rescore` recomputes MSC, EAP and SAS per sample from the stored chains and compares them
+with the stored values (they must be equal, to the last bit), and computes GPC-0, GPC-1, SD and
+BRS per blueprint, per model and language.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from statistics import fmean
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from telcoenv.catalog import default_catalog, load_blueprint
+from telcoenv.domains.network.kpis import kpi_catalogue
+from telcoenv.errors import CatalogError
+from telcoenv.metrics.reliability import ChainRecord, reliability
+from telcoenv.metrics.sequence import eap, msc, sas
+from telcoenv.specs import Blueprint
+
+SAMPLE_DIRS = ("TelcoAgent-Bench", "DataGeneration")
+METRICS_DIR = "TelcoAgent-Metrics"
+LANGUAGE_KEYS = {"En": "en", "Ar": "ar"}
+
+
+class ReleaseSample(BaseModel):
+    """One benchmark sample of the release."""
+
+    model_config = ConfigDict(frozen=True)
+
+    sample_id: str
+    intent: str
+    blueprint_id: str
+    query: dict[str, str]
+    gold_chain: list[str]
+    gold_summary: dict[str, str]
+
+
+class ModelPrediction(BaseModel):
+    """What one model predicted for one sample in one language, with the stored scores."""
+
+    model_config = ConfigDict(frozen=True)
+
+    model: str
+    language: str
+    predicted_chain: list[str]
+    stored_msc: float | None
+    stored_eap: float | None
+    stored_sas: float | None
+    intent_with_list: str | None = None
+    intent_without_list: str | None = None
+    stored_ira_with_list: float | None = None
+    stored_ira_without_list: float | None = None
+    summary: str | None = None
+    stored_ra: float | None = None
+
+
+class EvaluationRecord(BaseModel):
+    """One evaluation file: a sample's gold answers and every model's predictions."""
+
+    model_config = ConfigDict(frozen=True)
+
+    sample_id: str
+    intent: str
+    blueprint_id: str
+    gold_label: str
+    gold_chain: list[str]
+    predictions: list[ModelPrediction]
+
+
+def model_entries(node: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
+    """Walk a per-model mapping and yield ``(full tag, entry)`` pairs.
+
+    A level whose values hold ``En``/``Ar`` keys is a model entry; any other mapping is the
+    continuation of a tag split at its first dot.
+
+    >>> dict(model_entries({"llama3:8b": {"En": 1}, "qwen2": {"5:7b": {"En": 2, "Ar": 3}}}))
+    {'llama3:8b': {'En': 1}, 'qwen2.5:7b': {'En': 2, 'Ar': 3}}
+    """
+    for key, value in node.items():
+        if not isinstance(value, Mapping):
+            continue
+        if set(value) & set(LANGUAGE_KEYS):
+            yield prefix + key, value
+        else:
+            yield from model_entries(value, f"{prefix}{key}.")
+
+
+def _json_files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.glob("*/*/*.json") if p.is_file())
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise CatalogError(
+            str(path), f"line {exc.lineno}, column {exc.colno}", f"invalid JSON: {exc.msg}"
+        ) from exc
+
+
+def load_release_blueprints(root: str | Path) -> list[Blueprint]:
+    """Load ``BLUEPRINTS/<INTENT>/*.yaml`` with telcoenv's validation."""
+    folder = Path(root) / "BLUEPRINTS"
+    if not folder.is_dir():
+        raise CatalogError(str(folder), "", "no BLUEPRINTS folder in the release")
+    intents = {intent.key: intent for intent in default_catalog().intents}
+    known = kpi_catalogue().kpis
+    return [load_blueprint(path, intents, known) for path in sorted(folder.glob("*/*.yaml"))]
+
+
+def load_samples(root: str | Path) -> list[ReleaseSample]:
+    """Load the benchmark samples (``TelcoAgent-Bench/`` or ``DataGeneration/``)."""
+    folder = next((Path(root) / d for d in SAMPLE_DIRS if (Path(root) / d).is_dir()), None)
+    if folder is None:
+        raise CatalogError(str(root), "", f"no samples folder ({' or '.join(SAMPLE_DIRS)})")
+    samples = []
+    for path in _json_files(folder):
+        data = _read_json(path)
+        samples.append(
+            ReleaseSample(
+                sample_id=data.get("id", path.stem),
+                intent=data["intent"],
+                blueprint_id=data["blueprint_id"],
+                query=data["query"],
+                gold_chain=[step["tool"] for step in data["gold_path"]],
+                gold_summary=data["gold_summary"],
+            )
+        )
+    return samples
+
+
+def _predictions(data: Mapping[str, Any]) -> list[ModelPrediction]:
+    tool = data.get("Tool", {})
+    chains = dict(model_entries(tool.get("Predict", {})))
+    scores = dict(model_entries(tool.get("Score", {})))
+    intent = data.get("Intent", {})
+    intents = {
+        c: dict(model_entries(intent.get("Predict", {}).get(c, {})))
+        for c in ("WithList", "WithoutList")
+    }
+    intent_scores = {
+        c: dict(model_entries(intent.get("Score", {}).get(c, {})))
+        for c in ("WithList", "WithoutList")
+    }
+    resolution = data.get("Resolution", {})
+    summaries = dict(model_entries(resolution.get("Predict", {})))
+    summary_scores = dict(model_entries(resolution.get("Score", {})))
+    predictions = []
+    for model, per_language in chains.items():
+        for key, language in LANGUAGE_KEYS.items():
+            if key not in per_language:
+                continue
+            stored = scores.get(model, {}).get(key, {})
+            predictions.append(
+                ModelPrediction(
+                    model=model,
+                    language=language,
+                    predicted_chain=list(per_language[key]),
+                    stored_msc=stored.get("MSC"),
+                    stored_eap=stored.get("EAP"),
+                    stored_sas=stored.get("SAS"),
+                    intent_with_list=intents["WithList"].get(model, {}).get(key),
+                    intent_without_list=intents["WithoutList"].get(model, {}).get(key),
+                    stored_ira_with_list=intent_scores["WithList"].get(model, {}).get(key),
+                    stored_ira_without_list=intent_scores["WithoutList"].get(model, {}).get(key),
+                    summary=summaries.get(model, {}).get(key),
+                    stored_ra=summary_scores.get(model, {}).get(key),
+                )
+            )
+    return predictions
+
+
+def load_evaluations(root: str | Path) -> list[EvaluationRecord]:
+    """Load every evaluation record of ``TelcoAgent-Metrics/`` (stray files skipped)."""
+    folder = Path(root) / METRICS_DIR
+    if not folder.is_dir():
+        raise CatalogError(str(folder), "", f"no {METRICS_DIR} folder in the release")
+    records = []
+    for path in _json_files(folder):
+        data = _read_json(path)
+        intent = data.get("Intent", {})
+        records.append(
+            EvaluationRecord(
+                sample_id=path.stem,
+                intent=intent.get("GroundTruthKey", path.parent.parent.name),
+                blueprint_id=path.parent.name,
+                gold_label=intent.get("GroundTruthLabel", ""),
+                gold_chain=list(data["Tool"]["GroundTruth"]),
+                predictions=_predictions(data),
+            )
+        )
+    return records
+
+
+class ModelLanguageScores(BaseModel):
+    """Recomputed and stored scores of one model in one language."""
+
+    model_config = ConfigDict(frozen=True)
+
+    model: str
+    language: str
+    samples: int
+    msc: float
+    eap: float
+    sas: float
+    stored_msc: float | None
+    stored_eap: float | None
+    stored_sas: float | None
+    exact_matches: int
+    mismatches: list[str]
+    gpc0: float
+    gpc1: float
+    sd: float
+    brs: float
+    stored_ira_with_list: float | None
+    stored_ira_without_list: float | None
+    stored_ra: float | None
+
+
+class RescoreReport(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    records: int
+    weights: tuple[float, float, float]
+    rows: list[ModelLanguageScores]
+
+    @property
+    def all_exact(self) -> bool:
+        """True when every recomputed MSC, EAP and SAS equals its stored value exactly."""
+        return all(not row.mismatches for row in self.rows)
+
+    def markdown(self) -> str:
+        """The report as a Markdown table (recomputed / stored)."""
+        lines = [
+            "| model | lang | n | MSC | EAP | SAS | exact | GPC-0 | GPC-1 | SD | BRS |",
+            "|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
+        for r in self.rows:
+
+            def pair(ours: float, stored: float | None) -> str:
+                return f"{ours:.3f} / {'-' if stored is None else f'{stored:.3f}'}"
+
+            lines.append(
+                f"| {r.model} | {r.language} | {r.samples} | {pair(r.msc, r.stored_msc)} | "
+                f"{pair(r.eap, r.stored_eap)} | {pair(r.sas, r.stored_sas)} | "
+                f"{r.exact_matches}/{r.samples} | {r.gpc0:.3f} | {r.gpc1:.3f} | {r.sd:.3f} | "
+                f"{r.brs:.3f} |"
+            )
+        return "\n".join(lines)
+
+
+def _mean(values: Sequence[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return fmean(present) if present else None
+
+
+def rescore(
+    records: str | Path | Sequence[EvaluationRecord], weights: str | Sequence[float] = "equal"
+) -> RescoreReport:
+    """Recompute MSC/EAP/SAS per sample and GPC-0/GPC-1/SD/BRS per blueprint, per model and
+    language, next to the stored values (means over samples; reliability means over blueprints).
+    """
+    if isinstance(records, str | Path):
+        records = load_evaluations(records)
+    grouped: dict[tuple[str, str], list[tuple[EvaluationRecord, ModelPrediction]]] = defaultdict(
+        list
+    )
+    for record in records:
+        for prediction in record.predictions:
+            grouped[(prediction.model, prediction.language)].append((record, prediction))
+    rows = []
+    resolved = None
+    for (model, language), items in sorted(grouped.items()):
+        ours = [
+            (
+                msc(p.predicted_chain, r.gold_chain),
+                eap(p.predicted_chain, r.gold_chain),
+                sas(p.predicted_chain, r.gold_chain),
+            )
+            for r, p in items
+        ]
+        stored = [(p.stored_msc, p.stored_eap, p.stored_sas) for _, p in items]
+        mismatches = [
+            r.sample_id for (r, _), o, s in zip(items, ours, stored, strict=True) if tuple(o) != s
+        ]
+        report = reliability(
+            [
+                ChainRecord(r.blueprint_id, language, p.predicted_chain, r.gold_chain)
+                for r, p in items
+            ],
+            weights=weights,
+        )
+        resolved = report.weights
+        rows.append(
+            ModelLanguageScores(
+                model=model,
+                language=language,
+                samples=len(items),
+                msc=fmean(o[0] for o in ours),
+                eap=fmean(o[1] for o in ours),
+                sas=fmean(o[2] for o in ours),
+                stored_msc=_mean([s[0] for s in stored]),
+                stored_eap=_mean([s[1] for s in stored]),
+                stored_sas=_mean([s[2] for s in stored]),
+                exact_matches=len(items) - len(mismatches),
+                mismatches=mismatches,
+                gpc0=report.mean_gpc0,
+                gpc1=report.mean_gpc1,
+                sd=report.mean_sd,
+                brs=report.mean_brs,
+                stored_ira_with_list=_mean([p.stored_ira_with_list for _, p in items]),
+                stored_ira_without_list=_mean([p.stored_ira_without_list for _, p in items]),
+                stored_ra=_mean([p.stored_ra for _, p in items]),
+            )
+        )
+    if resolved is None:
+        raise CatalogError("", "", "no evaluation record with predictions")
+    return RescoreReport(records=len(records), weights=tuple(resolved), rows=rows)
