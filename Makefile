@@ -22,6 +22,7 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_core.py
+	$(BIN)/python benchmarks/bench_metrics.py
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache

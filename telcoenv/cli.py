@@ -64,9 +64,15 @@ def _cmd_demo(args: argparse.Namespace) -> int:
                 arguments = json.dumps(action["arguments"], ensure_ascii=False)
                 print(f"  -> {action['name']}({_short(arguments, args.width - 10)})")
                 print(f"     {_short(observation, args.width - 5)}")
-            print(f"  reward={reward} chain={' > '.join(info['predicted_chain'])}")
+            metrics = info["metrics"]
+            scores = " ".join(
+                f"{name.upper()}={metrics[name]:.2f}"
+                for name in ("ira", "msc", "eap", "sas", "ra")
+                if metrics[name] is not None
+            )
+            print(f"  reward={reward:.2f} {scores} chain={' > '.join(info['predicted_chain'])}")
             episodes += 1
-    print(f"\n{episodes} episodes completed")
+    print(f"\n{episodes} episodes completed; IRA/RA embedder: {metrics['embedder']}")
     return 0
 
 

@@ -63,7 +63,8 @@ def _sequence_metrics(trace: EpisodeTrace) -> dict[str, Any]:
     }
 
 
-def _text_pairs(trace: EpisodeTrace) -> list[tuple[str, str]]:
+def text_pairs(trace: EpisodeTrace) -> list[tuple[str, str]]:
+    """The (prediction, reference) texts of IRA and RA for one episode, in its language."""
     lang = trace.language
     submission = trace.submission
     return [
@@ -86,7 +87,7 @@ def score_episodes(
             EpisodeMetrics(ira=None, ra=None, embedder=None, **_sequence_metrics(t)) for t in traces
         ]
     resolved = get_embedder(embedder)
-    pairs = [pair for trace in traces for pair in _text_pairs(trace)]
+    pairs = [pair for trace in traces for pair in text_pairs(trace)]
     scores = similarities(pairs, resolved)
     return [
         EpisodeMetrics(

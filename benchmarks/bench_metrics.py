@@ -1,0 +1,94 @@
+"""Scoring throughput: IRA + RA over 1,470 finished episodes, against the cost of the embeddings.
+
+1,470 = the paper's 49 blueprints x 30 samples, half of them in Arabic. For each embedder the
+script times (a) ``score_episodes`` on the finished traces and (b) encoding the same unique texts
+in one batch, each on a fresh embedder instance (the model loaded, the text cache empty), and
+reports the median of the repeats, the ratio (a)/(b) and episodes scored per second.
+
+Run: ``.venv/bin/python benchmarks/bench_metrics.py [--repeats 3] [--embedders multilingual,...]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+
+from telcoenv.agents import GoldPathAgent, run_episode
+from telcoenv.catalog import default_catalog
+from telcoenv.env import TelcoEnv
+from telcoenv.metrics import score_episodes
+from telcoenv.metrics.embeddings import e5_embedder, english_embedder, multilingual_embedder
+from telcoenv.metrics.scoring import text_pairs
+
+FACTORIES = {"multilingual": multilingual_embedder, "english": english_embedder, "e5": e5_embedder}
+
+
+def finished_traces(samples_per_blueprint: int = 30) -> list:
+    env = TelcoEnv(None, privileged=True, embedder=None)
+    agent = GoldPathAgent()
+    traces = []
+    for family in default_catalog().blueprints.values():
+        for blueprint in family:
+            for index in range(samples_per_blueprint):
+                lang = "ar" if index % 2 else "en"
+                _, info = run_episode(
+                    env,
+                    agent,
+                    options={
+                        "blueprint": blueprint.blueprint_id,
+                        "sample_index": index,
+                        "lang": lang,
+                    },
+                )
+                traces.append(info["trace"])
+    return traces
+
+
+def fresh(name: str):
+    embedder = FACTORIES[name]()
+    embedder.encode(["warm-up: load the model"])  # loading is not what is measured
+    return embedder
+
+
+def measure(name: str, traces: list, repeats: int) -> dict:
+    texts = list(
+        dict.fromkeys(
+            t for trace in traces for pair in text_pairs(trace) for t in pair if t.strip()
+        )
+    )
+    scoring, batch = [], []
+    for _ in range(repeats):
+        embedder = fresh(name)
+        start = time.perf_counter()
+        score_episodes(traces, embedder)
+        scoring.append(time.perf_counter() - start)
+        embedder = fresh(name)
+        start = time.perf_counter()
+        embedder.encode(texts)
+        batch.append(time.perf_counter() - start)
+    score_s, batch_s = statistics.median(scoring), statistics.median(batch)
+    return {
+        "embedder": embedder.name,
+        "episodes": len(traces),
+        "unique_texts": len(texts),
+        "score_seconds": round(score_s, 2),
+        "embed_batch_seconds": round(batch_s, 2),
+        "ratio": round(score_s / batch_s, 3),
+        "episodes_per_second": round(len(traces) / score_s, 1),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--embedders", default="multilingual,english,e5")
+    args = parser.parse_args()
+    traces = finished_traces()
+    for name in args.embedders.split(","):
+        print(json.dumps(measure(name, traces, args.repeats)), flush=True)
+
+
+if __name__ == "__main__":
+    main()
