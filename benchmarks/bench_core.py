@@ -20,11 +20,11 @@ EPISODES = 400
 
 def episodes_per_second() -> float:
     import telcoenv
-    from telcoenv.agents import GoldPathAgent, run_episode
+    from telcoenv.agents import OracleAgent, run_episode
 
     # No checker wrappers, and no embedding model: this measures the simulator alone.
     env = telcoenv.make("troubleshooting", privileged=True, embedder=None).unwrapped
-    agent = GoldPathAgent()
+    agent = OracleAgent()
     run_episode(env, agent, seed=0)  # warm caches (catalogue, plans)
     rates = []
     for repeat in range(REPEATS):

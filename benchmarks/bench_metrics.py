@@ -15,7 +15,7 @@ import json
 import statistics
 import time
 
-from telcoenv.agents import GoldPathAgent, run_episode
+from telcoenv.agents import OracleAgent, run_episode
 from telcoenv.catalog import default_catalog
 from telcoenv.env import TelcoEnv
 from telcoenv.metrics import score_episodes
@@ -27,7 +27,7 @@ FACTORIES = {"multilingual": multilingual_embedder, "english": english_embedder,
 
 def finished_traces(samples_per_blueprint: int = 30) -> list:
     env = TelcoEnv(None, privileged=True, embedder=None)
-    agent = GoldPathAgent()
+    agent = OracleAgent()
     traces = []
     for family in default_catalog().blueprints.values():
         for blueprint in family:

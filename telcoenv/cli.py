@@ -36,11 +36,11 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from telcoenv.agents import GoldPathAgent
+    from telcoenv.agents import OracleAgent
     from telcoenv.catalog import default_catalog
     from telcoenv.env import TelcoEnv
 
-    agent = GoldPathAgent()
+    agent = OracleAgent()
     episodes = 0
     for intent in default_catalog().intents:
         for lang in args.lang.split(","):

@@ -14,10 +14,10 @@ ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = """
 import telcoenv
 from telcoenv.catalog import data_root
-from telcoenv.agents import GoldPathAgent, run_episode
+from telcoenv.agents import OracleAgent, run_episode
 assert "_data" in str(data_root()), data_root()
 env = telcoenv.make("pci_collision", lang="ar", privileged=True, embedder=None)
-reward, info = run_episode(env, GoldPathAgent(), seed=4)
+reward, info = run_episode(env, OracleAgent(), seed=4)
 print(telcoenv.__file__, reward, len(telcoenv.list_envs()))
 """
 

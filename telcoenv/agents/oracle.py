@@ -1,0 +1,69 @@
+"""The oracle: the gold chain with correct arguments, and a resolution written from the outputs.
+
+It reads ``info["privileged"]`` (the environment must be made with ``privileged=True``), so it
+is an upper bound for the metrics, not a baseline: any score below the maximum is a bug.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from telcoenv.tooling import RESERVED_SUBMIT
+
+
+class OracleAgent:
+    """Calls the gold chain in order, then submits the true label and a grounded summary."""
+
+    needs_privileged = True
+
+    def __init__(self) -> None:
+        self._plan: list[dict[str, Any]] = []
+        self._label = ""
+        self._summary = ""
+        self._notes: list[str] = []
+        self._language = "en"
+
+    def reset(self, observation: str, info: dict[str, Any]) -> None:
+        privileged = info.get("privileged")
+        if privileged is None:
+            raise ValueError("the oracle needs an environment made with privileged=True")
+        self._plan = [
+            {"name": c["tool"], "arguments": c["arguments"]} for c in privileged["gold_chain"]
+        ]
+        self._language = info["language"]
+        self._label = privileged["label"][self._language]
+        # The gold summary is the intent's template filled with this episode's values; the
+        # oracle states it and adds what the write tools returned (change and ticket ids).
+        self._summary = privileged["gold_summary"][self._language]
+        self._notes = []
+
+    def act(self, observation: str, info: dict[str, Any]) -> dict[str, Any]:
+        if info.get("steps", 0) > 0:
+            self._note(observation)
+        if self._plan:
+            return self._plan.pop(0)
+        return {
+            "name": RESERVED_SUBMIT,
+            "arguments": {
+                "intent": self._label,
+                "summary": " ".join([self._summary, *self._notes]),
+            },
+        }
+
+    def _note(self, observation: str) -> None:
+        if '"ticket_id"' not in observation and '"change_id"' not in observation:
+            return  # only tickets and applied changes make it into the summary
+        output = json.loads(observation)
+        if "ticket_id" in output:
+            self._notes.append(
+                f"Ticket {output['ticket_id']}."
+                if self._language == "en"
+                else f"التذكرة {output['ticket_id']}."
+            )
+        elif output.get("change_id"):
+            self._notes.append(
+                f"Change {output['change_id']}."
+                if self._language == "en"
+                else f"التغيير {output['change_id']}."
+            )
