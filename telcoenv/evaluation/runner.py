@@ -1,0 +1,268 @@
+"""Run an agent over the benchmark grid and commit every finished episode to the results store.
+
+The grid is blueprint x sample x language x IRA condition. An episode is fixed by
+``(blueprint, sample_index)``, so re-running a run resumes it: episodes already stored are
+skipped, and every finished episode is committed at once, so a run killed at any moment (SIGKILL
+included) loses only the episodes in flight. Ctrl-C stops cleanly after saving what finished.
+
+Episodes run in local worker processes (``workers``); the parent process is the only writer.
+An agent that raises, hangs past ``episode_timeout`` or returns garbage fails that episode (the
+error is stored) and the run goes on.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+import sys
+import time
+import traceback
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from telcoenv.agents import Agent, load_agent
+from telcoenv.catalog import default_catalog
+from telcoenv.env import TelcoEnv
+from telcoenv.errors import EpisodeOptionError, TelcoEnvError
+from telcoenv.evaluation.store import ResultStore
+from telcoenv.metrics.embeddings import MULTILINGUAL, USEEmbedder
+
+
+@dataclass(frozen=True, slots=True)
+class EpisodeSpec:
+    """One cell of the evaluation grid."""
+
+    intent: str
+    category: str
+    blueprint_id: str
+    sample_index: int
+    language: str
+    intent_list: bool
+
+    @property
+    def key(self) -> str:
+        condition = "with" if self.intent_list else "without"
+        return f"{self.blueprint_id}|{self.sample_index}|{self.language}|{condition}"
+
+
+@dataclass(frozen=True, slots=True)
+class RunConfig:
+    """Everything that defines a run (stored with it)."""
+
+    agent: str
+    agent_options: dict[str, Any]
+    seed: int = 0
+    embedder: str | None = "multilingual"
+    max_steps: int = 20
+    episode_timeout: float = 300.0
+
+
+def build_grid(
+    intents: str | Sequence[str] = "all",
+    samples: int = 30,
+    languages: Sequence[str] = ("en", "ar"),
+    conditions: Sequence[bool] = (True,),
+) -> list[EpisodeSpec]:
+    """The grid in a fixed order; unknown intents or languages fail at once."""
+    catalog = default_catalog()
+    chosen = catalog.intents if intents == "all" else [catalog.intent(i) for i in intents]
+    for lang in languages:
+        if lang not in ("en", "ar"):
+            raise EpisodeOptionError(f"unknown language {lang!r}; use en and/or ar")
+    if samples < 1:
+        raise EpisodeOptionError(f"samples must be at least 1, got {samples}")
+    return [
+        EpisodeSpec(intent.key, intent.category, blueprint.blueprint_id, index, lang, condition)
+        for intent in chosen
+        for blueprint in catalog.blueprints[intent.key]
+        for index in range(samples)
+        for lang in languages
+        for condition in conditions
+    ]
+
+
+class _EpisodeTimeout(Exception):
+    pass
+
+
+def _alarm(*_: Any) -> None:
+    raise _EpisodeTimeout
+
+
+class _Worker:
+    """An agent and an environment, built once per worker process."""
+
+    def __init__(self, config: RunConfig, threads: int) -> None:
+        self.config = config
+        self.agent: Agent = load_agent(config.agent, **config.agent_options)
+        embedder: Any = config.embedder
+        if embedder == MULTILINGUAL:  # its own instance: BLAS threads sized to the workers
+            embedder = USEEmbedder(threads=threads)
+        self.env = TelcoEnv(
+            None,
+            privileged=getattr(self.agent, "needs_privileged", False),
+            embedder=embedder,
+            max_steps=config.max_steps,
+        )
+
+    def run(self, spec: EpisodeSpec) -> dict[str, Any]:
+        started = time.perf_counter()
+        record: dict[str, Any] = {
+            **asdict(spec),
+            "key": spec.key,
+            "status": "ok",
+            "error": None,
+            "predicted_chain": [],
+            "gold_chain": [],
+            "steps": 0,
+            "trace": None,
+        }
+        use_alarm = self.config.episode_timeout > 0 and hasattr(signal, "SIGALRM")
+        if use_alarm:
+            signal.signal(signal.SIGALRM, _alarm)
+            signal.setitimer(signal.ITIMER_REAL, self.config.episode_timeout)
+        try:
+            info = self._play(spec)
+            metrics = info["metrics"]
+            record.update(
+                {
+                    k: metrics[k]
+                    for k in (
+                        "ira",
+                        "msc",
+                        "eap",
+                        "sas",
+                        "ra",
+                        "embedder",
+                        "predicted_chain",
+                        "gold_chain",
+                    )
+                }
+            )
+            record["steps"] = info["steps"]
+            record["trace"] = info["trace"].model_dump_json()
+            if info.get("metrics_error"):
+                record["error"] = info["metrics_error"]
+        except _EpisodeTimeout:
+            record.update(
+                status="failed",
+                error=f"timeout: episode exceeded {self.config.episode_timeout:g} s",
+            )
+        except Exception as exc:  # the agent's failure is this episode's result, not the run's
+            record.update(
+                status="failed",
+                error=f"{type(exc).__name__}: {exc}\n" + "".join(traceback.format_exc(limit=3)),
+            )
+        finally:
+            if use_alarm:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+        if self.env.trace is not None and record["status"] == "failed":
+            record["predicted_chain"] = self.env.trace.predicted_chain
+            record["gold_chain"] = self.env.trace.gold_tools
+            record["trace"] = self.env.trace.model_dump_json()
+        record["duration_s"] = time.perf_counter() - started
+        return record
+
+    def _play(self, spec: EpisodeSpec) -> dict[str, Any]:
+        options = {
+            "blueprint": spec.blueprint_id,
+            "sample_index": spec.sample_index,
+            "lang": spec.language,
+            "intent_list": spec.intent_list,
+        }
+        observation, info = self.env.reset(seed=self.config.seed, options=options)
+        self.agent.reset(observation, info)
+        while True:
+            observation, _, terminated, truncated, info = self.env.step(
+                self.agent.act(observation, info)
+            )
+            if terminated or truncated:
+                return info
+
+
+_WORKER: _Worker | None = None
+
+
+def _init_worker(config: RunConfig, threads: int) -> None:
+    global _WORKER
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is handled by the parent
+    _WORKER = _Worker(config, threads)
+
+
+def _run_in_worker(spec: EpisodeSpec) -> dict[str, Any]:
+    assert _WORKER is not None
+    return _WORKER.run(spec)
+
+
+def _results(
+    pending: list[EpisodeSpec], config: RunConfig, workers: int
+) -> Iterator[dict[str, Any]]:
+    threads = max(1, (os.cpu_count() or 1) // workers)
+    if workers <= 1:
+        worker = _Worker(config, threads)
+        for spec in pending:
+            yield worker.run(spec)
+        return
+    context = multiprocessing.get_context("fork" if sys.platform == "linux" else "spawn")
+    with context.Pool(workers, initializer=_init_worker, initargs=(config, threads)) as pool:
+        try:
+            yield from pool.imap_unordered(_run_in_worker, pending, chunksize=1)
+        finally:
+            pool.terminate()
+
+
+@dataclass
+class RunSummary:
+    run: str
+    total: int
+    skipped: int
+    stored: int
+    failed: int
+    interrupted: bool
+    seconds: float
+    db_seconds: float
+
+
+def evaluate(
+    store: ResultStore,
+    run: str,
+    grid: Sequence[EpisodeSpec],
+    config: RunConfig,
+    *,
+    workers: int = 1,
+    progress: Callable[[int, int], Any] | None = None,
+) -> RunSummary:
+    """Run the grid's episodes that ``run`` has not stored yet; returns what happened."""
+    load_agent(config.agent, **config.agent_options)  # fail at once on an unknown agent
+    if workers < 1:
+        raise TelcoEnvError(f"workers must be at least 1, got {workers}")
+    store.ensure_run(run, config.agent, asdict(config))
+    done = store.done_keys(run)
+    pending = [spec for spec in grid if spec.key not in done]
+    stored = failed = 0
+    db_seconds = 0.0
+    started = time.perf_counter()
+    interrupted = False
+    try:
+        for record in _results(pending, config, workers):
+            tick = time.perf_counter()
+            if store.add(run, record):
+                stored += 1
+                failed += record["status"] == "failed"
+            db_seconds += time.perf_counter() - tick
+            if progress is not None:
+                progress(stored, len(pending))
+    except KeyboardInterrupt:
+        interrupted = True
+    return RunSummary(
+        run,
+        len(grid),
+        len(grid) - len(pending),
+        stored,
+        failed,
+        interrupted,
+        time.perf_counter() - started,
+        db_seconds,
+    )
