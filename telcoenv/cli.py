@@ -7,8 +7,10 @@ import json
 import sys
 import textwrap
 from collections.abc import Sequence
+from typing import Any
 
-from telcoenv.errors import TelcoEnvError
+from telcoenv.errors import EpisodeOptionError, TelcoEnvError
+from telcoenv.evaluation.store import DEFAULT_DB
 
 
 def _short(text: str, width: int) -> str:
@@ -94,6 +96,114 @@ def _cmd_rescore(args: argparse.Namespace) -> int:
     return 0 if report.all_exact else 1
 
 
+def _split(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def _cmd_evaluate(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from telcoenv.evaluation.runner import RunConfig, build_grid, evaluate
+    from telcoenv.evaluation.store import ResultStore
+
+    conditions = {"with": True, "without": False}
+    unknown = [c for c in _split(args.intent_list) if c not in conditions]
+    if unknown:
+        raise EpisodeOptionError(f"--intent-list takes with and/or without, got {unknown}")
+    intents = "all" if args.intents == "all" else _split(args.intents)
+    grid = build_grid(
+        intents, args.samples, _split(args.lang), [conditions[c] for c in _split(args.intent_list)]
+    )
+    options = json.loads(args.agent_options) if args.agent_options else {}
+    config = RunConfig(
+        agent=args.agent,
+        agent_options=options,
+        seed=args.seed,
+        embedder=None if args.embedder == "none" else args.embedder,
+        max_steps=args.max_steps,
+        episode_timeout=args.timeout,
+    )
+    store = ResultStore(args.db)
+    run = args.run or f"{args.agent.replace(':', '_')}-seed{args.seed}"
+    bar = tqdm(total=len(grid), desc=run, unit="ep", disable=args.quiet)
+    last = [0]
+
+    def progress(stored: int, pending: int) -> None:
+        bar.update(stored - last[0])
+        last[0] = stored
+
+    summary = evaluate(store, run, grid, config, workers=args.workers, progress=progress)
+    bar.close()
+    print(
+        f"run {run!r}: {summary.stored} episodes stored now ({summary.failed} failed), "
+        f"{summary.skipped} already stored, of {summary.total}; {summary.seconds:.1f} s "
+        f"({summary.db_seconds:.1f} s of database writes) -> {args.db}"
+    )
+    if summary.interrupted:
+        print("interrupted: everything finished so far is saved; re-run the command to resume")
+        return 130
+    return 0
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from telcoenv.evaluation.report import build_report, render, write_plots
+    from telcoenv.evaluation.store import ResultStore
+
+    store = ResultStore(args.db)
+    report = build_report({run: store.records([run]) for run in args.run}, args.weights)
+    print(render(report, args.format))
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        for fmt in ("md", "csv", "json"):
+            (out / f"report.{fmt}").write_text(render(report, fmt), encoding="utf-8")
+        plots = write_plots(report, out)
+        print(f"report and {len(plots)} plots written to {out.resolve()}", file=sys.stderr)
+    return 0
+
+
+def _cmd_show(args: argparse.Namespace) -> int:
+    from telcoenv.catalog import default_catalog
+
+    catalog = default_catalog()
+    name = args.name
+    if name in catalog.tools:
+        print(json.dumps(catalog.tools[name].openai(), indent=2, ensure_ascii=False))
+        return 0
+    try:
+        blueprint = catalog.blueprint(name)
+    except TelcoEnvError:
+        blueprint = None
+    if blueprint is not None:
+        print(f"{blueprint.blueprint_id} ({blueprint.intent}): {blueprint.description}")
+        print(f"context: {blueprint.context.model_dump()}")
+        print(f"priors: {blueprint.priors}")
+        for kpi, rule in blueprint.constraints.items():
+            extra = f" {rule.dist}" if rule.dist != "uniform" else ""
+            if rule.parent:
+                extra += f" <- {rule.parent} ({rule.corr or f'slope {rule.slope:g}'})"
+            print(f"  {kpi:<26} [{rule.min:g}, {rule.max:g}]{extra}")
+        return 0
+    intent = catalog.intent(_intent_name(name, catalog))
+    print(f"{intent.key} / {intent.env_name} ({catalog.categories[intent.category]['en']})")
+    print(f"  {intent.label.en} | {intent.label.ar}")
+    print(f"  {intent.description.en}")
+    print(f"  gold chain: {' -> '.join(intent.gold_tools)}")
+    print(f"  fault: {intent.fault.target} {dict(intent.fault.parameters)}")
+    print(f"  blueprints: {', '.join(b.blueprint_id for b in catalog.blueprints[intent.key])}")
+    return 0
+
+
+def _intent_name(name: str, catalog: Any) -> str:
+    for intent in catalog.intents:
+        if name in (intent.key, intent.env_name, f"telcoenv/{intent.gym_name}-v0"):
+            return intent.key
+    valid = sorted([i.env_name for i in catalog.intents] + list(catalog.tools))
+    raise TelcoEnvError(f"nothing named {name!r}: give an intent, blueprint id or tool ({valid})")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="telcoenv", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -123,6 +233,40 @@ def build_parser() -> argparse.ArgumentParser:
         help="do not load the release's blueprints",
     )
     rescore.set_defaults(func=_cmd_rescore)
+    evaluate = commands.add_parser("evaluate", help="run an agent over the benchmark grid")
+    evaluate.add_argument(
+        "--agent", required=True, help="oracle, random, heuristic, openai, or module:factory"
+    )
+    evaluate.add_argument("--agent-options", default="", help="JSON object of agent options")
+    evaluate.add_argument("--intents", default="all", help="all, or comma-separated intents")
+    evaluate.add_argument("--samples", type=int, default=30, help="samples per blueprint")
+    evaluate.add_argument("--lang", default="en,ar")
+    evaluate.add_argument("--intent-list", default="with", help="with, without, or with,without")
+    evaluate.add_argument("--seed", type=int, default=0)
+    evaluate.add_argument("--workers", type=int, default=1)
+    evaluate.add_argument(
+        "--embedder",
+        default="multilingual",
+        help="multilingual, english, e5, a model path, or none",
+    )
+    evaluate.add_argument("--max-steps", type=int, default=20)
+    evaluate.add_argument(
+        "--timeout", type=float, default=300.0, help="seconds before an episode fails (0: none)"
+    )
+    evaluate.add_argument("--db", default=DEFAULT_DB, help="SQLAlchemy URL of the results store")
+    evaluate.add_argument("--run", default="", help="run name (default: from agent and seed)")
+    evaluate.add_argument("--quiet", action="store_true", help="no progress bar")
+    evaluate.set_defaults(func=_cmd_evaluate)
+    report = commands.add_parser("report", help="tables and plots of stored runs")
+    report.add_argument("--db", default=DEFAULT_DB)
+    report.add_argument("--run", action="append", required=True, help="a run (repeatable)")
+    report.add_argument("--format", default="md", choices=["md", "csv", "json"])
+    report.add_argument("--weights", default="equal", choices=["equal", "paper"])
+    report.add_argument("--out", default="", help="folder for report.{md,csv,json} and PNG plots")
+    report.set_defaults(func=_cmd_report)
+    show = commands.add_parser("show", help="an intent, blueprint or tool at a glance")
+    show.add_argument("name")
+    show.set_defaults(func=_cmd_show)
     demo = commands.add_parser("demo", help="run a gold-path agent through every intent")
     demo.add_argument("--lang", default="en,ar", help="comma-separated languages (en,ar)")
     demo.add_argument("--seed", type=int, default=0)

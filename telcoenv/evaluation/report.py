@@ -1,0 +1,296 @@
+"""Paper-style reports from stored episodes: tables (Markdown, CSV, JSON) and PNG plots.
+
+For each run: IRA in the two conditions (with / without the intent list) x EN / AR; MSC, EAP
+and SAS per language; GPC-0, GPC-1, SD and BRS per language (blueprint groups of the with-list
+condition, or of the only condition run); RA per language; and per-intent and per-category
+breakdowns. Several runs sit side by side. A failed episode (agent error or timeout) scores 0
+on every metric and is counted.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from statistics import fmean
+from typing import Any
+
+from telcoenv.metrics.reliability import ChainRecord, reliability
+
+METRICS = ("ira", "msc", "eap", "sas", "ra")
+LANGS = ("en", "ar")
+
+
+def _value(record: Mapping[str, Any], metric: str) -> float:
+    value = record.get(metric)
+    return 0.0 if value is None else float(value)
+
+
+def _mean(records: Sequence[Mapping[str, Any]], metric: str) -> float | None:
+    return fmean(_value(r, metric) for r in records) if records else None
+
+
+def _breakdown(records: Sequence[Mapping[str, Any]], field: str) -> dict[str, dict[str, Any]]:
+    groups: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for record in records:
+        groups[record[field]].append(record)
+    return {
+        name: {"n": len(rows), **{m: _mean(rows, m) for m in METRICS}}
+        for name, rows in sorted(groups.items())
+    }
+
+
+def run_report(records: Sequence[Mapping[str, Any]], weights: str = "equal") -> dict[str, Any]:
+    """All the tables of one run, as plain data."""
+    by_lang = {lang: [r for r in records if r["language"] == lang] for lang in LANGS}
+    conditions = {True: "with_list", False: "without_list"}
+    ira = {
+        conditions[c]: {
+            lang: _mean([r for r in by_lang[lang] if r["intent_list"] == c], "ira")
+            for lang in LANGS
+        }
+        for c in conditions
+    }
+    has_with = any(r["intent_list"] for r in records)
+    chains = [r for r in records if r["intent_list"] == has_with and r["gold_chain"]]
+    stability: dict[str, Any] = {}
+    for lang in LANGS:
+        rows = [
+            ChainRecord(r["blueprint_id"], lang, r["predicted_chain"], r["gold_chain"])
+            for r in chains
+            if r["language"] == lang
+        ]
+        if rows:
+            rel = reliability(rows, weights=weights)
+            stability[lang] = {
+                "gpc0": rel.mean_gpc0,
+                "gpc1": rel.mean_gpc1,
+                "sd": rel.mean_sd,
+                "brs": rel.mean_brs,
+                "blueprints": len(rel.groups),
+            }
+    return {
+        "episodes": len(records),
+        "failed": sum(r["status"] == "failed" for r in records),
+        "embedders": sorted({r["embedder"] for r in records if r.get("embedder")}),
+        "ira": ira,
+        "sequence": {
+            lang: {m: _mean(by_lang[lang], m) for m in ("msc", "eap", "sas")} for lang in LANGS
+        },
+        "reliability": stability,
+        "ra": {lang: _mean(by_lang[lang], "ra") for lang in LANGS},
+        "per_intent": _breakdown(records, "intent"),
+        "per_category": _breakdown(records, "category"),
+    }
+
+
+def build_report(
+    records_by_run: Mapping[str, Sequence[Mapping[str, Any]]], weights: str = "equal"
+) -> dict[str, Any]:
+    """The report of several runs (same structure per run)."""
+    return {
+        "weights": weights,
+        "runs": {run: run_report(records, weights) for run, records in records_by_run.items()},
+    }
+
+
+def _fmt(value: Any) -> str:
+    return "-" if value is None else f"{value:.3f}" if isinstance(value, float) else str(value)
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
+    return [
+        "| " + " | ".join(header) + " |",
+        "|" + "---|" * len(header),
+        *("| " + " | ".join(_fmt(v) for v in row) + " |" for row in rows),
+    ]
+
+
+def to_markdown(report: Mapping[str, Any]) -> str:
+    """The paper's tables, runs side by side."""
+    runs = report["runs"]
+    out = ["# telcoenv evaluation report", ""]
+    out += [
+        "## Runs",
+        "",
+        *_table(
+            ["run", "episodes", "failed", "embedder"],
+            [
+                [n, r["episodes"], r["failed"], ", ".join(r["embedders"]) or "-"]
+                for n, r in runs.items()
+            ],
+        ),
+    ]
+    out += [
+        "",
+        "## Intent recognition (IRA)",
+        "",
+        *_table(
+            ["run", "with list EN", "with list AR", "without list EN", "without list AR"],
+            [
+                [
+                    n,
+                    r["ira"]["with_list"]["en"],
+                    r["ira"]["with_list"]["ar"],
+                    r["ira"]["without_list"]["en"],
+                    r["ira"]["without_list"]["ar"],
+                ]
+                for n, r in runs.items()
+            ],
+        ),
+    ]
+    out += [
+        "",
+        "## Tool-sequence alignment (MSC, EAP, SAS)",
+        "",
+        *_table(
+            ["run", "MSC EN", "EAP EN", "SAS EN", "MSC AR", "EAP AR", "SAS AR"],
+            [
+                [n, *(r["sequence"][lang][m] for lang in LANGS for m in ("msc", "eap", "sas"))]
+                for n, r in runs.items()
+            ],
+        ),
+    ]
+    out += [
+        "",
+        f"## Blueprint reliability (BRS weights: {report['weights']})",
+        "",
+        *_table(
+            ["run", "lang", "GPC-0", "GPC-1", "SD", "BRS", "blueprints"],
+            [
+                [
+                    n,
+                    lang,
+                    *(
+                        r["reliability"][lang][k]
+                        for k in ("gpc0", "gpc1", "sd", "brs", "blueprints")
+                    ),
+                ]
+                for n, r in runs.items()
+                for lang in LANGS
+                if lang in r["reliability"]
+            ],
+        ),
+    ]
+    out += [
+        "",
+        "## Resolution accuracy (RA)",
+        "",
+        *_table(
+            ["run", "RA EN", "RA AR"], [[n, r["ra"]["en"], r["ra"]["ar"]] for n, r in runs.items()]
+        ),
+    ]
+    for scope, title in (("per_category", "category"), ("per_intent", "intent")):
+        out += ["", f"## Per {title} (both languages and conditions)", ""]
+        out += _table(
+            [title, "run", "n", *(m.upper() for m in METRICS)],
+            [
+                [group, n, row["n"], *(row[m] for m in METRICS)]
+                for n, r in runs.items()
+                for group, row in r[scope].items()
+            ],
+        )
+    return "\n".join(out) + "\n"
+
+
+def to_csv(report: Mapping[str, Any]) -> str:
+    """Long format: run, table, group, language, condition, metric, value."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(["run", "table", "group", "language", "condition", "metric", "value"])
+    for name, r in report["runs"].items():
+        for condition, per_lang in r["ira"].items():
+            for lang, value in per_lang.items():
+                writer.writerow([name, "ira", "", lang, condition, "ira", value])
+        for lang, values in r["sequence"].items():
+            for metric, value in values.items():
+                writer.writerow([name, "sequence", "", lang, "", metric, value])
+        for lang, values in r["reliability"].items():
+            for metric, value in values.items():
+                writer.writerow([name, "reliability", "", lang, "", metric, value])
+        for lang, value in r["ra"].items():
+            writer.writerow([name, "ra", "", lang, "", "ra", value])
+        for scope in ("per_category", "per_intent"):
+            for group, values in r[scope].items():
+                for metric, value in values.items():
+                    writer.writerow([name, scope, group, "", "", metric, value])
+    return buffer.getvalue()
+
+
+def write_plots(report: Mapping[str, Any], out_dir: Path) -> list[Path]:
+    """Bar charts of every headline metric per run and language, and a per-intent heatmap."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only, no display
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    runs = report["runs"]
+    headline = {
+        "IRA (with list)": lambda r, lang: r["ira"]["with_list"][lang],
+        "IRA (without list)": lambda r, lang: r["ira"]["without_list"][lang],
+        "MSC": lambda r, lang: r["sequence"][lang]["msc"],
+        "EAP": lambda r, lang: r["sequence"][lang]["eap"],
+        "SAS": lambda r, lang: r["sequence"][lang]["sas"],
+        "BRS": lambda r, lang: r["reliability"].get(lang, {}).get("brs"),
+        "RA": lambda r, lang: r["ra"][lang],
+    }
+    figure, axes = plt.subplots(1, len(headline), figsize=(3 * len(headline), 3.6), sharey=True)
+    width = 0.8 / max(1, len(runs))
+    for ax, (title, get) in zip(axes, headline.items(), strict=True):
+        for i, (name, r) in enumerate(runs.items()):
+            values = [get(r, lang) or 0.0 for lang in LANGS]
+            ax.bar(np.arange(len(LANGS)) + i * width, values, width, label=name)
+        ax.set_title(title, fontsize=9)
+        ax.set_xticks(
+            np.arange(len(LANGS)) + width * (len(runs) - 1) / 2, [s.upper() for s in LANGS]
+        )
+        ax.set_ylim(0, 1.05)
+    axes[0].legend(fontsize=7)
+    figure.tight_layout()
+    paths = [out_dir / "metrics.png"]
+    figure.savefig(paths[0], dpi=110)
+    plt.close(figure)
+    for name, r in runs.items():
+        intents = list(r["per_intent"])
+        grid = np.array([[r["per_intent"][i][m] or 0.0 for m in METRICS] for i in intents])
+        figure, ax = plt.subplots(figsize=(6, 0.32 * len(intents) + 1.5))
+        image = ax.imshow(grid, vmin=0, vmax=1, cmap="viridis", aspect="auto")
+        ax.set_xticks(range(len(METRICS)), [m.upper() for m in METRICS])
+        ax.set_yticks(range(len(intents)), intents, fontsize=7)
+        for (row, col), value in np.ndenumerate(grid):
+            ax.text(
+                col,
+                row,
+                f"{value:.2f}",
+                ha="center",
+                va="center",
+                fontsize=6,
+                color="white" if value < 0.6 else "black",
+            )
+        ax.set_title(f"{name}: per intent", fontsize=9)
+        figure.colorbar(image, ax=ax)
+        figure.tight_layout()
+        path = out_dir / f"per_intent_{_safe(name)}.png"
+        figure.savefig(path, dpi=110)
+        plt.close(figure)
+        paths.append(path)
+    return paths
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in name)
+
+
+def render(report: Mapping[str, Any], fmt: str) -> str:
+    if fmt == "md":
+        return to_markdown(report)
+    if fmt == "csv":
+        return to_csv(report)
+    if fmt == "json":
+        return json.dumps(report, indent=2, ensure_ascii=False)
+    raise ValueError(f"unknown report format {fmt!r}; use md, csv or json")
