@@ -13,8 +13,17 @@ $(STAMP): pyproject.toml constraints.txt
 
 install: $(STAMP)
 
+DEMO_DB  ?= sqlite:///demo-results.sqlite
+DEMO_OUT ?= demo-report
+DEMO_GRID = --intents all --samples 2 --lang en,ar --intent-list with,without --db $(DEMO_DB)
+
 demo: $(STAMP)
-	$(BIN)/telcoenv demo
+	$(BIN)/telcoenv demo --lang en --width 100 | tail -n 25
+	$(BIN)/telcoenv evaluate --agent oracle --run oracle $(DEMO_GRID)
+	$(BIN)/telcoenv evaluate --agent heuristic --run heuristic $(DEMO_GRID)
+	$(BIN)/telcoenv evaluate --agent random --run random $(DEMO_GRID)
+	$(BIN)/telcoenv report --db $(DEMO_DB) --run oracle --run heuristic --run random --out $(DEMO_OUT)
+	@echo "report and plots: $(DEMO_OUT)/ (report.md, report.csv, report.json, *.png); results: $(DEMO_DB)"
 
 test: $(STAMP)
 	$(BIN)/ruff check telcoenv tests benchmarks examples

@@ -78,7 +78,7 @@ def test_bad_inputs_fail_at_once(tmp_path):
         ResultStore("notaurl://")
     with pytest.raises(UnknownAgentError, match="unknown agent 'gpt-7'"):
         load_agent("gpt-7")
-    with pytest.raises(UnknownAgentError, match="cannot load agent 'nosuch.module:x'"):
+    with pytest.raises(UnknownAgentError, match=r"cannot load agent 'nosuch\.module:x'"):
         load_agent("nosuch.module:x")
     assert (
         main(
