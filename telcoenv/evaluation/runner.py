@@ -163,6 +163,8 @@ class _Worker:
             record["gold_chain"] = self.env.trace.gold_tools
             record["trace"] = self.env.trace.model_dump_json()
         record["duration_s"] = time.perf_counter() - started
+        usage = getattr(self.agent, "usage", None)  # tokens and cost, where the agent counts them
+        record["agent_usage"] = dict(usage) if usage else None
         return record
 
     def _play(self, spec: EpisodeSpec) -> dict[str, Any]:

@@ -76,6 +76,7 @@ class EpisodeRow(Base):
     steps: Mapped[int] = mapped_column(Integer)
     duration_s: Mapped[float] = mapped_column(Float)
     trace: Mapped[str | None] = mapped_column(Text, nullable=True)  # EpisodeTrace JSON
+    agent_usage: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     finished_at: Mapped[str] = mapped_column(String(40))
 
 
