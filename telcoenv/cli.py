@@ -204,6 +204,15 @@ def _intent_name(name: str, catalog: Any) -> str:
     raise TelcoEnvError(f"nothing named {name!r}: give an intent, blueprint id or tool ({valid})")
 
 
+def _cmd_generate(args: argparse.Namespace) -> int:
+    from telcoenv.dataset import generate
+
+    count = generate(args.out, samples=args.samples, seed=args.seed, fmt=args.format)
+    unit = "samples" if args.format == "json" else "chat rows"
+    print(f"{count} {unit} written to {args.out}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="telcoenv", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -264,6 +273,12 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--weights", default="equal", choices=["equal", "paper"])
     report.add_argument("--out", default="", help="folder for report.{md,csv,json} and PNG plots")
     report.set_defaults(func=_cmd_report)
+    generate = commands.add_parser("generate", help="write the TelcoAgent-Bench dataset")
+    generate.add_argument("--samples", type=int, default=30, help="samples per blueprint")
+    generate.add_argument("--seed", type=int, default=0)
+    generate.add_argument("--out", required=True, help="output folder (or .jsonl file)")
+    generate.add_argument("--format", default="json", choices=["json", "jsonl"])
+    generate.set_defaults(func=_cmd_generate)
     show = commands.add_parser("show", help="an intent, blueprint or tool at a glance")
     show.add_argument("name")
     show.set_defaults(func=_cmd_show)
