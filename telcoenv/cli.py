@@ -132,7 +132,16 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         bar.update(stored - last[0])
         last[0] = stored
 
-    summary = evaluate(store, run, grid, config, workers=args.workers, progress=progress)
+    summary = evaluate(
+        store,
+        run,
+        grid,
+        config,
+        workers=args.workers,
+        backend=args.backend,
+        address=args.address or None,
+        progress=progress,
+    )
     bar.close()
     print(
         f"run {run!r}: {summary.stored} episodes stored now ({summary.failed} failed), "
@@ -253,6 +262,13 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--intent-list", default="with", help="with, without, or with,without")
     evaluate.add_argument("--seed", type=int, default=0)
     evaluate.add_argument("--workers", type=int, default=1)
+    evaluate.add_argument(
+        "--backend",
+        default="local",
+        choices=["local", "ray"],
+        help="local worker processes, or a Ray cluster",
+    )
+    evaluate.add_argument("--address", default="", help="Ray cluster address (default: local)")
     evaluate.add_argument(
         "--embedder",
         default="multilingual",

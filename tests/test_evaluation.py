@@ -224,3 +224,19 @@ def test_show_and_list(capsys):
     assert "nothing named 'nothing'" in capsys.readouterr().err
     assert main(["list"]) == 0 and "telcoenv/Troubleshooting-v0" in capsys.readouterr().out
     assert os.environ.get("HF_HUB_OFFLINE", "1") == "1"
+
+
+def test_ray_backend_on_a_local_instance_matches_local_workers(tmp_path):
+    store, _ = _store(tmp_path)
+    grid = build_grid(["pci_collision"], samples=2, languages=("en", "ar"))
+    config = RunConfig("heuristic", {}, embedder=None)
+    ray_run = evaluate(store, "ray", grid, config, workers=2, backend="ray")
+    local_run = evaluate(store, "local", grid, config, workers=1)
+    assert ray_run.stored == local_run.stored == len(grid)
+
+    def scores(run):
+        return {r["key"]: (r["sas"], r["predicted_chain"]) for r in store.records([run])}
+
+    assert scores("ray") == scores("local")
+    with pytest.raises(Exception, match="unknown backend 'spark'"):
+        evaluate(store, "x", grid, config, backend="spark")

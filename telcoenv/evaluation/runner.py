@@ -16,6 +16,7 @@ import multiprocessing
 import os
 import signal
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator, Sequence
@@ -119,7 +120,11 @@ class _Worker:
             "steps": 0,
             "trace": None,
         }
-        use_alarm = self.config.episode_timeout > 0 and hasattr(signal, "SIGALRM")
+        use_alarm = (
+            self.config.episode_timeout > 0
+            and hasattr(signal, "SIGALRM")
+            and threading.current_thread() is threading.main_thread()
+        )
         if use_alarm:
             signal.signal(signal.SIGALRM, _alarm)
             signal.setitimer(signal.ITIMER_REAL, self.config.episode_timeout)
@@ -215,6 +220,34 @@ def _results(
             pool.terminate()
 
 
+def _ray_results(
+    pending: list[EpisodeSpec], config: RunConfig, workers: int, address: str | None
+) -> Iterator[dict[str, Any]]:
+    """Episodes on a Ray cluster: one actor per worker, results streamed back as they finish."""
+    try:
+        import ray
+        from ray.util import ActorPool
+    except ImportError as exc:
+        raise TelcoEnvError("the Ray backend needs ray: pip install 'telcoenv[ray]'") from exc
+    started_here = not ray.is_initialized()
+    if started_here:
+        ray.init(
+            address=address,
+            include_dashboard=False,
+            log_to_driver=False,
+            num_cpus=None if address else workers,
+            configure_logging=False,
+        )
+    try:
+        remote_worker = ray.remote(num_cpus=1)(_Worker)
+        threads = 1  # one CPU per actor
+        pool = ActorPool([remote_worker.remote(config, threads) for _ in range(workers)])
+        yield from pool.map_unordered(lambda actor, spec: actor.run.remote(spec), pending)
+    finally:
+        if started_here:
+            ray.shutdown()
+
+
 @dataclass
 class RunSummary:
     run: str
@@ -234,12 +267,21 @@ def evaluate(
     config: RunConfig,
     *,
     workers: int = 1,
+    backend: str = "local",
+    address: str | None = None,
     progress: Callable[[int, int], Any] | None = None,
 ) -> RunSummary:
-    """Run the grid's episodes that ``run`` has not stored yet; returns what happened."""
+    """Run the grid's episodes that ``run`` has not stored yet; returns what happened.
+
+    ``backend="local"`` uses worker processes on this machine; ``"ray"`` runs the episodes on a
+    Ray cluster (``address`` of an existing one, else a local instance) while this process
+    writes the results.
+    """
     load_agent(config.agent, **config.agent_options)  # fail at once on an unknown agent
     if workers < 1:
         raise TelcoEnvError(f"workers must be at least 1, got {workers}")
+    if backend not in ("local", "ray"):
+        raise TelcoEnvError(f"unknown backend {backend!r}; use local or ray")
     store.ensure_run(run, config.agent, asdict(config))
     done = store.done_keys(run)
     pending = [spec for spec in grid if spec.key not in done]
@@ -248,7 +290,12 @@ def evaluate(
     started = time.perf_counter()
     interrupted = False
     try:
-        for record in _results(pending, config, workers):
+        results = (
+            _ray_results(pending, config, workers, address)
+            if backend == "ray"
+            else _results(pending, config, workers)
+        )
+        for record in results:
             tick = time.perf_counter()
             if store.add(run, record):
                 stored += 1
