@@ -22,6 +22,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import threading
+from abc import ABC, abstractmethod
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -46,7 +47,7 @@ class Embedder(Protocol):
         ...
 
 
-class CachedEmbedder:
+class CachedEmbedder(ABC):
     """Base of the shipped embedders: a thread-safe per-text cache around a batch encoder."""
 
     name = "embedder"
@@ -55,8 +56,9 @@ class CachedEmbedder:
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
 
+    @abstractmethod
     def _encode_batch(self, texts: list[str]) -> np.ndarray:
-        raise NotImplementedError  # subclasses encode; the cache logic lives here
+        """Vectors of texts that are not cached yet (subclasses load and run their model)."""
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """Unit vectors for ``texts``; cached texts are not encoded again."""
