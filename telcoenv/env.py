@@ -261,6 +261,7 @@ class TelcoEnv(gymnasium.Env[str, Any]):
             gold_chain=gold,
             actions=[],
             submission=None,
+            verification=None,
             terminated=False,
             truncated=False,
         )
@@ -333,7 +334,8 @@ class TelcoEnv(gymnasium.Env[str, Any]):
 
     def _finish(self) -> float:
         """Score the finished episode; the reward comes from the metrics (never raises)."""
-        assert self._trace is not None
+        assert self._trace is not None and self._setup is not None and self._intent is not None
+        self._trace.verification = self.domain.verify(self._setup, self._intent)
         self._metrics_error = None
         try:
             metrics = score_episode(self._trace, self.embedder)
@@ -524,6 +526,10 @@ class TelcoEnv(gymnasium.Env[str, Any]):
             info["trace"] = self._trace
             info["predicted_chain"] = self._trace.predicted_chain
             info["metrics"] = self._metrics.model_dump()
+            verification = self._trace.verification or {}
+            info["resolved"] = verification.get("resolved")
+            info["verification"] = verification
+            info["collateral_changes"] = verification.get("collateral_changes", [])
             if self._metrics_error:
                 info["metrics_error"] = self._metrics_error
             if self._privileged:

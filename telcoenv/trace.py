@@ -68,6 +68,7 @@ class EpisodeTrace(BaseModel):
     gold_chain: list[GoldCall]
     actions: list[ActionRecord] = []
     submission: Submission | None = None
+    verification: dict[str, Any] | None = None  # verified resolution of the final state
     terminated: bool = False
     truncated: bool = False
 

@@ -53,3 +53,6 @@ class Domain(Protocol):
     ) -> str: ...
 
     def snapshot(self, state: Any) -> dict[str, Any]: ...
+
+    def verify(self, setup: EpisodeSetup, intent: Intent) -> dict[str, Any]:
+        """Verdict on the final state: ``resolved``, ``checks``, ``collateral_changes``."""

@@ -18,7 +18,7 @@ from telcoenv.metrics.sequence import eap, msc, sas
 from telcoenv.trace import EpisodeTrace
 
 #: Metric names a weighted reward may combine.
-REWARD_COMPONENTS = ("ira", "msc", "eap", "sas", "ra")
+REWARD_COMPONENTS = ("ira", "msc", "eap", "sas", "ra", "resolved")
 
 
 class EpisodeMetrics(BaseModel):
@@ -35,6 +35,7 @@ class EpisodeMetrics(BaseModel):
     eap: float
     sas: float
     ra: float | None
+    resolved: bool | None  # verified resolution of the final state (None: not verified)
     predicted_chain: list[str]
     gold_chain: list[str]
     embedder: str | None
@@ -44,6 +45,8 @@ class EpisodeMetrics(BaseModel):
 
     def component(self, name: str) -> float:
         value = getattr(self, name)
+        if name == "resolved" and value is not None:
+            return 1.0 if value else 0.0
         if value is None:
             raise ValueError(f"metric {name!r} needs an embedder; none was configured")
         return float(value)
@@ -60,6 +63,7 @@ def _sequence_metrics(trace: EpisodeTrace) -> dict[str, Any]:
         "language": trace.language,
         "intent_list": trace.intent_list,
         "submitted": trace.submission is not None,
+        "resolved": (trace.verification or {}).get("resolved"),
     }
 
 

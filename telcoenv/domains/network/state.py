@@ -197,6 +197,7 @@ class NetworkState:
     fault_slice_id: str
     tickets: list[dict[str, Any]] = field(default_factory=list)
     change_log: list[dict[str, Any]] = field(default_factory=list)
+    start_config: dict[str, dict[str, Any]] = field(default_factory=dict)  # for verification
 
     @property
     def cells(self) -> list[Cell]:

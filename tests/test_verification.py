@@ -1,0 +1,98 @@
+"""Verified resolution: the final network state decides, deterministically."""
+
+from __future__ import annotations
+
+import pytest
+
+from telcoenv.agents import OracleAgent, run_episode
+from telcoenv.domains.network.verification import FIX_TOOLS
+from telcoenv.env import TelcoEnv
+
+from .conftest import gold_actions, submit
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_oracle_resolves_every_intent(catalog, seed):
+    for intent in catalog.intents:
+        env = TelcoEnv(intent.env_name, privileged=True, embedder=None, reward="resolved")
+        reward, info = run_episode(env, OracleAgent(), seed=seed)
+        assert info["resolved"] is True, (intent.key, info["verification"])
+        assert reward == 1.0 and info["collateral_changes"] == []
+        assert info["metrics"]["resolved"] is True
+
+
+def _wrong(action: dict) -> dict:
+    """A plausible wrong fix: the right tool on the wrong parameter."""
+    arguments = dict(action["arguments"])
+    if action["name"] == "optimize_cell":
+        wrong = {"cio_db": 2} if "cio_db" not in arguments["changes"] else {"tilt_deg": 9}
+        arguments["changes"] = wrong
+    elif action["name"] == "optimize_slice":
+        arguments["policy"] = {"max_share_pct": 90}
+    elif action["name"] == "push_config":
+        arguments["dry_run"] = True  # looks at the baseline, changes nothing
+    return {"name": action["name"], "arguments": arguments}
+
+
+def test_a_wrong_fix_or_a_missing_ticket_does_not_resolve(catalog):
+    for intent in catalog.intents:
+        env = TelcoEnv(intent.env_name, privileged=True, embedder=None)
+        _, info = env.reset(seed=1)
+        actions = gold_actions(info)
+        if FIX_TOOLS & set(intent.gold_tools):
+            actions = [_wrong(a) if a["name"] in FIX_TOOLS else a for a in actions]
+        else:  # escalation intents: leave the ticket out
+            actions = [a for a in actions if a["name"] != "create_ticket"]
+        for action in actions:
+            env.step(action)
+        *_, info = env.step(submit(intent.label.en))
+        assert info["resolved"] is False, intent.key
+        assert info["metrics"]["sas"] <= 1.0
+
+
+def test_a_change_to_an_unrelated_cell_is_collateral():
+    env = TelcoEnv(
+        "beam_misalignment", privileged=True, embedder=None, reward={"sas": 0.5, "resolved": 0.5}
+    )
+    _, info = env.reset(seed=2)
+    neighbour = env.trace.network["neighbours"][0]["cell_id"]
+    for action in gold_actions(info):
+        env.step(action)
+    env.step(
+        {"name": "optimize_cell", "arguments": {"cell_id": neighbour, "changes": {"tilt_deg": 14}}}
+    )
+    _, reward, *_, info = env.step(submit("Beam Misalignment"))
+    assert info["resolved"] is False
+    assert info["verification"]["root_cause_removed"] is True
+    [change] = info["collateral_changes"]
+    assert (change["object"], change["parameter"], change["after"]) == (
+        f"cell:{neighbour}",
+        "tilt_deg",
+        14,
+    )
+    assert change["before"] != 14
+    sas = info["metrics"]["sas"]
+    assert reward == pytest.approx(0.5 * sas)  # SAS < 1 (an extra call) and not resolved
+
+
+def test_parallel_environments_never_share_state():
+    first, second = (
+        TelcoEnv("load_balancing_needed", privileged=True, embedder=None) for _ in range(2)
+    )
+    _, info_a = first.reset(seed=5)
+    _, info_b = second.reset(seed=5)
+    for action in gold_actions(info_a):
+        first.step(action)
+    assert first._setup.state.serving.config["mlb_threshold_pct"] == 70
+    assert second._setup.state.serving.config["mlb_threshold_pct"] != 70
+
+
+def test_sql_like_strings_are_kept_verbatim_and_change_nothing_else():
+    env = TelcoEnv("coverage_hole", privileged=True, embedder=None)
+    _, info = env.reset(seed=0)
+    tricky = 'Robert\'); DROP TABLE tickets;-- "quoted" ; SELECT * FROM cells'
+    env.step({"name": "create_ticket", "arguments": {"summary": tricky, "severity": "minor"}})
+    assert env._setup.state.tickets[0]["summary"] == tricky
+    *_, info = env.step(submit("Coverage Hole", tricky))
+    assert info["trace"].submission.summary == tricky
+    assert info["collateral_changes"] == []
