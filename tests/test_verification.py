@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from telcoenv.agents import OracleAgent, run_episode
-from telcoenv.domains.network.verification import FIX_TOOLS
+from telcoenv.domains.network.dynamics import FIX_TOOLS
 from telcoenv.env import TelcoEnv
 
 from .conftest import gold_actions, submit

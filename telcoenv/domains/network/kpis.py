@@ -52,6 +52,7 @@ class KPIInfo(BaseModel):
     scale: float
     decimals: int
     worse: Literal["higher", "lower", "none"]
+    healthy: float | None = None  # typical value of a well-running cell, in raw units
     name: Bilingual
 
 

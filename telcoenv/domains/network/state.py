@@ -198,6 +198,13 @@ class NetworkState:
     tickets: list[dict[str, Any]] = field(default_factory=list)
     change_log: list[dict[str, Any]] = field(default_factory=list)
     start_config: dict[str, dict[str, Any]] = field(default_factory=dict)  # for verification
+    # What the causal model needs (see dynamics.py): the intent, its fix, the original sample,
+    # the number of parameters drifted at the start, and the KPI regimes after each change.
+    intent: Intent | None = None
+    fix: dict[str, Any] = field(default_factory=dict)
+    sampled: dict[str, float] = field(default_factory=dict)
+    start_drift: int = 0
+    regimes: list[tuple[dt.datetime, dict[str, float]]] = field(default_factory=list)
 
     @property
     def cells(self) -> list[Cell]:
@@ -247,7 +254,7 @@ def parse_window(window: str) -> dt.timedelta:
 
 
 @cache
-def _change_schemas() -> dict[str, dict[str, Any]]:
+def change_schemas() -> dict[str, dict[str, Any]]:
     tools = default_catalog().tools
     return {
         **tools["optimize_cell"].parameters["properties"]["changes"]["properties"],
@@ -257,7 +264,7 @@ def _change_schemas() -> dict[str, dict[str, Any]]:
 
 def legal_values(parameter: str) -> tuple[float, ...] | None:
     """The discrete legal values of a parameter per its tool spec, if it has few of them."""
-    schema = _change_schemas().get(parameter)
+    schema = change_schemas().get(parameter)
     if schema is None:
         return None
     if "enum" in schema:
@@ -271,7 +278,7 @@ def legal_values(parameter: str) -> tuple[float, ...] | None:
 
 def _draw_faulty(parameter: str, choices: list[Any], rng: np.random.Generator) -> Any:
     """Draw a faulty value: a [min, max] range of a continuous parameter, else a choice."""
-    schema = _change_schemas().get(parameter, {})
+    schema = change_schemas().get(parameter, {})
     numeric = schema.get("type") in ("number", "integer") and "enum" not in schema
     if numeric and len(choices) == 2 and all(isinstance(c, int | float) for c in choices):
         low, high = choices
@@ -425,7 +432,7 @@ def _inject_pci_conflict(state: NetworkState, sampled: dict[str, float]) -> None
 
 
 def _drift_configuration(state: NetworkState, count: int, rng: np.random.Generator) -> None:
-    schemas = _change_schemas()
+    schemas = change_schemas()
     config = state.serving.config
     for name in rng.choice(_DRIFTABLE, size=min(count, len(_DRIFTABLE)), replace=False):
         name = str(name)
@@ -576,6 +583,10 @@ def build_network(
             dict(serving.config),
         )
     state.alarms = _alarms(state, intent, blueprint, rng)
+    state.intent, state.sampled, state.fix = intent, dict(sampled), gold_fix(state, intent)
+    _, baseline = state.baselines[state.baseline_id(serving.cell_id)]
+    state.start_drift = sum(serving.config.get(n) != v for n, v in baseline.items())
+    state.regimes = [(dt.datetime(1970, 1, 1, tzinfo=dt.UTC), dict(serving.kpis))]
     return state
 
 

@@ -8,6 +8,7 @@ Write tools change the :class:`~telcoenv.domains.network.state.NetworkState` and
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
 import math
 from collections.abc import Callable
@@ -15,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from telcoenv.domains.network.dynamics import recompute
 from telcoenv.domains.network.kpis import kpi_band, kpi_catalogue, series_batch
 from telcoenv.domains.network.state import (
     PROFILE,
@@ -209,11 +211,22 @@ def kpi_timeseries(
         raise ToolError(f"no {kpi} counters are collected for {cell_id}", kind="not_found")
     catalogue = kpi_catalogue()
     names = list(values)
-    serving = cell is state.serving
-    bands = [kpi_band(values[n], state.kpi_bounds.get(n) if serving else None) for n in names]
-    raws = series_batch(
-        [values[n] for n in names], bands, [catalogue.digits(n) for n in names], points, ctx.rng
-    )
+    digits = [catalogue.digits(n) for n in names]
+    parts: list[list[np.ndarray]] = []
+    for regime, count in _regime_segments(state, cell, start, step, points):
+        # The first regime is the blueprint sample (its ranges bound the series); later ones
+        # are the KPIs the causal model computed after a change.
+        regime_values = [regime.get(n, values[n]) for n in names]
+        bands = (
+            [
+                kpi_band(v, state.kpi_bounds.get(n) if regime is state.regimes[0][1] else None)
+                for n, v in zip(names, regime_values, strict=True)
+            ]
+            if regime
+            else [kpi_band(values[n], None) for n in names]
+        )
+        parts.append(series_batch(regime_values, bands, digits, count, ctx.rng))
+    raws = [np.concatenate([part[i] for part in parts]) for i in range(len(names))]
     result: dict[str, Any] = {}
     p95 = min(points - 1, math.ceil(0.95 * points) - 1)
     for name, raw in zip(names, raws, strict=True):
@@ -236,6 +249,28 @@ def kpi_timeseries(
         "timestamps": stamps,
         "series": result,
     }
+
+
+def _regime_segments(
+    state: NetworkState, cell: Cell, start: dt.datetime, step: dt.timedelta, points: int
+) -> list[tuple[dict[str, float], int]]:
+    """(KPIs in force, number of points) for consecutive stretches of a series window.
+
+    Only the serving cell's KPIs change regime (after a change); other cells have one regime.
+    """
+    if cell is not state.serving or not state.regimes:
+        return [({}, points)]
+    starts = [begin for begin, _ in state.regimes]
+    segments: list[tuple[dict[str, float], int]] = []
+    for i in range(points):
+        moment = start + step * (i + 1)
+        index = max(0, bisect.bisect_right(starts, moment) - 1)
+        regime = state.regimes[index][1]
+        if segments and segments[-1][0] is regime:
+            segments[-1] = (regime, segments[-1][1] + 1)
+        else:
+            segments.append((regime, 1))
+    return segments
 
 
 def _median(values: np.ndarray) -> float:
@@ -459,6 +494,7 @@ def optimize_cell(
             cell.config[name] = value
         applied.append({"parameter": name, "old": old, "new": value})
     change_id = _log_change(ctx, "optimize_cell", cell_id, applied, reason)
+    recompute(state)
     return {"status": "applied", "change_id": change_id, "cell_id": cell_id, "changes": applied}
 
 
@@ -472,6 +508,7 @@ def optimize_slice(
         applied.append({"parameter": name, "old": network_slice.policy[name], "new": value})
         network_slice.policy[name] = value
     change_id = _log_change(ctx, "optimize_slice", slice_id, applied, reason)
+    recompute(ctx.state)
     return {
         "status": "applied",
         "change_id": change_id,
@@ -501,6 +538,7 @@ def push_config(ctx: ToolContext, config_id: str, dry_run: bool = False) -> dict
         return {"status": "dry_run", "config_id": config_id, "cell_id": cell_id, "changes": diff}
     cell.config.update(parameters)
     change_id = _log_change(ctx, "push_config", cell_id, diff, f"push {config_id}")
+    recompute(state)
     return {
         "status": "applied" if diff else "no_change",
         "change_id": change_id,

@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from telcoenv.domains.network.dynamics import FIX_TOOLS, key_kpis_recovered
 from telcoenv.domains.network.state import NetworkState
 from telcoenv.specs import Intent
 
@@ -59,9 +60,6 @@ def _fault_keys(intent: Intent, state: NetworkState) -> set[tuple[str, str]]:
         "slice": f"slice:{state.fault_slice_id}",
     }[target]
     return {(owner, name) for name in intent.fault.parameters}
-
-
-FIX_TOOLS = frozenset({"optimize_cell", "optimize_slice", "push_config"})
 
 
 def _root_cause_checks(
@@ -110,6 +108,9 @@ def verify(
         if before.get(name) != end[key].get(name) and (key, name) not in allowed
     ]
     root_cause_removed = all(checks.values())
+    if FIX_TOOLS & set(intent.gold_tools):  # fixed from the OSS: the KPIs must have recovered
+        for name, recovered in key_kpis_recovered(state).items():
+            checks[f"{name} recovered"] = recovered
     if required:
         checks["ticket opened"] = ticket_found
     checks["no collateral change"] = not collateral

@@ -1,0 +1,92 @@
+"""The causal model: the right fix heals the symptoms, a wrong one does not, a harmful one hurts."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from telcoenv.domains.network.dynamics import healthy_target, key_kpis_recovered
+from telcoenv.domains.network.engineer import ranked_evidence
+from telcoenv.domains.network.kpis import kpi_catalogue
+from telcoenv.env import TelcoEnv
+
+from .conftest import gold_actions
+
+
+def _episode(intent: str, seed: int = 0) -> tuple[TelcoEnv, dict, str]:
+    env = TelcoEnv(intent, privileged=True, embedder=None, max_steps=50)
+    _, info = env.reset(seed=seed)
+    return env, info, env.trace.network["serving_cell"]["cell_id"]
+
+
+def _call(env: TelcoEnv, name: str, **arguments) -> dict:
+    return json.loads(env.step({"name": name, "arguments": arguments})[0])
+
+
+@pytest.mark.parametrize(
+    "intent",
+    [
+        "beam_misalignment",
+        "pingpong_handovers",
+        "degraded_backhaul",
+        "slice_admission_failure",
+        "config_mismatch",
+        "pci_collision",
+        "bler_anomaly",
+    ],
+)
+def test_the_right_fix_brings_the_key_kpis_back(intent):
+    for seed in range(4):
+        env, info, cell = _episode(intent, seed)
+        state = env._setup.state
+        assert not all(key_kpis_recovered(state).values())
+        for action in gold_actions(info):
+            env.step(action)
+        assert all(key_kpis_recovered(state).values()), (intent, seed)
+        for name in ranked_evidence(state.sampled, state.intent.evidence)[:2]:
+            assert state.serving.kpis[name] == pytest.approx(
+                healthy_target(name, state.sampled[name]), abs=1e-6
+            )
+
+
+def test_a_wrong_fix_leaves_the_symptoms_and_a_harmful_one_worsens_them():
+    env, info, cell = _episode("beam_misalignment", 3)
+    state = env._setup.state
+    name = ranked_evidence(state.sampled, state.intent.evidence)[0]
+    before = state.serving.kpis[name]
+    _call(env, "optimize_cell", cell_id=cell, changes={"cio_db": 1})  # wrong parameter
+    assert not all(key_kpis_recovered(state).values())
+    _call(env, "optimize_cell", cell_id=cell, changes={"tilt_deg": 15, "tx_power_dbm": 10})
+    after = state.serving.kpis[name]
+    direction = kpi_catalogue().kpis[name].worse
+    assert (after > before) if direction == "higher" else (after < before), (name, before, after)
+    neighbour = state.neighbours[0]
+    load = neighbour.load
+    _call(env, "optimize_cell", cell_id=neighbour.cell_id, changes={"tilt_deg": 15})
+    assert neighbour.load > load
+
+
+def test_series_continue_after_a_change_so_the_agent_can_remeasure():
+    env, info, cell = _episode("pingpong_handovers", 1)
+    state = env._setup.state
+    before = _call(env, "kpi_timeseries", cell_id=cell, kpi="HO", window="1h")
+    for action in gold_actions(info):
+        env.step(action)
+    after = _call(env, "kpi_timeseries", cell_id=cell, kpi="HO", window="1h")
+    assert after["timestamps"][-1] > before["timestamps"][-1]  # the clock moved on
+    series = after["series"]["ping_pong_rate"]["values"]
+    healthy = healthy_target("ping_pong_rate", state.sampled["ping_pong_rate"])
+    assert series[-1] == pytest.approx(healthy, abs=1.0)  # the newest points: fixed
+    assert series[0] > healthy + 2  # the oldest: still the symptom
+
+
+def test_a_partial_fix_moves_the_kpis_part_of_the_way():
+    env, info, cell = _episode("overshooting_cell", 2)
+    state = env._setup.state
+    name = ranked_evidence(state.sampled, state.intent.evidence)[0]
+    sampled, healthy = state.sampled[name], healthy_target(name, state.sampled[name])
+    start = state.serving.config["tilt_deg"]
+    _call(env, "optimize_cell", cell_id=cell, changes={"tilt_deg": (start + 6) / 2})
+    current = state.serving.kpis[name]
+    assert min(sampled, healthy) < current < max(sampled, healthy)
