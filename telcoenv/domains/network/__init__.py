@@ -21,7 +21,7 @@ from telcoenv.domains.network.state import (
 )
 from telcoenv.domains.network.summaries import gold_summaries
 from telcoenv.domains.network.tools import IMPLEMENTATIONS, ToolContext
-from telcoenv.domains.network.verification import config_snapshot, verify
+from telcoenv.domains.network.verification import verify
 from telcoenv.sampling import SamplingPlan, compile_plan, sample_kpis
 from telcoenv.specs import Blueprint, Intent, Language
 from telcoenv.tooling import Toolbox
@@ -57,7 +57,6 @@ class NetworkDomain:
             sampled, blueprint.context.area, blueprint.context.cell_role, rng
         )
         state = build_network(intent, blueprint, sampled, background, rng)
-        state.start_config = config_snapshot(state)
         statement = engineer.problem_statement(intent, blueprint, state, sampled, lang, rng)
         values = self.gold_values(intent, state)
         return EpisodeSetup(
@@ -89,7 +88,7 @@ class NetworkDomain:
     def verify(self, setup: EpisodeSetup, intent: Intent) -> dict[str, Any]:
         """The verified-resolution verdict on the episode's final state (JSON-ready)."""
         state = setup.state
-        return verify(intent, state, state.start_config, setup.gold_values["fix"]).model_dump()
+        return verify(intent, state, setup.gold_values["fix"]).model_dump()
 
     def tool_context(
         self, state: NetworkState, seed: Callable[[], list[int]], step: int

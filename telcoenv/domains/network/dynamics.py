@@ -53,44 +53,40 @@ def severity(state: NetworkState) -> float:
         drifted = [n for n, v in baseline.items() if serving.config.get(n) != v]
         start = max(1, state.start_drift)
         return min(1.0, len(drifted) / start)
-    start = state.start_config
     owner = {
         "cell": f"cell:{serving.cell_id}",
         "backhaul": f"backhaul:{state.backhaul.link_id}",
         "slice": f"slice:{state.fault_slice_id}",
-    }[intent.fault.target]
-    current = {
-        "cell": {**serving.config, "pci": serving.pci},
-        "backhaul": state.backhaul.config,
-        "slice": state.slices[state.fault_slice_id].policy,
     }[intent.fault.target]
     remaining = 0.0
     for name in intent.fault.parameters:
         if name == "pci":
             remaining = max(remaining, float(any(n.pci == serving.pci for n in state.neighbours)))
             continue
-        target = state.fix.get(name)
-        initial = _distance(name, start[owner].get(name), target)
+        key = (owner, name)
+        target, current = state.fix.get(name), state.current(key)
+        initial = _distance(name, state.original.get(key, current), target)
         if initial == 0.0:
             continue
-        remaining = max(remaining, min(1.0, _distance(name, current.get(name), target) / initial))
+        remaining = max(remaining, min(1.0, _distance(name, current, target) / initial))
     return remaining
 
 
 def harm(state: NetworkState) -> dict[str, float]:
-    """Per cell, how far changes outside the fault moved its configuration (0 = untouched)."""
+    """Per changed cell, how far changes outside the fault moved its configuration."""
     fault = set(state.intent.fault.parameters) if state.intent is not None else set()
+    serving_key = f"cell:{state.serving.cell_id}"
     if state.intent is not None and state.intent.fault.target == "config":
         _, baseline = state.baselines[state.baseline_id(state.serving.cell_id)]
         fault |= set(baseline)
-    result = {}
-    for cell in state.cells:
-        before = state.start_config[f"cell:{cell.cell_id}"]
-        after = {**cell.config, "pci": cell.pci}
-        skip = fault if cell is state.serving else set()
-        total = sum(_distance(n, after.get(n), before.get(n)) for n in before if n not in skip)
-        result[cell.cell_id] = min(1.0, total)
-    return result
+    totals: dict[str, float] = {}
+    for key, before in state.original.items():
+        owner, name = key
+        if not owner.startswith("cell:") or (owner == serving_key and name in fault):
+            continue
+        cell_id = owner[5:]
+        totals[cell_id] = totals.get(cell_id, 0.0) + _distance(name, state.current(key), before)
+    return {cell_id: min(1.0, total) for cell_id, total in totals.items()}
 
 
 def healthy_target(name: str, sampled: float) -> float:
@@ -128,9 +124,9 @@ def recompute(state: NetworkState) -> None:
         value = healthy + s * (sampled - healthy)
         gap = abs(sampled - healthy)
         if info.worse == "higher":
-            value += h[serving.cell_id] * gap
+            value += h.get(serving.cell_id, 0.0) * gap
         elif info.worse == "lower":
-            value -= h[serving.cell_id] * gap
+            value -= h.get(serving.cell_id, 0.0) * gap
         if sampled >= 0:  # shares, rates and counts stay physical: >= 0, percentages <= 100 %
             value = max(0.0, value)
             if info.unit == "percent":
@@ -138,7 +134,7 @@ def recompute(state: NetworkState) -> None:
         kpis[name] = round(value, catalogue.digits(name))
     serving.measured = kpis
     for cell in state.neighbours:
-        if h[cell.cell_id] > 0:  # a harmed neighbour loses quality and takes more load
+        if h.get(cell.cell_id, 0.0) > 0:  # a harmed neighbour loses quality, takes more load
             cell.load = round(min(0.99, cell.load * (1 + 0.5 * h[cell.cell_id])), 2)
             measured = dict(cell.kpis)
             measured["PRB_util"] = cell.load

@@ -197,7 +197,9 @@ class NetworkState:
     fault_slice_id: str
     tickets: list[dict[str, Any]] = field(default_factory=list)
     change_log: list[dict[str, Any]] = field(default_factory=list)
-    start_config: dict[str, dict[str, Any]] = field(default_factory=dict)  # for verification
+    # The value each (object, parameter) had before its first change: every change goes
+    # through a tool, so this is the episode's starting configuration wherever it differs.
+    original: dict[tuple[str, str], Any] = field(default_factory=dict)
     # What the causal model needs (see dynamics.py): the intent, its fix, the original sample,
     # the number of parameters drifted at the start, and the KPI regimes after each change.
     intent: Intent | None = None
@@ -230,6 +232,20 @@ class NetworkState:
             f"{', '.join(self.slices)}",
             kind="not_found",
         )
+
+    def current(self, key: tuple[str, str]) -> Any:
+        """The current value of ``("cell:<id>" | "slice:<id>" | "backhaul:<id>", parameter)``."""
+        kind, _, name = key[0].partition(":")
+        if kind == "cell":
+            cell = self.cell(name)
+            return cell.pci if key[1] == "pci" else cell.config.get(key[1])
+        if kind == "slice":
+            return self.slices[name].policy.get(key[1])
+        return self.backhaul.config.get(key[1])
+
+    def record_change(self, key: tuple[str, str], old: Any) -> None:
+        """Remember a parameter's starting value before a tool first changes it."""
+        self.original.setdefault(key, old)
 
     def baseline_id(self, cell_id: str) -> str:
         return f"CFG-{cell_id}-BASELINE"

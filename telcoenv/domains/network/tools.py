@@ -486,11 +486,14 @@ def optimize_cell(
     for name, value in changes.items():
         if name in _BACKHAUL_PARAMETERS:
             old = state.backhaul.config[name]
+            state.record_change((f"backhaul:{state.backhaul.link_id}", name), old)
             state.backhaul.config[name] = value
         elif name == "pci":
             old, cell.pci = cell.pci, value
+            state.record_change((f"cell:{cell_id}", name), old)
         else:
             old = cell.config[name]
+            state.record_change((f"cell:{cell_id}", name), old)
             cell.config[name] = value
         applied.append({"parameter": name, "old": old, "new": value})
     change_id = _log_change(ctx, "optimize_cell", cell_id, applied, reason)
@@ -506,6 +509,7 @@ def optimize_slice(
     applied = []
     for name, value in policy.items():
         applied.append({"parameter": name, "old": network_slice.policy[name], "new": value})
+        ctx.state.record_change((f"slice:{slice_id}", name), network_slice.policy[name])
         network_slice.policy[name] = value
     change_id = _log_change(ctx, "optimize_slice", slice_id, applied, reason)
     recompute(ctx.state)
@@ -536,6 +540,8 @@ def push_config(ctx: ToolContext, config_id: str, dry_run: bool = False) -> dict
     ]
     if dry_run:
         return {"status": "dry_run", "config_id": config_id, "cell_id": cell_id, "changes": diff}
+    for change in diff:
+        state.record_change((f"cell:{cell_id}", change["parameter"]), change["old"])
     cell.config.update(parameters)
     change_id = _log_change(ctx, "push_config", cell_id, diff, f"push {config_id}")
     recompute(state)

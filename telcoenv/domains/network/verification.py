@@ -21,8 +21,6 @@ from telcoenv.domains.network.dynamics import FIX_TOOLS, key_kpis_recovered
 from telcoenv.domains.network.state import NetworkState
 from telcoenv.specs import Intent
 
-Snapshot = dict[str, dict[str, Any]]
-
 
 class Verification(BaseModel):
     """The verdict on a finished episode and what it rests on."""
@@ -35,17 +33,6 @@ class Verification(BaseModel):
     ticket_found: bool
     checks: dict[str, bool]
     collateral_changes: list[dict[str, Any]]
-
-
-def config_snapshot(state: NetworkState) -> Snapshot:
-    """Every configuration value an agent can change, keyed by object."""
-    snapshot: Snapshot = {}
-    for cell in state.cells:
-        snapshot[f"cell:{cell.cell_id}"] = {**cell.config, "pci": cell.pci}
-    for network_slice in state.slices.values():
-        snapshot[f"slice:{network_slice.slice_id}"] = dict(network_slice.policy)
-    snapshot[f"backhaul:{state.backhaul.link_id}"] = dict(state.backhaul.config)
-    return snapshot
 
 
 def _fault_keys(intent: Intent, state: NetworkState) -> set[tuple[str, str]]:
@@ -92,20 +79,16 @@ def _root_cause_checks(
     return checks
 
 
-def verify(
-    intent: Intent, state: NetworkState, start: Snapshot, fix: dict[str, Any]
-) -> Verification:
-    """Check the final state of an episode against its intent and starting snapshot."""
+def verify(intent: Intent, state: NetworkState, fix: dict[str, Any]) -> Verification:
+    """Check the final state of an episode against its intent and its starting configuration."""
     required = intent.resolution.ticket_required
     ticket_found = bool(state.tickets)
     checks = _root_cause_checks(intent, state, fix, ticket_found)
     allowed = _fault_keys(intent, state)
-    end = config_snapshot(state)
     collateral = [
-        {"object": key, "parameter": name, "before": before.get(name), "after": end[key].get(name)}
-        for key, before in start.items()
-        for name in sorted(set(before) | set(end[key]))
-        if before.get(name) != end[key].get(name) and (key, name) not in allowed
+        {"object": key[0], "parameter": key[1], "before": before, "after": state.current(key)}
+        for key, before in sorted(state.original.items(), key=lambda item: item[0])
+        if state.current(key) != before and key not in allowed
     ]
     root_cause_removed = all(checks.values())
     if FIX_TOOLS & set(intent.gold_tools):  # fixed from the OSS: the KPIs must have recovered
