@@ -32,6 +32,7 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_core.py
 	$(BIN)/python benchmarks/bench_metrics.py
+	$(BIN)/python benchmarks/bench_evaluate.py
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache
