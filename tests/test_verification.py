@@ -11,7 +11,7 @@ from telcoenv.env import TelcoEnv
 from .conftest import gold_actions, submit
 
 
-@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("seed", range(10))
 def test_the_oracle_resolves_every_intent(catalog, seed):
     for intent in catalog.intents:
         env = TelcoEnv(intent.env_name, privileged=True, embedder=None, reward="resolved")
@@ -96,3 +96,18 @@ def test_sql_like_strings_are_kept_verbatim_and_change_nothing_else():
     *_, info = env.step(submit("Coverage Hole", tricky))
     assert info["trace"].submission.summary == tricky
     assert info["collateral_changes"] == []
+
+
+def test_environments_in_threads_match_sequential_runs():
+    from concurrent.futures import ThreadPoolExecutor
+
+    def play(seed: int) -> tuple:
+        env = TelcoEnv(None, privileged=True, embedder=None)
+        _, info = run_episode(env, OracleAgent(), seed=seed)
+        trace = info["trace"]
+        return trace.model_dump_json(), info["resolved"]
+
+    sequential = [play(seed) for seed in range(12)]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        threaded = list(pool.map(play, range(12)))
+    assert threaded == sequential and all(resolved for _, resolved in threaded)
