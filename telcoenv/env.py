@@ -30,11 +30,11 @@ from telcoenv.metrics.scoring import (
 )
 from telcoenv.spaces import ToolCallSpace, Unicode
 from telcoenv.specs import LANGUAGES, Blueprint, Intent, Language
-from telcoenv.tooling import RESERVED_SUBMIT, call_key, canonical_json
+from telcoenv.tooling import RESERVED_SUBMIT, ToolResult, call_key, canonical_json
 from telcoenv.trace import ActionRecord, EpisodeTrace, GoldCall, Submission
 
 RESET_OPTIONS = frozenset(
-    {"intent", "blueprint", "sample_index", "lang", "privileged", "intent_list"}
+    {"intent", "blueprint", "sample_index", "lang", "privileged", "intent_list", "require_approval"}
 )
 _INSTRUCTIONS = (
     "You are a network operations agent in a mobile operator's NOC. A network engineer reports a "
@@ -96,6 +96,7 @@ class TelcoEnv(gymnasium.Env[str, Any]):
         privileged: bool = False,
         reward: RewardSpec = "sas",
         embedder: str | Embedder | None = "multilingual",
+        require_approval: bool = False,
         domain: Domain | None = None,
         render_mode: str | None = None,
     ) -> None:
@@ -121,6 +122,9 @@ class TelcoEnv(gymnasium.Env[str, Any]):
         except ValueError as exc:
             raise EpisodeOptionError(str(exc)) from None
         self.reward_spec = reward
+        self.require_approval = require_approval
+        self._approval_needed = require_approval
+        self._approved = False
         # Resolving is cheap (a model loads at the first score); a missing package fails here.
         self.embedder = get_embedder(embedder) if embedder is not None else None
         self.render_mode = render_mode
@@ -233,6 +237,8 @@ class TelcoEnv(gymnasium.Env[str, Any]):
         self._intent, self._blueprint, self._setup = intent, blueprint, setup
         self._privileged = bool(options.get("privileged", self.privileged))
         intent_list = bool(options.get("intent_list", self.intent_list))
+        self._approval_needed = bool(options.get("require_approval", self.require_approval))
+        self._approved = False
         self._counts = {"steps": 0, "tool_calls": 0, "invalid_actions": 0, "engineer_messages": 0}
         episode_id = f"ep-{zlib.crc32(repr(self._key).encode()):08x}"
         # Trusted internal values: construct without re-validation on the reset hot path.
@@ -270,6 +276,7 @@ class TelcoEnv(gymnasium.Env[str, Any]):
             "episode_id": episode_id,
             "env_id": self.env_id,
             "language": lang,
+            "require_approval": self._approval_needed,
             "tools": list(self.tools),
             "instructions": instructions,
             "messages": [
@@ -403,7 +410,19 @@ class TelcoEnv(gymnasium.Env[str, Any]):
         context = self.domain.tool_context(  # the call's seed is computed only if a tool draws
             self._setup.state, lambda: [*key, call_key(call.name, arguments)], self._counts["steps"]
         )
-        result = self.domain.toolbox.run(call.name, arguments, context)
+        spec = self.domain.toolbox.specs.get(call.name)
+        if self._approval_needed and spec is not None and spec.approval and not self._approved:
+            result = ToolResult(
+                None,
+                "approval_required",
+                f"{call.name} changes the network: ask "
+                "the engineer for approval first (a plain message such as "
+                "'May I apply this change?'), then call it again",
+            )
+        else:
+            result = self.domain.toolbox.run(call.name, arguments, context)
+            if result.ok and spec is not None and spec.approval:
+                self._approved = False  # one approval per change
         observation = (
             canonical_json(result.output)
             if result.ok
@@ -500,6 +519,7 @@ class TelcoEnv(gymnasium.Env[str, Any]):
             observation = self.domain.reply(
                 self._setup, self._blueprint, parsed.content, trace.language, rng, ended=False
             )
+            self._approved = self._approved or self.domain.asks_approval(parsed.content)
             self._record(kind="message", raw=parsed.content, valid=True, observation=observation)
             messages = [{"role": "user", "content": observation}]
         else:

@@ -156,6 +156,7 @@ class ToolSpec(_Frozen):
     parameters: dict[str, Any]
     kind: Literal["core", "distractor", "reserved"]
     effect: Literal["read", "write", "control"]
+    approval: bool = False  # changes the network: gated when the engineer must approve
 
     def openai(self) -> dict[str, Any]:
         """The spec in OpenAI function-calling format."""

@@ -111,3 +111,31 @@ def test_environments_in_threads_match_sequential_runs():
     with ThreadPoolExecutor(max_workers=4) as pool:
         threaded = list(pool.map(play, range(12)))
     assert threaded == sequential and all(resolved for _, resolved in threaded)
+
+
+def test_changes_can_require_the_engineers_approval():
+    env = TelcoEnv("load_balancing_needed", privileged=True, embedder=None,
+                   require_approval=True)
+    _, info = env.reset(seed=3)
+    audit, change = gold_actions(info)
+    env.step(audit)
+    refused, *_ = env.step(change)
+    assert '"approval_required"' in refused
+    assert env._setup.state.serving.config["mlb_threshold_pct"] != 70  # nothing changed
+    env.step("May I lower the load-balancing threshold?")
+    applied, *_ = env.step(change)
+    assert '"status":"applied"' in applied
+    again, *_ = env.step(change)  # one approval per change
+    assert '"approval_required"' in again
+    _, info = env.reset(seed=3, options={"require_approval": False})
+    assert info["require_approval"] is False
+
+
+@pytest.mark.parametrize("lang", ["en", "ar"])
+def test_the_oracle_asks_for_approval_and_still_resolves(catalog, lang):
+    for intent in catalog.intents:
+        env = TelcoEnv(intent.env_name, privileged=True, embedder=None, require_approval=True,
+                       lang=lang)
+        reward, info = run_episode(env, OracleAgent(), seed=1)
+        assert info["resolved"] and reward == 1.0, intent.key
+        assert info["predicted_chain"] == list(intent.gold_tools)  # messages are not tools

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from telcoenv.catalog import default_catalog
 from telcoenv.tooling import RESERVED_SUBMIT
 
 
@@ -37,6 +38,25 @@ class OracleAgent:
         # oracle states it and adds what the write tools returned (change and ticket ids).
         self._summary = privileged["gold_summary"][self._language]
         self._notes = []
+        if info.get("require_approval"):  # ask the engineer before every change
+            tools = default_catalog().tools
+            self._plan = [
+                step
+                for action in self._plan
+                for step in (
+                    [self._ask(action), action] if tools[action["name"]].approval else [action]
+                )
+            ]
+
+    def _ask(self, action: dict[str, Any]) -> str:
+        """The plain message that asks the engineer to approve a change."""
+        arguments = action["arguments"]
+        target = (
+            arguments.get("cell_id") or arguments.get("slice_id") or arguments.get("config_id", "")
+        )
+        if self._language == "en":
+            return f"May I apply {action['name']} on {target}?"
+        return f"هل يمكنني تنفيذ {action['name']} على {target}؟"
 
     def act(self, observation: str, info: dict[str, Any]) -> dict[str, Any]:
         if info.get("steps", 0) > 0:

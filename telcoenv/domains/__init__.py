@@ -54,5 +54,8 @@ class Domain(Protocol):
 
     def snapshot(self, state: Any) -> dict[str, Any]: ...
 
+    def asks_approval(self, message: str) -> bool:
+        """Whether a plain agent message asks the counterpart to approve a change."""
+
     def verify(self, setup: EpisodeSetup, intent: Intent) -> dict[str, Any]:
         """Verdict on the final state: ``resolved``, ``checks``, ``collateral_changes``."""

@@ -85,6 +85,9 @@ class NetworkDomain:
         )
         return values
 
+    def asks_approval(self, message: str) -> bool:
+        return engineer.classify_message(message) == "approval"
+
     def verify(self, setup: EpisodeSetup, intent: Intent) -> dict[str, Any]:
         """The verified-resolution verdict on the episode's final state (JSON-ready)."""
         state = setup.state
