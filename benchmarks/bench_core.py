@@ -37,6 +37,53 @@ def episodes_per_second() -> float:
     return statistics.median(rates)
 
 
+def reset_and_tool_latency(episodes: int = 300) -> dict[str, float]:
+    """Median milliseconds of a reset (sampling + network database load) and of a tool call.
+
+    Tool calls are the oracle's (reads, writes with the KPI recomputation, tickets) plus one
+    call of every other tool per episode, timed one by one around ``env.step``.
+    """
+    import telcoenv
+    from telcoenv.agents import OracleAgent
+
+    env = telcoenv.make("troubleshooting", privileged=True, embedder=None).unwrapped
+    agent = OracleAgent()
+    resets: list[float] = []
+    calls: dict[str, list[float]] = {}
+    env.reset(seed=0)
+    for episode in range(episodes):
+        start = time.perf_counter()
+        observation, info = env.reset(seed=episode)
+        resets.append(time.perf_counter() - start)
+        cell = info["privileged"]["gold_chain"][0]["arguments"].get("cell_id")
+        extra = [
+            {"name": "neighbor_audit", "arguments": {"cell_id": cell}},
+            {"name": "coverage_map", "arguments": {"area": cell, "resolution": "cell"}},
+            {"name": "recommend_param_change", "arguments": {"cell_id": cell}},
+        ]
+        for action in extra if cell else []:
+            start = time.perf_counter()
+            env.step(action)
+            calls.setdefault(action["name"], []).append(time.perf_counter() - start)
+        agent.reset(observation, info)
+        while True:
+            action = agent.act(observation, info)
+            if action["name"] == "submit_resolution":
+                break
+            start = time.perf_counter()
+            observation, _, _, _, info = env.step(action)
+            calls.setdefault(action["name"], []).append(time.perf_counter() - start)
+    every = [t for times in calls.values() for t in times]
+    return {
+        "reset_ms_median": round(1000 * statistics.median(resets), 3),
+        "tool_call_ms_median": round(1000 * statistics.median(every), 3),
+        **{
+            f"tool_ms_median.{name}": round(1000 * statistics.median(times), 3)
+            for name, times in sorted(calls.items())
+        },
+    }
+
+
 def import_seconds() -> float:
     code = (
         "import time, sys; t = time.perf_counter(); import telcoenv; "
@@ -75,6 +122,7 @@ def bytes_per_extra_env(count: int = 50) -> float:
 def main() -> None:
     results = {
         "gold_path_episodes_per_second": round(episodes_per_second(), 1),
+        **reset_and_tool_latency(),
         "import_seconds": round(import_seconds(), 3),
         "bytes_per_extra_env_after_reset": round(bytes_per_extra_env()),
     }

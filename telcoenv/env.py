@@ -9,6 +9,7 @@ reserved tool ``submit_resolution(intent, summary)``.
 from __future__ import annotations
 
 import json
+import uuid
 import zlib
 from typing import Any, ClassVar, SupportsFloat
 
@@ -68,6 +69,10 @@ class TelcoEnv(gymnasium.Env[str, Any]):
             for both languages), ``"english"``, a model path, an ``Embedder``, or ``None`` to
             skip IRA and RA (``None`` in the metrics; fastest).
         domain: the domain to simulate (default: the packaged network domain).
+        database_url: where the episodes' network state lives. ``None`` (default): a private
+            in-memory SQLite database, reset per episode by a rollback. Any SQLAlchemy URL
+            (``sqlite:///network.sqlite``, PostgreSQL): every episode is committed and kept
+            under its own id (``info["database_episode_id"]``) for inspection.
         render_mode: ``"ansi"`` to render the transcript as text.
 
     ``reset(seed, options)`` options: ``intent`` (whole-taxonomy env only), ``blueprint``,
@@ -98,6 +103,7 @@ class TelcoEnv(gymnasium.Env[str, Any]):
         embedder: str | Embedder | None = "multilingual",
         require_approval: bool = False,
         domain: Domain | None = None,
+        database_url: str | None = None,
         render_mode: str | None = None,
     ) -> None:
         if domain is None:
@@ -141,6 +147,8 @@ class TelcoEnv(gymnasium.Env[str, Any]):
         self._metrics: EpisodeMetrics | None = None
         self._metrics_error: str | None = None
         self._intent_list = intent_list
+        self.database_url = database_url
+        self._database: Any = None  # opened at the first reset, closed by close()
 
     # --- construction helpers ---------------------------------------------------------------------
 
@@ -233,14 +241,24 @@ class TelcoEnv(gymnasium.Env[str, Any]):
         lang = self._check_lang(options.get("lang", self.lang))
         intent, blueprint = self._episode_choice(options)
         self._key = self._episode_key(blueprint, options.get("sample_index"))
-        setup = self.domain.start_episode(intent, blueprint, np.random.default_rng(self._key), lang)
+        episode_id = f"ep-{zlib.crc32(repr(self._key).encode()):08x}"
+        if self._database is None:
+            self._database = self.domain.connect(self.database_url)
+        # A kept database may already hold this episode (same seed): give it a unique id there.
+        stored_id = (
+            f"{episode_id}-{uuid.uuid4().hex[:12]}" if self._database.persistent else episode_id
+        )
+        setup = self.domain.start_episode(
+            intent, blueprint, np.random.default_rng(self._key), lang, self._database, stored_id
+        )
         self._intent, self._blueprint, self._setup = intent, blueprint, setup
         self._privileged = bool(options.get("privileged", self.privileged))
         intent_list = bool(options.get("intent_list", self.intent_list))
         self._approval_needed = bool(options.get("require_approval", self.require_approval))
         self._approved = False
+        self._reads: set[str] = set()  # successful reads (name + arguments) of this episode
+        self._verifiable: set[str] = set()  # reads made before the latest applied change
         self._counts = {"steps": 0, "tool_calls": 0, "invalid_actions": 0, "engineer_messages": 0}
-        episode_id = f"ep-{zlib.crc32(repr(self._key).encode()):08x}"
         # Trusted internal values: construct without re-validation on the reset hot path.
         gold = [
             GoldCall.model_construct(
@@ -285,6 +303,8 @@ class TelcoEnv(gymnasium.Env[str, Any]):
             ],
             **self._counts,
         }
+        if self._database.persistent:
+            info["database_episode_id"] = stored_id
         if self._privileged:
             info["privileged"] = self._privileged_info()
         return setup.problem_statement, info
@@ -321,6 +341,7 @@ class TelcoEnv(gymnasium.Env[str, Any]):
         fields.setdefault("arguments", None)
         fields.setdefault("tool", None)
         fields.setdefault("raw", None)
+        fields.setdefault("remeasure", False)
         record = ActionRecord.model_construct(step=self._counts["steps"], **fields)
         self._trace.actions.append(record)
         if not record.valid:
@@ -423,6 +444,14 @@ class TelcoEnv(gymnasium.Env[str, Any]):
             result = self.domain.toolbox.run(call.name, arguments, context)
             if result.ok and spec is not None and spec.approval:
                 self._approved = False  # one approval per change
+        remeasure = False
+        if result.ok and spec is not None:
+            read = canonical_json([call.name, arguments])
+            if spec.approval:  # a network change: every read so far can now verify it
+                self._verifiable = set(self._reads)
+            elif spec.effect == "read":
+                remeasure = read in self._verifiable
+                self._reads.add(read)
         observation = (
             canonical_json(result.output)
             if result.ok
@@ -437,6 +466,7 @@ class TelcoEnv(gymnasium.Env[str, Any]):
             error_kind=result.error_kind,
             error=result.error,
             observation=observation,
+            remeasure=remeasure,
         )
         return observation, call.name, False
 
@@ -562,6 +592,13 @@ class TelcoEnv(gymnasium.Env[str, Any]):
     def trace(self) -> EpisodeTrace | None:
         """The current episode's trace (``None`` before the first reset)."""
         return self._trace
+
+    def close(self) -> None:
+        """Release the episode database (an in-memory one is discarded)."""
+        if self._database is not None:
+            self._database.close()
+            self._database = None
+        super().close()
 
     def render(self) -> str | None:
         if self.render_mode != "ansi" or self._trace is None:

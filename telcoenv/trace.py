@@ -36,6 +36,10 @@ class ActionRecord(BaseModel):
     error_kind: str | None = None
     error: str | None = None
     observation: str
+    # A repeat of an earlier read with the same arguments after a change was applied: the
+    # re-measurement that verifies a fix. It is kept here but is not part of the diagnostic
+    # chain that MSC/EAP/SAS compare with the gold chain.
+    remeasure: bool = False
 
 
 class Submission(BaseModel):
@@ -74,8 +78,13 @@ class EpisodeTrace(BaseModel):
 
     @property
     def predicted_chain(self) -> list[str]:
-        """Tool names of every tool call attempt, valid or not, in order (submit excluded)."""
-        return [a.tool for a in self.actions if a.kind == "tool_call" and a.tool is not None]
+        """Tool names of every tool call attempt, valid or not, in order (submit excluded),
+        without re-measurements after a change (see ``ActionRecord.remeasure``)."""
+        return [
+            a.tool
+            for a in self.actions
+            if a.kind == "tool_call" and a.tool is not None and not a.remeasure
+        ]
 
     @property
     def gold_tools(self) -> list[str]:

@@ -45,7 +45,7 @@ def test_the_right_fix_brings_the_key_kpis_back(intent):
             env.step(action)
         assert all(key_kpis_recovered(state).values()), (intent, seed)
         for name in ranked_evidence(state.sampled, state.intent.evidence)[:2]:
-            assert state.serving.kpis[name] == pytest.approx(
+            assert state.kpis(state.serving_id)[name] == pytest.approx(
                 healthy_target(name, state.sampled[name]), abs=1e-6
             )
 
@@ -54,17 +54,18 @@ def test_a_wrong_fix_leaves_the_symptoms_and_a_harmful_one_worsens_them():
     env, info, cell = _episode("beam_misalignment", 3)
     state = env._setup.state
     name = ranked_evidence(state.sampled, state.intent.evidence)[0]
-    before = state.serving.kpis[name]
+    before = state.kpis(state.serving_id)[name]
     _call(env, "optimize_cell", cell_id=cell, changes={"cio_db": 1})  # wrong parameter
     assert not all(key_kpis_recovered(state).values())
     _call(env, "optimize_cell", cell_id=cell, changes={"tilt_deg": 15, "tx_power_dbm": 10})
-    after = state.serving.kpis[name]
+    after = state.kpis(state.serving_id)[name]
     direction = kpi_catalogue().kpis[name].worse
     assert (after > before) if direction == "higher" else (after < before), (name, before, after)
-    neighbour = state.neighbours[0]
-    load = neighbour.load
-    _call(env, "optimize_cell", cell_id=neighbour.cell_id, changes={"tilt_deg": 15})
-    assert neighbour.load > load
+    neighbour = state.cell_ids[1]
+    load, sinr = state.cell(neighbour).load, state.kpis(neighbour)["sinr_dB"]
+    _call(env, "optimize_cell", cell_id=neighbour, changes={"tilt_deg": 15})
+    assert state.cell(neighbour).load > load
+    assert state.kpis(neighbour)["sinr_dB"] < sinr
 
 
 def test_series_continue_after_a_change_so_the_agent_can_remeasure():
@@ -88,5 +89,5 @@ def test_a_partial_fix_moves_the_kpis_part_of_the_way():
     sampled, healthy = state.sampled[name], healthy_target(name, state.sampled[name])
     start = state.serving.config["tilt_deg"]
     _call(env, "optimize_cell", cell_id=cell, changes={"tilt_deg": (start + 6) / 2})
-    current = state.serving.kpis[name]
+    current = state.kpis(state.serving_id)[name]
     assert min(sampled, healthy) < current < max(sampled, healthy)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from telcoenv.domains.network import network_domain
-from telcoenv.domains.network.state import legal_values
+from telcoenv.domains.network.parameters import legal_values
 from telcoenv.sampling import compile_plan, sample_kpis
 from telcoenv.specs import Blueprint
 

@@ -92,7 +92,7 @@ def test_sql_like_strings_are_kept_verbatim_and_change_nothing_else():
     _, info = env.reset(seed=0)
     tricky = 'Robert\'); DROP TABLE tickets;-- "quoted" ; SELECT * FROM cells'
     env.step({"name": "create_ticket", "arguments": {"summary": tricky, "severity": "minor"}})
-    assert env._setup.state.tickets[0]["summary"] == tricky
+    assert env._setup.state.tickets()[0]["summary"] == tricky
     *_, info = env.step(submit("Coverage Hole", tricky))
     assert info["trace"].submission.summary == tricky
     assert info["collateral_changes"] == []

@@ -34,9 +34,22 @@ class Domain(Protocol):
     catalog: Catalog
     toolbox: Toolbox
 
+    def connect(self, url: str | None = None) -> Any:
+        """The database of one environment's episodes: private and in memory unless ``url``.
+
+        The object has ``persistent`` (episodes are kept) and ``close()``.
+        """
+
     def start_episode(
-        self, intent: Intent, blueprint: Blueprint, rng: np.random.Generator, lang: Language
-    ) -> EpisodeSetup: ...
+        self,
+        intent: Intent,
+        blueprint: Blueprint,
+        rng: np.random.Generator,
+        lang: Language,
+        database: Any,
+        episode_id: str,
+    ) -> EpisodeSetup:
+        """Sample the episode from ``rng`` and load its state into ``database``."""
 
     def tool_context(self, state: Any, seed: Callable[[], list[int]], step: int) -> Any:
         """The object passed to tool implementations; ``seed()`` seeds the call's generator."""

@@ -11,16 +11,13 @@ import numpy as np
 from telcoenv.catalog import Catalog, default_catalog
 from telcoenv.domains import EpisodeSetup
 from telcoenv.domains.network import engineer
+from telcoenv.domains.network.database import NetworkDatabase
 from telcoenv.domains.network.kpis import COUPLINGS, background_kpis, kpi_catalogue
-from telcoenv.domains.network.state import (
-    KPI_TO_CELL_PARAMETER,
-    NetworkState,
-    build_network,
-    gold_fix,
-    legal_values,
-)
+from telcoenv.domains.network.parameters import KPI_TO_CELL_PARAMETER, legal_values
+from telcoenv.domains.network.state import NetworkState
 from telcoenv.domains.network.summaries import gold_summaries
 from telcoenv.domains.network.tools import IMPLEMENTATIONS, ToolContext
+from telcoenv.domains.network.topology import InitialNetwork, baseline_id, build_network
 from telcoenv.domains.network.verification import verify
 from telcoenv.sampling import SamplingPlan, compile_plan, sample_kpis
 from telcoenv.specs import Blueprint, Intent, Language
@@ -49,29 +46,40 @@ class NetworkDomain:
             for b in family
         }
 
+    def connect(self, url: str | None = None) -> NetworkDatabase:
+        """A network database for one environment: private and in memory unless ``url``."""
+        return NetworkDatabase(url)
+
     def start_episode(
-        self, intent: Intent, blueprint: Blueprint, rng: np.random.Generator, lang: Language
+        self,
+        intent: Intent,
+        blueprint: Blueprint,
+        rng: np.random.Generator,
+        lang: Language,
+        database: NetworkDatabase,
+        episode_id: str,
     ) -> EpisodeSetup:
         sampled = sample_kpis(self.plans[blueprint.blueprint_id], blueprint.constraints, rng)
         background = background_kpis(
             sampled, blueprint.context.area, blueprint.context.cell_role, rng
         )
-        state = build_network(intent, blueprint, sampled, background, rng)
-        statement = engineer.problem_statement(intent, blueprint, state, sampled, lang, rng)
-        values = self.gold_values(intent, state)
+        initial = build_network(intent, blueprint, sampled, background, rng)
+        statement = engineer.problem_statement(intent, blueprint, initial, sampled, lang, rng)
+        values = self.gold_values(intent, initial)
+        state = NetworkState(database, initial, episode_id)
         return EpisodeSetup(
             sampled, state, values, statement, gold_summaries(intent, values, sampled)
         )
 
-    def gold_values(self, intent: Intent, state: NetworkState) -> dict[str, Any]:
+    def gold_values(self, intent: Intent, initial: InitialNetwork) -> dict[str, Any]:
         """Values that fill the gold chain's argument templates (see intents.yaml)."""
-        fix = gold_fix(state, intent)
+        fix = initial.fix
         values = {
-            "cell_id": state.serving.cell_id,
-            "cluster_id": state.cluster_id,
-            "window": state.window,
-            "slice_id": state.fault_slice_id,
-            "config_id": state.baseline_id(state.serving.cell_id),
+            "cell_id": initial.serving.cell_id,
+            "cluster_id": initial.cluster_id,
+            "window": initial.window,
+            "slice_id": initial.fault_slice_id,
+            "config_id": baseline_id(initial.serving.cell_id),
             "fix": fix,
             "changes": _render_changes(fix) or "no parameter change",
         }
@@ -108,16 +116,17 @@ class NetworkDomain:
         *,
         ended: bool,
     ) -> str:
-        return engineer.reply(message, setup.state, blueprint, lang, rng, ended=ended)
+        return engineer.reply(message, setup.state.initial, blueprint, lang, rng, ended=ended)
 
     def snapshot(self, state: NetworkState) -> dict[str, Any]:
-        """The network context of an episode as plain JSON-ready data (for the trace)."""
-        serving = state.serving
+        """The network of an episode at its start as plain JSON-ready data (for the trace)."""
+        initial = state.initial
+        serving = initial.serving
         return {
-            "cluster_id": state.cluster_id,
-            "now": state.now.strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "window": state.window,
-            "baseline_config_id": state.baseline_id(serving.cell_id),
+            "cluster_id": initial.cluster_id,
+            "now": initial.now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "window": initial.window,
+            "baseline_config_id": baseline_id(serving.cell_id),
             "serving_cell": {
                 "cell_id": serving.cell_id,
                 "site_id": serving.site_id,
@@ -135,14 +144,17 @@ class NetworkDomain:
                     "distance_km": c.distance_km,
                     "prb_util": c.load,
                 }
-                for c in state.neighbours
+                for c in initial.neighbours
             ],
             "slices": {
                 s.slice_id: {"service_type": s.service_type, "policy": dict(s.policy)}
-                for s in state.slices.values()
+                for s in initial.slices.values()
             },
-            "backhaul": {"link_id": state.backhaul.link_id, "config": dict(state.backhaul.config)},
-            "alarms": [alarm.to_dict() for alarm in state.alarms],
+            "backhaul": {
+                "link_id": initial.backhaul.link_id,
+                "config": dict(initial.backhaul.config),
+            },
+            "alarms": [alarm.to_dict() for alarm in initial.alarms],
         }
 
 

@@ -24,7 +24,8 @@ import datetime as dt
 from typing import Any
 
 from telcoenv.domains.network.kpis import kpi_catalogue
-from telcoenv.domains.network.state import NetworkState, change_schemas
+from telcoenv.domains.network.parameters import change_schemas
+from telcoenv.domains.network.state import ConfigKey, NetworkState, latest
 
 FIX_TOOLS = frozenset({"optimize_cell", "optimize_slice", "push_config"})
 CHANGE_DELAY = dt.timedelta(minutes=15)  # time for a change to take effect and be measured
@@ -42,50 +43,58 @@ def _distance(name: str, value: Any, target: Any) -> float:
     return min(1.0, abs(float(value) - float(target)) / span)
 
 
-def severity(state: NetworkState) -> float:
+def _fault_owner(state: NetworkState) -> str:
+    assert state.intent is not None
+    return {
+        "cell": f"cell:{state.serving_id}",
+        "backhaul": f"backhaul:{state.link_id}",
+        "slice": f"slice:{state.fault_slice_id}",
+        "config": f"cell:{state.serving_id}",
+    }[state.intent.fault.target]
+
+
+def severity(state: NetworkState, config: dict[ConfigKey, Any]) -> float:
     """Share of the injected root cause still present (see the module docstring)."""
     intent = state.intent
     if intent is None or not FIX_TOOLS & set(intent.gold_tools):
         return 1.0
-    serving = state.serving
+    serving = f"cell:{state.serving_id}"
     if intent.fault.target == "config":
-        _, baseline = state.baselines[state.baseline_id(serving.cell_id)]
-        drifted = [n for n, v in baseline.items() if serving.config.get(n) != v]
-        start = max(1, state.start_drift)
-        return min(1.0, len(drifted) / start)
-    owner = {
-        "cell": f"cell:{serving.cell_id}",
-        "backhaul": f"backhaul:{state.backhaul.link_id}",
-        "slice": f"slice:{state.fault_slice_id}",
-    }[intent.fault.target]
+        baseline = state.baseline_of(state.serving_id)
+        drifted = [n for n, v in baseline.items() if config[(serving, n)] != v]
+        return min(1.0, len(drifted) / max(1, state.start_drift))
+    owner = _fault_owner(state)
     remaining = 0.0
     for name in intent.fault.parameters:
         if name == "pci":
-            remaining = max(remaining, float(any(n.pci == serving.pci for n in state.neighbours)))
+            pci = config[(serving, "pci")]
+            shared = any(config[(f"cell:{other}", "pci")] == pci for other in state.cell_ids[1:])
+            remaining = max(remaining, float(shared))
             continue
         key = (owner, name)
-        target, current = state.fix.get(name), state.current(key)
-        initial = _distance(name, state.original.get(key, current), target)
+        target, current = state.fix.get(name), config.get(key)
+        initial = _distance(name, state.start.get(key, current), target)
         if initial == 0.0:
             continue
         remaining = max(remaining, min(1.0, _distance(name, current, target) / initial))
     return remaining
 
 
-def harm(state: NetworkState) -> dict[str, float]:
+def harm(state: NetworkState, config: dict[ConfigKey, Any]) -> dict[str, float]:
     """Per changed cell, how far changes outside the fault moved its configuration."""
     fault = set(state.intent.fault.parameters) if state.intent is not None else set()
-    serving_key = f"cell:{state.serving.cell_id}"
+    serving_key = f"cell:{state.serving_id}"
     if state.intent is not None and state.intent.fault.target == "config":
-        _, baseline = state.baselines[state.baseline_id(state.serving.cell_id)]
-        fault |= set(baseline)
+        fault |= set(state.baseline_of(state.serving_id))
     totals: dict[str, float] = {}
-    for key, before in state.original.items():
+    for key, before in state.start.items():
         owner, name = key
-        if not owner.startswith("cell:") or (owner == serving_key and name in fault):
+        if config[key] == before or not owner.startswith("cell:"):
+            continue
+        if owner == serving_key and name in fault:
             continue
         cell_id = owner[5:]
-        totals[cell_id] = totals.get(cell_id, 0.0) + _distance(name, state.current(key), before)
+        totals[cell_id] = totals.get(cell_id, 0.0) + _distance(name, config[key], before)
     return {cell_id: min(1.0, total) for cell_id, total in totals.items()}
 
 
@@ -104,43 +113,66 @@ def key_kpis_recovered(state: NetworkState, count: int = 2) -> dict[str, bool]:
     from telcoenv.domains.network.engineer import ranked_evidence
 
     assert state.intent is not None
+    current = state.kpis(state.serving_id)
     result = {}
     for name in ranked_evidence(state.sampled, state.intent.evidence)[:count]:
         sampled, healthy = state.sampled[name], healthy_target(name, state.sampled[name])
-        current = state.serving.kpis[name]
-        result[name] = abs(current - healthy) <= 0.25 * abs(sampled - healthy) + 1e-9
+        result[name] = abs(current[name] - healthy) <= 0.25 * abs(sampled - healthy) + 1e-9
     return result
 
 
-def recompute(state: NetworkState) -> None:
-    """Update the KPIs after a change and open a new regime in the KPI time series."""
+def _serving_kpis(
+    state: NetworkState, current: dict[str, float], s: float, h: float
+) -> dict[str, float]:
     catalogue = kpi_catalogue()
-    s, h = severity(state), harm(state)
-    serving = state.serving
-    kpis = dict(serving.kpis)
+    kpis = dict(current)
     for name, sampled in state.sampled.items():
         info = catalogue.kpis[name]
         healthy = healthy_target(name, sampled)
         value = healthy + s * (sampled - healthy)
         gap = abs(sampled - healthy)
         if info.worse == "higher":
-            value += h.get(serving.cell_id, 0.0) * gap
+            value += h * gap
         elif info.worse == "lower":
-            value -= h.get(serving.cell_id, 0.0) * gap
+            value -= h * gap
         if sampled >= 0:  # shares, rates and counts stay physical: >= 0, percentages <= 100 %
             value = max(0.0, value)
             if info.unit == "percent":
                 value = min(value, 100.0 / info.scale)
         kpis[name] = round(value, catalogue.digits(name))
-    serving.measured = kpis
-    for cell in state.neighbours:
-        if h.get(cell.cell_id, 0.0) > 0:  # a harmed neighbour loses quality, takes more load
-            cell.load = round(min(0.99, cell.load * (1 + 0.5 * h[cell.cell_id])), 2)
-            measured = dict(cell.kpis)
-            measured["PRB_util"] = cell.load
+    return kpis
+
+
+def recompute(state: NetworkState) -> None:
+    """Recompute the KPIs after a change and record them as a new regime of samples."""
+    cells = state.cells()
+    config = state.configuration(cells)
+    s, h = severity(state, config), harm(state, config)
+    histories = state.kpi_histories()
+    before = latest(histories[state.serving_id])
+    kpis = _serving_kpis(state, before, s, h.get(state.serving_id, 0))
+    samples = {state.serving_id: kpis}
+    # The fault slice's and the link's KPIs that the sample set move with the serving cell.
+    for owner in (state.fault_slice_id, state.link_id):
+        if owner in histories:
+            start = histories[owner][0][1]
+            samples[owner] = {name: kpis.get(name, value) for name, value in start.items()}
+    # Record only what moved: a regime carries the other KPIs forward (see kpi_history).
+    for owner, values in samples.items():
+        previous = latest(histories.get(owner, []))
+        samples[owner] = {n: v for n, v in values.items() if previous.get(n) != v}
+    loads = {cell.cell_id: cell.load for cell in cells}
+    for cell in state.initial.neighbours:
+        damage = h.get(cell.cell_id, 0.0)
+        # A harmed neighbour loses quality and takes more load; one no longer harmed recovers.
+        if damage > 0 or loads[cell.cell_id] != cell.load:
+            start = state.kpi_history(cell.cell_id)[0][1]
+            load = round(min(0.99, cell.load * (1 + 0.5 * damage)), 2)
+            measured = {**start, "PRB_util": load}
             for name in ("sinr_dB", "rsrq_dB"):
                 if name in measured:
-                    measured[name] = round(measured[name] - 6 * h[cell.cell_id], 1)
-            cell.measured = measured
+                    measured[name] = round(start[name] - 6 * damage, 1)
+            samples[cell.cell_id] = measured
+            state.set_load(cell.cell_id, load)
+    state.record_kpis(samples, state.now)
     state.now += CHANGE_DELAY
-    state.regimes.append((state.now - CHANGE_DELAY, dict(serving.kpis)))

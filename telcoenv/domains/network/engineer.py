@@ -18,7 +18,8 @@ import numpy as np
 import yaml
 
 from telcoenv.domains.network.kpis import kpi_catalogue
-from telcoenv.domains.network.state import KPI_TO_CELL_PARAMETER, NetworkState
+from telcoenv.domains.network.parameters import KPI_TO_CELL_PARAMETER
+from telcoenv.domains.network.topology import InitialNetwork
 from telcoenv.specs import Blueprint, Intent, Language
 
 # KPIs that are configuration read-outs or identifiers: an engineer does not quote them as symptoms.
@@ -141,7 +142,7 @@ def quote_kpis(names: Sequence[str], sampled: dict[str, float], lang: Language) 
 
 
 def _fields(
-    state: NetworkState, blueprint: Blueprint, lang: Language, rng: np.random.Generator
+    state: InitialNetwork, blueprint: Blueprint, lang: Language, rng: np.random.Generator
 ) -> dict[str, str]:
     bank = phrases()
     prior = blueprint.priors.get("event_phase") or blueprint.priors.get("time_of_day") or {}
@@ -160,7 +161,7 @@ def _fields(
 def problem_statement(
     intent: Intent,
     blueprint: Blueprint,
-    state: NetworkState,
+    state: InitialNetwork,
     sampled: dict[str, float],
     lang: Language,
     rng: np.random.Generator,
@@ -190,7 +191,7 @@ def classify_message(message: str) -> str:
 
 def reply(
     message: str,
-    state: NetworkState,
+    state: InitialNetwork,
     blueprint: Blueprint,
     lang: Language,
     rng: np.random.Generator,

@@ -1,616 +1,572 @@
-"""The simulated network of one episode: serving cell, neighbours, slices, backhaul, alarms.
+"""The live network of one episode: its rows in the network database, read and changed by tools.
 
-:func:`build_network` turns a sampled scenario into a :class:`NetworkState` whose configuration
-carries the intent's fault, so that every tool reads one consistent picture. The corrective
-values (the gold fix) are derived here from the intent's ``fault`` entry in intents.yaml.
+:class:`NetworkState` loads an :class:`~telcoenv.domains.network.topology.InitialNetwork` into
+the environment's :class:`~telcoenv.domains.network.database.NetworkDatabase` and offers the
+queries and changes the tools, the causal model and the verification need. The database is the
+one source of the current state; the initial network is kept as the starting snapshot that
+:meth:`NetworkState.diff` compares it with.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import re
-from dataclasses import dataclass, field
-from functools import cache
-from typing import Any
+import json
+from collections.abc import Callable, Iterable
+from typing import Any, NamedTuple
 
-import numpy as np
+from sqlalchemy import bindparam, func, select, update
+from sqlalchemy.sql import ClauseElement
 
-from telcoenv.catalog import default_catalog
-from telcoenv.domains.network.kpis import background_kpis, kpi_catalogue
+from telcoenv.domains.network.database import NetworkDatabase, Prepared
+from telcoenv.domains.network.parameters import (
+    BACKHAUL_PARAMETERS,
+    CELL_PARAMETERS,
+    RETENTION,
+    SLICE_PARAMETERS,
+)
+from telcoenv.domains.network.schema import network_metadata
+from telcoenv.domains.network.topology import (
+    InitialNetwork,
+    baseline_id,
+    derived_kpis,
+    distance_km,
+)
 from telcoenv.errors import ToolError
-from telcoenv.specs import Blueprint, Intent
+from telcoenv.specs import Intent
 
-AREA_CODE = {"urban": "URB", "suburban": "SUB", "rural": "RUR", "indoor": "IND", "stadium": "STD"}
-_NEIGHBOUR_KM = {
-    "urban": (0.4, 1.3),
-    "suburban": (1.0, 3.0),
-    "rural": (3.0, 10.0),
-    "indoor": (0.05, 0.2),
-    "stadium": (0.1, 0.45),
+TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+ConfigKey = tuple[str, str]  # ("cell:<id>" | "slice:<id>" | "backhaul:<id>", parameter)
+Change = tuple[str, Any, Any]  # (parameter, old value, new value)
+_OBJECT_TABLES = {
+    "cell": ("cells", "cell_id"),
+    "slice": ("slices", "slice_id"),
+    "backhaul": ("transport_links", "link_id"),
 }
-_BAND = {
-    "macro": "n78 (3.5 GHz, 100 MHz)",
-    "micro": "n78 (3.5 GHz, 40 MHz)",
-    "pico": "n78 (3.5 GHz, 20 MHz)",
-}
-_BACKHAUL_MBPS = {"macro": 1000.0, "micro": 500.0, "pico": 200.0}
-_HOURS = {
-    "peak_morning": (7, 9),
-    "peak_evening": (18, 21),
-    "shoulder": (10, 16),
-    "off_peak": (22, 23),
-    "night": (1, 5),
-    "event_pre": (17, 18),
-    "event_live": (19, 21),
-    "event_post": (22, 23),
-}
-_UNRELATED_ALARMS = (
-    "Fan Speed Abnormal",
-    "Battery Discharge Test Due",
-    "Door Intrusion (cabinet)",
-    "NTP Server Unreachable",
+
+_CELL_COLUMNS = (
+    "cell_id",
+    "site_id",
+    "technology",
+    "role",
+    "area",
+    "band",
+    "serving",
+    "pci",
+    "azimuth_deg",
+    "operational_state",
+    "prb_util",
+    "kpi_seed",
+    *CELL_PARAMETERS,
 )
-
-#: Engineering profile of a healthy cell per role: what recommend_param_change compares with.
-PROFILE: dict[str, dict[str, Any]] = {
-    role: {
-        "tilt_deg": tilt,
-        "tx_power_dbm": power,
-        "beam_azimuth_offset_deg": 0,
-        "a3_offset_db": 3.0,
-        "hysteresis_db": 2.0,
-        "ttt_ms": 480,
-        "cio_db": 0,
-        "scheduler_type": "PF",
-        "max_ue_per_tti": 16,
-        "prb_reservation_pct": 5,
-        "mlb_enabled": True,
-        "mlb_threshold_pct": 70,
-        "olla_bler_target_pct": 10,
-        "t310_ms": 1000,
-        "hqos_priority_weight_pct": 40,
-    }
-    for role, tilt, power in (("macro", 6, 46), ("micro", 8, 37), ("pico", 4, 24))
-}
-_SLICE_POLICY = {
-    "eMBB": {
-        "admission_threshold_pct": 95,
-        "priority_level": 3,
-        "min_guaranteed_mbps": 100,
-        "max_share_pct": 70,
-        "latency_budget_ms": 50,
-    },
-    "URLLC": {
-        "admission_threshold_pct": 95,
-        "priority_level": 1,
-        "min_guaranteed_mbps": 20,
-        "max_share_pct": 30,
-        "latency_budget_ms": 10,
-    },
-}
-# Blueprint KPIs that are configuration read-outs: they set the parameter of the same meaning.
-KPI_TO_CELL_PARAMETER = {
-    "a3_offset_dB": "a3_offset_db",
-    "ttt_ms": "ttt_ms",
-    "hysteresis_dB": "hysteresis_db",
-    "pci_self": "pci",
-}
-KPI_TO_SLICE_POLICY = {
-    "policy_priority_level": "priority_level",
-    "policy_min_guarantee_Mbps": "min_guaranteed_mbps",
-}
-# Parameters a configuration drift may touch (CONFIG_MISMATCH).
-_DRIFTABLE = (
-    "tilt_deg",
-    "tx_power_dbm",
-    "a3_offset_db",
-    "hysteresis_db",
-    "ttt_ms",
-    "cio_db",
-    "max_ue_per_tti",
-    "prb_reservation_pct",
-    "mlb_threshold_pct",
-    "olla_bler_target_pct",
-    "t310_ms",
-    "hqos_priority_weight_pct",
-    "beam_azimuth_offset_deg",
+_BOOLEAN = frozenset(
+    c.name
+    for table in ("cells", "config_baselines", "slices", "transport_links")
+    for c in network_metadata().tables[table].columns
+    if c.type.python_type is bool
 )
 
 
-@dataclass(slots=True)
-class Cell:
+class CellRow(NamedTuple):
+    """A cell as stored now (a named tuple: rows are read often and must be cheap)."""
+
     cell_id: str
     site_id: str
     tech: str
     role: str
     area: str
     band: str
+    serving: bool
     pci: int
-    azimuth_deg: int
-    distance_km: float
-    config: dict[str, Any]
+    azimuth_deg: float
+    operational_state: str
     load: float
     kpi_seed: int
-    measured: dict[str, float] | None = None
-    operational_state: str = "ENABLED"
-
-    @property
-    def kpis(self) -> dict[str, float]:
-        """The cell's KPIs; a neighbour's are derived from its load on first use (seeded)."""
-        if self.measured is None:
-            derived = background_kpis(
-                {"PRB_util": self.load}, self.area, self.role, np.random.default_rng(self.kpi_seed)
-            )
-            self.measured = {"PRB_util": self.load, **derived}
-        return self.measured
+    config: dict[str, Any]
 
 
-@dataclass(slots=True)
-class Slice:
+class SliceRow(NamedTuple):
     slice_id: str
     service_type: str
     policy: dict[str, Any]
-    kpis: dict[str, float]
 
 
-@dataclass(slots=True)
-class BackhaulLink:
+class LinkRow(NamedTuple):
     link_id: str
     site_id: str
     capacity_mbps: float
     config: dict[str, Any]
-    kpis: dict[str, float]
 
 
-@dataclass(slots=True)
-class Alarm:
-    alarm_id: str
-    source: str
-    name: str
-    severity: str
-    raised_at: str
-
-    def to_dict(self) -> dict[str, str]:
-        return {
-            "alarm_id": self.alarm_id,
-            "source": self.source,
-            "name": self.name,
-            "severity": self.severity,
-            "raised_at": self.raised_at,
-        }
+def _decode(names: tuple[str, ...], values: Iterable[Any]) -> dict[str, Any]:
+    """A row as a dict; booleans come back from SQLite as 0/1."""
+    row = dict(zip(names, values, strict=True))
+    for name in _BOOLEANS_OF.get(names, ()):
+        row[name] = bool(row[name])
+    return row
 
 
-@dataclass(slots=True)
+_FIXED = _CELL_COLUMNS.index(CELL_PARAMETERS[0])
+_BOOLEANS_OF = {
+    names: tuple(n for n in names if n in _BOOLEAN)
+    for names in (CELL_PARAMETERS, SLICE_PARAMETERS, BACKHAUL_PARAMETERS)
+}
+
+
+def _cell(row: tuple[Any, ...]) -> CellRow:
+    config = _decode(CELL_PARAMETERS, row[_FIXED:])
+    return CellRow(*row[:6], bool(row[6]), *row[7:_FIXED], config)  # type: ignore[arg-type]
+
+
+History = list[tuple[dt.datetime, dict[str, float]]]
+
+
+def _regimes(rows: Iterable[tuple[str, str, float]]) -> History:
+    """Group (measured at, KPI, value) rows, in time order, into regimes.
+
+    A sample set after a change holds only the KPIs that moved; each regime carries the others
+    forward from the one before, so every regime is complete.
+    """
+    regimes: dict[str, dict[str, float]] = {}
+    for stamp, name, value in rows:
+        regimes.setdefault(stamp, {})[name] = value
+    history: History = []
+    carried: dict[str, float] = {}
+    for stamp, values in regimes.items():
+        carried = {**carried, **values}
+        history.append((dt.datetime.fromisoformat(stamp), carried))
+    return history
+
+
+def latest(history: History) -> dict[str, float]:
+    """The current value of each KPI in a history (the latest regime)."""
+    return dict(history[-1][1]) if history else {}
+
+
+def _table(name: str) -> Any:
+    return network_metadata().tables[name]
+
+
+def _select(
+    table: str, columns: Iterable[str], *keys: str, order: bool = False
+) -> Callable[[], ClauseElement]:
+    """A builder of ``SELECT columns FROM table WHERE episode_id = :episode_id AND key = :key``
+    (``ORDER BY columns`` with ``order``)."""
+
+    def build() -> ClauseElement:
+        t = _table(table)
+        selected = [t.c[c] for c in columns]
+        query = select(*selected).where(t.c.episode_id == bindparam("episode_id"))
+        for key in keys:
+            query = query.where(t.c[key] == bindparam(key))
+        return query.order_by(*selected) if order else query
+
+    return build
+
+
 class NetworkState:
-    """Everything the tools of one episode can read or change."""
+    """Everything the tools of one episode can read or change, held in the network database."""
 
-    cluster_id: str
-    serving: Cell
-    neighbours: list[Cell]
-    slices: dict[str, Slice]
-    backhaul: BackhaulLink
-    alarms: list[Alarm]
-    baselines: dict[str, tuple[str, dict[str, Any]]]  # config_id -> (cell_id, parameters)
-    kpi_bounds: dict[str, tuple[float, float]]  # blueprint ranges of the serving cell's KPIs
-    now: dt.datetime
-    window: str
-    fault_slice_id: str
-    tickets: list[dict[str, Any]] = field(default_factory=list)
-    change_log: list[dict[str, Any]] = field(default_factory=list)
-    # The value each (object, parameter) had before its first change: every change goes
-    # through a tool, so this is the episode's starting configuration wherever it differs.
-    original: dict[tuple[str, str], Any] = field(default_factory=dict)
-    # What the causal model needs (see dynamics.py): the intent, its fix, the original sample,
-    # the number of parameters drifted at the start, and the KPI regimes after each change.
-    intent: Intent | None = None
-    fix: dict[str, Any] = field(default_factory=dict)
-    sampled: dict[str, float] = field(default_factory=dict)
-    start_drift: int = 0
-    regimes: list[tuple[dt.datetime, dict[str, float]]] = field(default_factory=list)
+    def __init__(self, db: NetworkDatabase, initial: InitialNetwork, episode_id: str) -> None:
+        self.db, self.initial, self.episode_id = db, initial, episode_id
+        self.now: dt.datetime = initial.now  # the episode's clock: a change takes time
+        self.cluster_id = initial.cluster_id
+        self.serving_id = initial.serving.cell_id
+        self.cell_ids = [cell.cell_id for cell in initial.cells]  # serving, then by distance
+        self.link_id = initial.backhaul.link_id
+        self.fault_slice_id = initial.fault_slice_id
+        self.window = initial.window
+        self.kpi_bounds = initial.kpi_bounds
+        self.intent: Intent | None = initial.intent
+        self.fix, self.sampled, self.start_drift = initial.fix, initial.sampled, initial.start_drift
+        self.start = initial.configuration()
+        self.collection_start = initial.now - RETENTION  # when the first KPI samples were taken
+        db.start_episode(self._load)
 
-    @property
-    def cells(self) -> list[Cell]:
-        return [self.serving, *self.neighbours]
+    # --- loading ------------------------------------------------------------------------------
 
-    def cell(self, cell_id: str) -> Cell:
+    def _load(self, db: NetworkDatabase) -> None:
+        net, episode = self.initial, self.episode_id
+        db.insert(
+            "sites",
+            [
+                {
+                    "episode_id": episode,
+                    "site_id": cell.site_id,
+                    "cluster_id": net.cluster_id,
+                    "area": cell.area,
+                    "latitude": cell.latitude,
+                    "longitude": cell.longitude,
+                }
+                for cell in net.cells
+            ],
+        )
+        db.insert(
+            "cells",
+            [
+                {
+                    "episode_id": episode,
+                    "cell_id": cell.cell_id,
+                    "site_id": cell.site_id,
+                    "technology": cell.tech,
+                    "band": cell.band,
+                    "role": cell.role,
+                    "area": cell.area,
+                    "serving": cell is net.serving,
+                    "pci": cell.pci,
+                    "azimuth_deg": cell.azimuth_deg,
+                    "operational_state": cell.operational_state,
+                    "prb_util": cell.load,
+                    "kpi_seed": cell.kpi_seed,
+                    **cell.config,
+                }
+                for cell in net.cells
+            ],
+        )
+        db.insert("neighbour_relations", self._relations())
+        db.insert(
+            "slices",
+            [
+                {
+                    "episode_id": episode,
+                    "slice_id": s.slice_id,
+                    "cell_id": net.serving.cell_id,
+                    "service_type": s.service_type,
+                    **s.policy,
+                }
+                for s in net.slices.values()
+            ],
+        )
+        link = net.backhaul
+        db.insert(
+            "transport_links",
+            [
+                {
+                    "episode_id": episode,
+                    "link_id": link.link_id,
+                    "site_id": link.site_id,
+                    "capacity_mbps": link.capacity_mbps,
+                    **link.config,
+                }
+            ],
+        )
+        db.insert("alarms", [{"episode_id": episode, **a.to_dict()} for a in net.alarms])
+        db.insert(
+            "config_baselines",
+            [
+                {"episode_id": episode, "config_id": config_id, "cell_id": cell_id, **params}
+                for config_id, (cell_id, params) in net.baselines.items()
+            ],
+        )
+        assert net.serving.measured is not None
+        samples = self._sample_rows(
+            net.serving.cell_id, net.serving.measured, self.collection_start
+        )
+        for owner, kpis in (
+            (link.link_id, link.kpis),
+            *((s.slice_id, s.kpis) for s in net.slices.values()),
+        ):
+            samples += self._sample_rows(owner, kpis, self.collection_start)
+        db.insert("kpi_samples", samples)
+
+    def _relations(self) -> list[dict[str, Any]]:
+        """The serving cell and each neighbour relate both ways; a neighbour also relates to
+        the two nearest other neighbours (its own neighbour list within the cluster)."""
+        serving, neighbours = self.initial.serving, self.initial.neighbours
+        pairs = [(serving, n, n.distance_km) for n in neighbours]
+        pairs += [(n, serving, n.distance_km) for n in neighbours]
+        for cell in neighbours:
+            others = sorted(
+                ((distance_km(cell, o), o.cell_id, o) for o in neighbours if o is not cell),
+                key=lambda item: item[:2],
+            )
+            pairs += [(cell, other, km) for km, _, other in others[:2]]
+        return [
+            {
+                "episode_id": self.episode_id,
+                "cell_id": cell.cell_id,
+                "neighbour_id": other.cell_id,
+                "distance_km": km,
+                "status": "active",
+            }
+            for cell, other, km in pairs
+        ]
+
+    def _sample_rows(
+        self, owner: str, kpis: dict[str, float], at: dt.datetime
+    ) -> list[dict[str, Any]]:
+        stamp = at.strftime(TIME_FORMAT)
+        return [
+            {
+                "episode_id": self.episode_id,
+                "object_id": owner,
+                "measured_at": stamp,
+                "kpi": name,
+                "value": value,
+            }
+            for name, value in kpis.items()
+        ]
+
+    # --- reads --------------------------------------------------------------------------------
+
+    def _fetch(self, key: str, build: Callable[[], ClauseElement], **params: Any) -> list[Any]:
+        prepared: Prepared = self.db.statement(key, build)
+        return self.db.fetch(prepared, {"episode_id": self.episode_id, **params})
+
+    def cells(self) -> list[CellRow]:
+        """Every cell of the cluster: the serving cell first, then neighbours by distance."""
+        rows = {row[0]: _cell(row) for row in self._fetch("cells", _select("cells", _CELL_COLUMNS))}
+        return [rows[cell_id] for cell_id in self.cell_ids]
+
+    def cell(self, cell_id: str) -> CellRow:
         """The cell with this id, or a ToolError listing the cells of the cluster."""
-        for cell in self.cells:
-            if cell.cell_id == cell_id:
-                return cell
-        known = ", ".join(c.cell_id for c in self.cells)
+        rows = self._fetch("cell", _select("cells", _CELL_COLUMNS, "cell_id"), cell_id=cell_id)
+        if rows:
+            return _cell(rows[0])
         raise ToolError(
             f"unknown cell_id {cell_id!r}: no such cell in cluster {self.cluster_id} "
-            f"(cells: {known})",
+            f"(cells: {', '.join(self.cell_ids)})",
             kind="not_found",
         )
 
-    def slice(self, slice_id: str) -> Slice:
-        if slice_id in self.slices:
-            return self.slices[slice_id]
+    @property
+    def serving(self) -> CellRow:
+        return self.cell(self.serving_id)
+
+    def neighbours_of(self, cell_id: str) -> list[tuple[str, float]]:
+        """(neighbour id, distance in km) of a cell's neighbour relations, nearest first."""
+        rows = self._fetch(
+            "relations",
+            _select("neighbour_relations", ("neighbour_id", "distance_km"), "cell_id"),
+            cell_id=cell_id,
+        )
+        return sorted(rows, key=lambda row: (row[1], row[0]))
+
+    def slices(self) -> list[SliceRow]:
+        columns = ("slice_id", "service_type", *SLICE_PARAMETERS)
+        rows = self._fetch("slices", _select("slices", columns))
+        return sorted(
+            (SliceRow(r[0], r[1], _decode(SLICE_PARAMETERS, r[2:])) for r in rows),
+            key=lambda s: s.slice_id,
+        )
+
+    def slice(self, slice_id: str) -> SliceRow:
+        for network_slice in self.slices():
+            if network_slice.slice_id == slice_id:
+                return network_slice
+        known = ", ".join(s.slice_id for s in self.slices())
         raise ToolError(
-            f"unknown slice_id {slice_id!r}; slices on {self.serving.cell_id}: "
-            f"{', '.join(self.slices)}",
+            f"unknown slice_id {slice_id!r}; slices on {self.serving_id}: {known}",
             kind="not_found",
         )
 
-    def current(self, key: tuple[str, str]) -> Any:
-        """The current value of ``("cell:<id>" | "slice:<id>" | "backhaul:<id>", parameter)``."""
-        kind, _, name = key[0].partition(":")
-        if kind == "cell":
-            cell = self.cell(name)
-            return cell.pci if key[1] == "pci" else cell.config.get(key[1])
-        if kind == "slice":
-            return self.slices[name].policy.get(key[1])
-        return self.backhaul.config.get(key[1])
+    def backhaul(self) -> LinkRow:
+        columns = ("link_id", "site_id", "capacity_mbps", *BACKHAUL_PARAMETERS)
+        row = self._fetch("link", _select("transport_links", columns))[0]
+        return LinkRow(row[0], row[1], row[2], _decode(BACKHAUL_PARAMETERS, row[3:]))
 
-    def record_change(self, key: tuple[str, str], old: Any) -> None:
-        """Remember a parameter's starting value before a tool first changes it."""
-        self.original.setdefault(key, old)
-
-    def baseline_id(self, cell_id: str) -> str:
-        return f"CFG-{cell_id}-BASELINE"
-
-
-def parse_window(window: str) -> dt.timedelta:
-    """``"30m"`` / ``"3h"`` / ``"2d"`` to a timedelta (the tool schemas enforce the pattern)."""
-    match = re.fullmatch(r"([1-9][0-9]{0,2})(m|h|d)", window)
-    if match is None:
-        raise ToolError(f"invalid window {window!r}: use e.g. '30m', '3h' or '1d'", kind="bad_args")
-    amount, unit = int(match.group(1)), match.group(2)
-    delta = {
-        "m": dt.timedelta(minutes=amount),
-        "h": dt.timedelta(hours=amount),
-        "d": dt.timedelta(days=amount),
-    }[unit]
-    if delta > dt.timedelta(days=7):
-        raise ToolError(
-            f"window {window!r} is longer than the 7 days the OSS keeps", kind="bad_args"
+    def baseline(self, config_id: str) -> tuple[str, dict[str, Any]] | None:
+        """(cell id, parameters) of a stored configuration, or None."""
+        columns = ("cell_id", *CELL_PARAMETERS)
+        rows = self._fetch(
+            "baseline", _select("config_baselines", columns, "config_id"), config_id=config_id
         )
-    return delta
+        return (rows[0][0], _decode(CELL_PARAMETERS, rows[0][1:])) if rows else None
 
+    def baseline_ids(self) -> list[str]:
+        rows = self._fetch("baseline_ids", _select("config_baselines", ("config_id",)))
+        return sorted(row[0] for row in rows)
 
-@cache
-def change_schemas() -> dict[str, dict[str, Any]]:
-    tools = default_catalog().tools
-    return {
-        **tools["optimize_cell"].parameters["properties"]["changes"]["properties"],
-        **tools["optimize_slice"].parameters["properties"]["policy"]["properties"],
-    }
+    def baseline_of(self, cell_id: str) -> dict[str, Any]:
+        found = self.baseline(baseline_id(cell_id))
+        assert found is not None, cell_id
+        return found[1]
 
+    def alarms(self, sources: set[str]) -> list[dict[str, Any]]:
+        columns = ("alarm_id", "source", "name", "severity", "raised_at")
+        rows = self._fetch("alarms", _select("alarms", columns))
+        ordered = sorted(rows, key=lambda row: (row[4], row[0]))
+        return [dict(zip(columns, row, strict=True)) for row in ordered if row[1] in sources]
 
-def legal_values(parameter: str) -> tuple[float, ...] | None:
-    """The discrete legal values of a parameter per its tool spec, if it has few of them."""
-    schema = change_schemas().get(parameter)
-    if schema is None:
-        return None
-    if "enum" in schema:
-        return tuple(schema["enum"])
-    step = schema.get("multipleOf")
-    if step:
-        count = round((schema["maximum"] - schema["minimum"]) / step)
-        return tuple(round(schema["minimum"] + i * step, 6) for i in range(count + 1))
-    return None
+    def kpi_history(self, object_id: str) -> History:
+        """The KPI regimes of an object: (measured from, KPI values), oldest first.
 
-
-def _draw_faulty(parameter: str, choices: list[Any], rng: np.random.Generator) -> Any:
-    """Draw a faulty value: a [min, max] range of a continuous parameter, else a choice."""
-    schema = change_schemas().get(parameter, {})
-    numeric = schema.get("type") in ("number", "integer") and "enum" not in schema
-    if numeric and len(choices) == 2 and all(isinstance(c, int | float) for c in choices):
-        low, high = choices
-        if schema["type"] == "integer":
-            return int(rng.integers(low, high + 1))
-        step = schema.get("multipleOf", 0.5)
-        return round(round(float(rng.uniform(low, high)) / step) * step, 6)
-    return choices[int(rng.integers(len(choices)))]
-
-
-def _episode_time(blueprint: Blueprint, rng: np.random.Generator) -> tuple[str, dt.datetime]:
-    prior = blueprint.priors.get("event_phase") or blueprint.priors.get("time_of_day") or {}
-    names = sorted(prior)
-    phase = "shoulder"
-    if names:
-        cumulative = np.cumsum([prior[n] for n in names])
-        phase = names[int(np.searchsorted(cumulative, rng.random() * cumulative[-1], "right"))]
-    low, high = _HOURS.get(phase, (10, 16))
-    start = dt.datetime(2026, 1, 1, tzinfo=dt.UTC) + dt.timedelta(days=int(rng.integers(0, 365)))
-    now = start.replace(hour=int(rng.integers(low, high + 1)), minute=5 * int(rng.integers(0, 12)))
-    return phase, now
-
-
-def _traffic(blueprint: Blueprint) -> str:
-    mix = blueprint.priors.get("traffic_mix", {"eMBB": 1.0})
-    return max(sorted(mix), key=lambda k: mix[k])
-
-
-def _new_cell(
-    prefix: str,
-    number: int,
-    site: str,
-    area: str,
-    role: str,
-    tech: str,
-    pci: int,
-    azimuth: int,
-    distance: float,
-    load: float,
-    kpi_seed: int,
-) -> Cell:
-    return Cell(
-        cell_id=f"{prefix}-{number}",
-        site_id=site,
-        tech=tech,
-        role=role,
-        area=area,
-        band=_BAND[role],
-        pci=pci,
-        azimuth_deg=azimuth,
-        distance_km=round(distance, 2),
-        config={**PROFILE[role]},
-        load=round(load, 2),
-        kpi_seed=kpi_seed,
-    )
-
-
-def _neighbours(
-    serving: Cell, prefix: str, used: set[int], sampled: dict[str, float], rng: np.random.Generator
-) -> list[Cell]:
-    count = int(rng.integers(4, 8))
-    low, high = _NEIGHBOUR_KM[serving.area]
-    mean_km = sampled.get("neighbor_distance_km") or sampled.get("intersite_distance_km")
-    if mean_km:
-        low, high = mean_km * 0.7, mean_km * 1.3
-    loads = rng.uniform(0.25, 0.7, count)
-    if "neighbor_avg_PRB_util" in sampled:
-        loads = np.clip(loads - loads.mean() + sampled["neighbor_avg_PRB_util"], 0.05, 0.99)
-    own = int(serving.cell_id.rsplit("-", 1)[1])
-    numbers = _distinct(rng, 100, 1000, count, {own})
-    pcis = _distinct(rng, 0, 1008, count, used)
-    used.update(pcis)
-    azimuths = rng.integers(0, 360, count)
-    distances = rng.uniform(low, high, count)
-    seeds = rng.integers(2**32, size=count)
-    cells = [
-        _new_cell(
-            prefix,
-            number,
-            f"S{number:04d}",
-            serving.area,
-            serving.role,
-            serving.tech,
-            pcis[i],
-            int(azimuths[i]),
-            float(distances[i]),
-            float(loads[i]),
-            int(seeds[i]),
+        A neighbour's counters are collected on the first request (seeded by the cell).
+        """
+        rows = self._fetch(
+            "samples",
+            _select("kpi_samples", ("measured_at", "kpi", "value"), "object_id", order=True),
+            object_id=object_id,
         )
-        for i, number in enumerate(numbers)
-    ]
-    cells.sort(key=lambda c: c.distance_km)
-    return cells
+        if not rows and object_id in self.cell_ids:
+            cell = self.cell(object_id)
+            kpis = derived_kpis(cell.load, cell.area, cell.role, cell.kpi_seed)
+            with self.db.change():
+                self.db.insert(
+                    "kpi_samples", self._sample_rows(object_id, kpis, self.collection_start)
+                )
+            return [(self.collection_start, kpis)]
+        return _regimes(rows)
 
+    def kpi_histories(self) -> dict[str, History]:
+        """The KPI regimes of every object measured so far, in one query."""
+        columns = ("object_id", "measured_at", "kpi", "value")
+        grouped: dict[str, list[tuple[str, str, float]]] = {}
+        rows = self._fetch("all_samples", _select("kpi_samples", columns, order=True))
+        for object_id, *sample in rows:
+            grouped.setdefault(object_id, []).append(tuple(sample))  # type: ignore[arg-type]
+        return {object_id: _regimes(rows) for object_id, rows in grouped.items()}
 
-def _distinct(
-    rng: np.random.Generator, low: int, high: int, count: int, exclude: set[int]
-) -> list[int]:
-    """``count`` distinct integers in ``[low, high)`` outside ``exclude`` (one vector draw)."""
-    chosen: list[int] = []
-    while len(chosen) < count:
-        for value in rng.integers(low, high, count + 4).tolist():
-            if value not in exclude and value not in chosen:
-                chosen.append(value)
-    return chosen[:count]
+    def kpis(self, object_id: str) -> dict[str, float]:
+        """The current KPI values of a cell, slice or link (the latest sample of each KPI)."""
+        return latest(self.kpi_history(object_id))
 
+    def configuration(self, cells: list[CellRow] | None = None) -> dict[ConfigKey, Any]:
+        """Every configurable value now, keyed like ``InitialNetwork.configuration``."""
+        values: dict[ConfigKey, Any] = {}
+        for cell in cells if cells is not None else self.cells():
+            owner = f"cell:{cell.cell_id}"
+            values[(owner, "pci")] = cell.pci
+            values[(owner, "azimuth_deg")] = cell.azimuth_deg
+            values.update(((owner, n), v) for n, v in cell.config.items())
+        for network_slice in self.slices():
+            owner = f"slice:{network_slice.slice_id}"
+            values.update(((owner, n), v) for n, v in network_slice.policy.items())
+        link = self.backhaul()
+        values.update(((f"backhaul:{link.link_id}", n), v) for n, v in link.config.items())
+        return values
 
-def free_pci(state: NetworkState) -> int:
-    """Lowest PCI unused in the cluster, outside the mod-3 group of the two nearest neighbours."""
-    used = {cell.pci for cell in state.cells}
-    avoid = {cell.pci % 3 for cell in state.neighbours[:2]}
-    candidates = [p for p in range(1008) if p not in used]
-    preferred = [p for p in candidates if p % 3 not in avoid]
-    return (preferred or candidates)[0]
+    def diff(self, now: dict[ConfigKey, Any] | None = None) -> list[tuple[ConfigKey, Any, Any]]:
+        """(key, value at the start, value now) of every configuration value that changed.
 
+        ``now`` is the current configuration when the caller has just read it.
+        """
+        now = now if now is not None else self.configuration()
+        return [(key, before, now[key]) for key, before in self.start.items() if now[key] != before]
 
-def _apply_fault(
-    state: NetworkState,
-    intent: Intent,
-    blueprint: Blueprint,
-    sampled: dict[str, float],
-    rng: np.random.Generator,
-) -> None:
-    fault = intent.fault
-    if fault.target == "config":
-        _drift_configuration(state, int(sampled.get("mismatch_count", 3)), rng)
-        return
-    for name, parameter in fault.parameters.items():
-        choices = blueprint.fault.get(name, parameter.faulty)
-        if name == "operational_state":
-            state.serving.operational_state = choices[int(rng.integers(len(choices)))]
-        elif name == "pci":
-            _inject_pci_conflict(state, sampled)
-        elif choices is None:
-            continue  # the blueprint's sampled read-out already set the faulty value
-        elif fault.target == "slice":
-            state.slices[state.fault_slice_id].policy[name] = _draw_faulty(name, choices, rng)
-        elif fault.target == "backhaul":
-            state.backhaul.config[name] = _draw_faulty(name, choices, rng)
-        else:
-            state.serving.config[name] = _draw_faulty(name, choices, rng)
+    def tickets(self) -> list[dict[str, Any]]:
+        columns = ("ticket_id", "status", "severity", "team", "cell_id", "summary", "created_at")
+        rows = self._fetch("tickets", _select("tickets", columns))
+        return [dict(zip(columns, row, strict=True)) for row in sorted(rows)]
 
-
-def _inject_pci_conflict(state: NetworkState, sampled: dict[str, float]) -> None:
-    """Collision: the nearest neighbour reuses the serving PCI. Confusion: two others share one."""
-    neighbours = state.neighbours
-    neighbours[0].pci = state.serving.pci
-    if len(neighbours) >= 3:
-        shared = int(sampled.get("pci_neighbor", neighbours[1].pci))
-        neighbours[1].pci = neighbours[2].pci = shared
-
-
-def _drift_configuration(state: NetworkState, count: int, rng: np.random.Generator) -> None:
-    schemas = change_schemas()
-    config = state.serving.config
-    for name in rng.choice(_DRIFTABLE, size=min(count, len(_DRIFTABLE)), replace=False):
-        name = str(name)
-        legal = legal_values(name)
-        if legal:
-            options = [v for v in legal if v != config[name]]
-            config[name] = options[int(rng.integers(len(options)))]
-        else:
-            schema = schemas[name]
-            shift = float(rng.uniform(0.15, 0.4)) * (schema["maximum"] - schema["minimum"])
-            value = config[name] + (shift if rng.random() < 0.5 else -shift)
-            value = min(max(value, schema["minimum"]), schema["maximum"])
-            if value == config[name]:
-                value = schema["minimum"] if value == schema["maximum"] else schema["maximum"]
-            config[name] = round(value) if schema["type"] == "integer" else round(value, 1)
-
-
-def _alarms(
-    state: NetworkState, intent: Intent, blueprint: Blueprint, rng: np.random.Generator
-) -> list[Alarm]:
-    alarms: list[Alarm] = []
-    span = parse_window(blueprint.context.time_window).total_seconds() / 60
-
-    def raised() -> str:
-        minutes = int(rng.integers(5, max(6, int(span))))
-        return (state.now - dt.timedelta(minutes=minutes)).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-    if blueprint.context.alarm:
-        source = (
-            state.backhaul.link_id if intent.fault.target == "backhaul" else state.serving.cell_id
+    def change_log(self) -> list[dict[str, Any]]:
+        columns = (
+            "change_id",
+            "parameter",
+            "step",
+            "tool",
+            "object_type",
+            "object_id",
+            "old_value",
+            "new_value",
+            "reason",
+            "changed_at",
         )
-        severity = intent.resolution.ticket.severity if intent.resolution.ticket else "major"
-        alarms.append(
-            Alarm(
-                f"ALM-{int(rng.integers(100000, 999999))}",
-                source,
-                intent.fault.alarm,
-                severity,
-                raised(),
+        rows = self._fetch("change_log", _select("change_log", columns))
+        entries = [dict(zip(columns, row, strict=True)) for row in sorted(rows)]
+        for entry in entries:
+            entry["old_value"] = json.loads(entry["old_value"])
+            entry["new_value"] = json.loads(entry["new_value"])
+        return entries
+
+    def _count(self, table: str, column: str) -> int:
+        def build() -> ClauseElement:
+            t = _table(table)
+            return select(func.count(t.c[column].distinct())).where(
+                t.c.episode_id == bindparam("episode_id")
             )
-        )
-    if rng.random() < 0.35:  # unrelated housekeeping noise on a neighbour's site
-        neighbour = state.neighbours[int(rng.integers(len(state.neighbours)))]
-        name = _UNRELATED_ALARMS[int(rng.integers(len(_UNRELATED_ALARMS)))]
-        alarms.append(
-            Alarm(
-                f"ALM-{int(rng.integers(100000, 999999))}",
-                neighbour.site_id,
-                name,
-                "minor",
-                raised(),
-            )
-        )
-    return alarms
 
+        return int(self._fetch(f"count:{table}", build)[0][0])
 
-def _slices(serving: Cell, sampled: dict[str, float], fault_type: str) -> dict[str, Slice]:
-    slice_kpis = {n: v for n, v in sampled.items() if kpi_catalogue().kpis[n].family == "slice"}
-    slices = {}
-    for service, policy in _SLICE_POLICY.items():
-        slice_id = f"SL-{service.upper()}-01"
-        kpis = (
-            slice_kpis
-            if service == fault_type
-            else {"slice_utilization": 40.0, "admission_denial_rate": 0.2}
-        )
-        policy = dict(policy)
-        if service == fault_type:
-            for kpi, key in KPI_TO_SLICE_POLICY.items():
-                if kpi in sampled:
-                    policy[key] = round(sampled[kpi])
-        slices[slice_id] = Slice(slice_id, service, policy, dict(kpis))
-    return slices
+    # --- changes ------------------------------------------------------------------------------
 
+    def apply(
+        self, tool: str, step: int, reason: str, targets: list[tuple[str, str, list[Change]]]
+    ) -> str:
+        """Set ``(parameter, old, new)`` changes on objects and log them, all or nothing.
 
-def build_network(
-    intent: Intent,
-    blueprint: Blueprint,
-    sampled: dict[str, float],
-    background: dict[str, float],
-    rng: np.random.Generator,
-) -> NetworkState:
-    """Build the episode's network from its sampled KPIs; the intent's fault is injected."""
-    context = blueprint.context
-    _, now = _episode_time(blueprint, rng)
-    prefix = f"{context.tech}-{AREA_CODE[context.area]}-{context.cell_role.upper()}"
-    number = int(rng.integers(100, 1000))
-    pci = int(sampled.get("pci_self", rng.integers(0, 1008)))
-    load = next(
-        (sampled[k] for k in ("PRB_util", "prb_util") if k in sampled),
-        background.get("PRB_util", 0.4),
-    )
-    serving = _new_cell(
-        prefix,
-        number,
-        f"S{number:04d}",
-        context.area,
-        context.cell_role,
-        context.tech,
-        pci,
-        int(rng.integers(0, 360)),
-        0.0,
-        load,
-        0,
-    )
-    for kpi, parameter in KPI_TO_CELL_PARAMETER.items():
-        if kpi in sampled and parameter != "pci":
-            serving.config[parameter] = sampled[kpi]
-    serving.measured = {**background, **sampled}
-    if "availability" in sampled and sampled["availability"] < 10:
-        serving.operational_state = "DOWN"
-    neighbours = _neighbours(serving, prefix, {pci}, sampled, rng)
-    fault_type = "URLLC" if _traffic(blueprint) == "URLLC" else "eMBB"
-    family = {n: kpi_catalogue().kpis[n].family for n in sampled}
-    link_kpis = {n: v for n, v in sampled.items() if family[n] == "backhaul"} or {
-        "bh_util": 35.0,
-        "bh_latency_ms": 4.0,
-        "bh_packet_loss": 0.0,
-    }
-    capacity = _BACKHAUL_MBPS[context.cell_role]
-    backhaul = BackhaulLink(
-        f"BH-{serving.site_id}",
-        serving.site_id,
-        capacity,
-        {"bh_rt_queue_weight_pct": 40, "bh_shaper_mbps": capacity},
-        link_kpis,
-    )
-    state = NetworkState(
-        cluster_id=f"CL-{AREA_CODE[context.area]}-{int(rng.integers(1, 100)):03d}",
-        serving=serving,
-        neighbours=neighbours,
-        slices=_slices(serving, sampled, fault_type),
-        backhaul=backhaul,
-        alarms=[],
-        baselines={},
-        kpi_bounds={n: (c.min, c.max) for n, c in blueprint.constraints.items()},
-        now=now,
-        window=context.time_window,
-        fault_slice_id=f"SL-{fault_type.upper()}-01",
-    )
-    # The approved baseline is the configuration before any drift: only CONFIG_MISMATCH differs.
-    for cell in state.cells:
-        state.baselines[state.baseline_id(cell.cell_id)] = (cell.cell_id, dict(cell.config))
-    _apply_fault(state, intent, blueprint, sampled, rng)
-    if intent.fault.target != "config":
-        state.baselines[state.baseline_id(serving.cell_id)] = (
-            serving.cell_id,
-            dict(serving.config),
-        )
-    state.alarms = _alarms(state, intent, blueprint, rng)
-    state.intent, state.sampled, state.fix = intent, dict(sampled), gold_fix(state, intent)
-    _, baseline = state.baselines[state.baseline_id(serving.cell_id)]
-    state.start_drift = sum(serving.config.get(n) != v for n, v in baseline.items())
-    state.regimes = [(dt.datetime(1970, 1, 1, tzinfo=dt.UTC), dict(serving.kpis))]
-    return state
+        ``targets`` holds ``(object type, object id, changes)`` with object type ``cell``,
+        ``slice`` or ``backhaul``. Parameter names must be columns of the object's table; a
+        value the schema's CHECK constraints refuse raises a ToolError and changes nothing.
+        Returns the change id.
+        """
+        change_id = f"CHG-{self.now:%Y%m%d}-{self._count('change_log', 'change_id') + 1:04d}"
+        stamp = self.now.strftime(TIME_FORMAT)
+        log = []
+        try:
+            with self.db.change():
+                for object_type, object_id, changes in targets:
+                    self._update(object_type, object_id, {n: new for n, _, new in changes})
+                    log += [
+                        {
+                            "episode_id": self.episode_id,
+                            "change_id": change_id,
+                            "parameter": name,
+                            "step": step,
+                            "tool": tool,
+                            "object_type": object_type,
+                            "object_id": object_id,
+                            "old_value": json.dumps(old),
+                            "new_value": json.dumps(new),
+                            "reason": reason,
+                            "changed_at": stamp,
+                        }
+                        for name, old, new in changes
+                    ]
+                self.db.insert("change_log", log)
+        except self.db.integrity_error as exc:
+            raise ToolError(
+                f"the network refused the change: {exc} (nothing was changed)", kind="rejected"
+            ) from None
+        return change_id
 
+    def _update(self, object_type: str, object_id: str, values: dict[str, Any]) -> None:
+        table, key = _OBJECT_TABLES[object_type]
+        columns = _table(table).c
+        unknown = sorted(n for n in values if n not in columns or n in ("episode_id", key))
+        if unknown:
+            raise ToolError(f"a {object_type} has no parameter(s) {unknown}", kind="bad_args")
+        # One statement per column: a statement per combination of columns would be compiled
+        # anew for every new combination an agent tries.
+        for name, value in values.items():
 
-def gold_fix(state: NetworkState, intent: Intent) -> dict[str, Any]:
-    """The corrective values of the intent's fault for this episode (``"{fix}"`` in gold chains)."""
-    fix: dict[str, Any] = {}
-    for name, parameter in intent.fault.parameters.items():
-        if name == "operational_state":
-            continue
-        fix[name] = free_pci(state) if parameter.healthy == "$free_pci" else parameter.healthy
-    return fix
+            def build(name: str = name) -> ClauseElement:
+                t = _table(table)
+                return (
+                    update(t)
+                    .where(t.c.episode_id == bindparam("episode_id"), t.c[key] == bindparam("key"))
+                    .values({name: bindparam("value")})
+                )
+
+            prepared = self.db.statement(f"update:{table}:{name}", build)
+            params = {"episode_id": self.episode_id, "key": object_id, "value": value}
+            if self.db.execute(prepared, params) != 1:
+                raise ToolError(f"unknown {object_type} {object_id!r}", kind="not_found")
+
+    def add_ticket(
+        self, summary: str, severity: str, team: str, cell_id: str, step: int
+    ) -> dict[str, Any]:
+        ticket = {
+            "ticket_id": f"TT-{self.now:%Y%m%d}-{self._count('tickets', 'ticket_id') + 1:04d}",
+            "status": "open",
+            "severity": severity,
+            "team": team,
+            "cell_id": cell_id,
+            "summary": summary,
+            "created_at": self.now.strftime(TIME_FORMAT),
+            "step": step,
+        }
+        with self.db.change():
+            self.db.insert("tickets", [{"episode_id": self.episode_id, **ticket}])
+        return ticket
+
+    def record_kpis(self, samples: dict[str, dict[str, float]], at: dt.datetime) -> None:
+        """New KPI samples per object id, measured from ``at`` (a new regime)."""
+        rows = [
+            row for owner, kpis in samples.items() for row in self._sample_rows(owner, kpis, at)
+        ]
+        with self.db.change():
+            self.db.insert("kpi_samples", rows)
+
+    def set_load(self, cell_id: str, load: float) -> None:
+        with self.db.change():
+            self._update("cell", cell_id, {"prb_util": load})

@@ -3,7 +3,9 @@
 Each function receives a :class:`ToolContext` (the episode's network, a generator seeded by the
 call itself, so that the same call returns the same data) and the validated arguments, and returns
 a JSON-ready dict. A call the network refuses raises :class:`~telcoenv.errors.ToolError`.
-Write tools change the :class:`~telcoenv.domains.network.state.NetworkState` and log the change.
+Reads are queries over the episode's network database (:class:`~telcoenv.domains.network.state.
+NetworkState`); write tools change its configuration rows, append to its change log and let the
+causal model recompute the KPIs.
 """
 
 from __future__ import annotations
@@ -18,20 +20,15 @@ import numpy as np
 
 from telcoenv.domains.network.dynamics import recompute
 from telcoenv.domains.network.kpis import kpi_band, kpi_catalogue, series_batch
-from telcoenv.domains.network.state import (
-    PROFILE,
-    Cell,
-    NetworkState,
-    free_pci,
-    parse_window,
-)
+from telcoenv.domains.network.parameters import BACKHAUL_PARAMETERS, PROFILE, parse_window
+from telcoenv.domains.network.state import TIME_FORMAT, CellRow, NetworkState, latest
+from telcoenv.domains.network.topology import baseline_id, free_pci
 from telcoenv.errors import ToolError
 
 ToolFunction = Callable[..., dict[str, Any]]
 IMPLEMENTATIONS: dict[str, ToolFunction] = {}
 
-_BACKHAUL_PARAMETERS = ("bh_rt_queue_weight_pct", "bh_shaper_mbps")
-_TIME = "%Y-%m-%dT%H:%M:%SZ"
+_TIME = TIME_FORMAT
 
 
 class ToolContext:
@@ -74,7 +71,7 @@ def _kpi_table(kpis: dict[str, float]) -> dict[str, dict[str, Any]]:
     return {name: _quoted(name, value) for name, value in kpis.items()}
 
 
-def _cell_summary(state: NetworkState, cell: Cell) -> dict[str, Any]:
+def _cell_summary(state: NetworkState, cell: CellRow) -> dict[str, Any]:
     return {
         "cell_id": cell.cell_id,
         "site_id": cell.site_id,
@@ -93,33 +90,25 @@ def _window_bounds(state: NetworkState, window: str) -> tuple[dt.datetime, dt.da
     return state.now - parse_window(window), state.now
 
 
-def _config_drift(state: NetworkState, cell: Cell) -> list[str]:
-    _, baseline = state.baselines[state.baseline_id(cell.cell_id)]
+def _config_drift(state: NetworkState, cell: CellRow) -> list[str]:
+    baseline = state.baseline_of(cell.cell_id)
     return sorted(name for name, value in baseline.items() if cell.config.get(name) != value)
 
 
-def _alarms_for(state: NetworkState, cell: Cell) -> list[dict[str, Any]]:
+def _alarms_for(state: NetworkState, cell: CellRow) -> list[dict[str, Any]]:
     sources = {cell.cell_id, cell.site_id}
-    if cell is state.serving:
-        sources.add(state.backhaul.link_id)
-    return [alarm.to_dict() for alarm in state.alarms if alarm.source in sources]
+    if cell.serving:
+        sources.add(state.link_id)
+    return state.alarms(sources)
 
 
-def _log_change(
-    ctx: ToolContext, tool_name: str, target: str, changes: list[dict[str, Any]], reason: str | None
-) -> str:
-    change_id = f"CHG-{ctx.state.now:%Y%m%d}-{len(ctx.state.change_log) + 1:04d}"
-    ctx.state.change_log.append(
-        {
-            "change_id": change_id,
-            "step": ctx.step,
-            "tool": tool_name,
-            "target": target,
-            "changes": changes,
-            "reason": reason or "",
-        }
-    )
-    return change_id
+def _check_area(state: NetworkState, area: str) -> None:
+    if area not in (state.cluster_id, *state.cell_ids):
+        raise ToolError(
+            f"unknown area {area!r}: use the cluster id {state.cluster_id} or a cell "
+            "id of the cluster",
+            kind="not_found",
+        )
 
 
 # --- core read tools -----------------------------------------------------------------------------
@@ -130,31 +119,33 @@ def oss_query(ctx: ToolContext, cell_id: str, window: str) -> dict[str, Any]:
     state = ctx.state
     cell = state.cell(cell_id)
     start, end = _window_bounds(state, window)
+    # The serving cell's record shows its slices and link too: all their samples in one query.
+    measured = {k: latest(v) for k, v in state.kpi_histories().items()} if cell.serving else {}
     record: dict[str, Any] = {
         "cell": _cell_summary(state, cell),
         "window": {"start": start.strftime(_TIME), "end": end.strftime(_TIME), "length": window},
-        "kpis": _kpi_table(cell.kpis),
+        "kpis": _kpi_table(measured.get(cell.cell_id) or state.kpis(cell.cell_id)),
         "configuration": dict(cell.config),
-        "baseline_config_id": state.baseline_id(cell.cell_id),
+        "baseline_config_id": baseline_id(cell.cell_id),
         "config_audit": {"parameters_off_baseline": _config_drift(state, cell)},
         "active_alarms": _alarms_for(state, cell),
     }
-    if cell is state.serving:
+    if cell.serving:
         record["slices"] = [
             {
                 "slice_id": s.slice_id,
                 "service_type": s.service_type,
-                "policy": dict(s.policy),
-                "kpis": _kpi_table(s.kpis),
+                "policy": s.policy,
+                "kpis": _kpi_table(measured.get(s.slice_id, {})),
             }
-            for s in state.slices.values()
+            for s in state.slices()
         ]
-        link = state.backhaul
+        link = state.backhaul()
         record["backhaul"] = {
             "link_id": link.link_id,
             "capacity_mbps": link.capacity_mbps,
-            "configuration": dict(link.config),
-            "kpis": _kpi_table(link.kpis),
+            "configuration": link.config,
+            "kpis": _kpi_table(measured.get(link.link_id, {})),
         }
     return record
 
@@ -172,11 +163,11 @@ def _granularity(window: str, requested: str | None) -> dt.timedelta:
     return dt.timedelta(minutes=15) if length <= dt.timedelta(hours=12) else dt.timedelta(hours=1)
 
 
-def _family_kpis(state: NetworkState, cell: Cell, family: str) -> dict[str, float]:
+def _family_kpis(
+    state: NetworkState, cell: CellRow, pools: list[dict[str, float]], family: str
+) -> dict[str, float]:
+    """The KPIs of one family, from the first pool that has each (the cell's own first)."""
     catalogue = kpi_catalogue()
-    pools = [cell.kpis]
-    if cell is state.serving:
-        pools += [state.backhaul.kpis, *(s.kpis for s in state.slices.values())]
     found: dict[str, float] = {}
     for pool in pools:
         for name, value in pool.items():
@@ -206,25 +197,31 @@ def kpi_timeseries(
         f"{s}Z"
         for s in np.datetime_as_string(first + np.arange(points) * np.timedelta64(step), unit="s")
     ]
-    values = _family_kpis(state, cell, kpi)
+    if cell.serving:  # the serving cell's series include its link's and slices' counters
+        histories = state.kpi_histories()
+        history = histories[cell_id]
+        owners = (state.link_id, *sorted(state.initial.slices))
+        pools = [latest(history), *(latest(histories.get(owner, [])) for owner in owners)]
+    else:
+        history = state.kpi_history(cell_id)
+        pools = [latest(history)]
+    values = _family_kpis(state, cell, pools, kpi)
     if not values:
         raise ToolError(f"no {kpi} counters are collected for {cell_id}", kind="not_found")
     catalogue = kpi_catalogue()
     names = list(values)
     digits = [catalogue.digits(n) for n in names]
     parts: list[list[np.ndarray]] = []
-    for regime, count in _regime_segments(state, cell, start, step, points):
-        # The first regime is the blueprint sample (its ranges bound the series); later ones
-        # are the KPIs the causal model computed after a change.
+    for index, count in _regime_segments(history, start, step, points):
+        # The serving cell's first regime is the blueprint sample (its ranges bound the
+        # series); later ones are the KPIs the causal model computed after a change.
+        regime = history[index][1]
+        bounded = cell.serving and index == 0
         regime_values = [regime.get(n, values[n]) for n in names]
-        bands = (
-            [
-                kpi_band(v, state.kpi_bounds.get(n) if regime is state.regimes[0][1] else None)
-                for n, v in zip(names, regime_values, strict=True)
-            ]
-            if regime
-            else [kpi_band(values[n], None) for n in names]
-        )
+        bands = [
+            kpi_band(v, state.kpi_bounds.get(n) if bounded else None)
+            for n, v in zip(names, regime_values, strict=True)
+        ]
         parts.append(series_batch(regime_values, bands, digits, count, ctx.rng))
     raws = [np.concatenate([part[i] for part in parts]) for i in range(len(names))]
     result: dict[str, Any] = {}
@@ -252,24 +249,20 @@ def kpi_timeseries(
 
 
 def _regime_segments(
-    state: NetworkState, cell: Cell, start: dt.datetime, step: dt.timedelta, points: int
-) -> list[tuple[dict[str, float], int]]:
-    """(KPIs in force, number of points) for consecutive stretches of a series window.
-
-    Only the serving cell's KPIs change regime (after a change); other cells have one regime.
-    """
-    if cell is not state.serving or not state.regimes:
-        return [({}, points)]
-    starts = [begin for begin, _ in state.regimes]
-    segments: list[tuple[dict[str, float], int]] = []
+    history: list[tuple[dt.datetime, dict[str, float]]],
+    start: dt.datetime,
+    step: dt.timedelta,
+    points: int,
+) -> list[tuple[int, int]]:
+    """(index of the KPI regime in force, number of points) for consecutive stretches."""
+    starts = [begin for begin, _ in history]
+    segments: list[tuple[int, int]] = []
     for i in range(points):
-        moment = start + step * (i + 1)
-        index = max(0, bisect.bisect_right(starts, moment) - 1)
-        regime = state.regimes[index][1]
-        if segments and segments[-1][0] is regime:
-            segments[-1] = (regime, segments[-1][1] + 1)
+        index = max(0, bisect.bisect_right(starts, start + step * (i + 1)) - 1)
+        if segments and segments[-1][0] == index:
+            segments[-1] = (index, segments[-1][1] + 1)
         else:
-            segments.append((regime, 1))
+            segments.append((index, 1))
     return segments
 
 
@@ -298,14 +291,9 @@ def coverage_map(ctx: ToolContext, area: str, resolution: str) -> dict[str, Any]
     beam steering offset.
     """
     state = ctx.state
-    if area not in (state.cluster_id, *(c.cell_id for c in state.cells)):
-        raise ToolError(
-            f"unknown area {area!r}: use the cluster id {state.cluster_id} or a cell "
-            "id of the cluster",
-            kind="not_found",
-        )
+    _check_area(state, area)
     serving, rng, size = state.serving, ctx.rng, 8
-    kpis = serving.kpis
+    kpis = state.kpis(serving.cell_id)
     bins = size * size
     weak = np.zeros(bins, dtype=bool)
     weak[rng.permutation(bins)[: round(kpis.get("coverage_gap_ratio", 2.0) / 100 * bins)]] = True
@@ -319,7 +307,7 @@ def coverage_map(ctx: ToolContext, area: str, resolution: str) -> dict[str, Any]
         ),
     )
     overlap = 1 + (rng.random(bins) < overlap_share) * rng.integers(2, 5, bins)
-    servers = [serving.cell_id, *(c.cell_id for c in state.neighbours[:3])]
+    servers = state.cell_ids[:4]  # the serving cell and its three nearest neighbours
     best = np.where(rng.random(bins) > 0.25, 0, rng.integers(1, len(servers), bins))
     rsrp, sinr = np.round(rsrp, 1), np.round(sinr, 1)
     median_rsrp = _median(rsrp)
@@ -355,21 +343,21 @@ def coverage_map(ctx: ToolContext, area: str, resolution: str) -> dict[str, Any]
     }
 
 
-def _pci_findings(state: NetworkState, cell: Cell) -> list[dict[str, Any]]:
+def _pci_findings(cell: CellRow, others: list[CellRow]) -> list[dict[str, Any]]:
+    """PCI collisions, confusions and mod-3 clashes; ``others`` are sorted nearest first."""
     findings: list[dict[str, Any]] = []
-    neighbours = [c for c in state.cells if c is not cell]
-    for other in neighbours:
+    for other in others:
         if other.pci == cell.pci:
             findings.append(
                 {"type": "pci_collision", "pci": cell.pci, "cells": [cell.cell_id, other.cell_id]}
             )
     by_pci: dict[int, list[str]] = {}
-    for other in neighbours:
+    for other in others:
         by_pci.setdefault(other.pci, []).append(other.cell_id)
     for pci, cells in sorted(by_pci.items()):
         if len(cells) > 1:
             findings.append({"type": "pci_confusion", "pci": pci, "cells": sorted(cells)})
-    for other in sorted(neighbours, key=lambda c: c.distance_km)[:2]:
+    for other in others[:2]:
         if other.pci != cell.pci and other.pci % 3 == cell.pci % 3:
             findings.append(
                 {
@@ -381,27 +369,35 @@ def _pci_findings(state: NetworkState, cell: Cell) -> list[dict[str, Any]]:
     return findings
 
 
+def _surroundings(state: NetworkState, cell_id: str) -> tuple[CellRow, list[tuple[CellRow, float]]]:
+    """A cell and its related cells with their distances, nearest first."""
+    cells = {c.cell_id: c for c in state.cells()}
+    if cell_id not in cells:
+        state.cell(cell_id)  # raises the not-found error
+    related = [(cells[other], km) for other, km in state.neighbours_of(cell_id)]
+    return cells[cell_id], related
+
+
 @tool
 def neighbor_audit(ctx: ToolContext, cell_id: str) -> dict[str, Any]:
     state, rng = ctx.state, ctx.rng
-    cell = state.cell(cell_id)
-    others = [c for c in state.cells if c is not cell]
-    weights = np.array([1 / max(c.distance_km, 0.05) for c in others])
+    cell, related = _surroundings(state, cell_id)
+    others = [other for other, _ in related]
+    weights = np.array([1 / max(km, 0.05) for _, km in related])
     weights /= weights.sum()
-    kpis = cell.kpis
+    kpis = state.kpis(cell_id)
     attempts_5min = kpis.get("ho_attempts_per_5min", 30.0)
     success = kpis.get("HO_success", 0.985)
-    collided = {c.cell_id for c in others if c.pci == cell.pci}
     rows = []
-    for other, weight in zip(others, weights, strict=True):
+    for (other, km), weight in zip(related, weights, strict=True):
         attempts = max(1, round(attempts_5min * 12 * weight))
-        pair_success = success * (0.85 if other.cell_id in collided else 1.0)
+        pair_success = success * (0.85 if other.pci == cell.pci else 1.0)
         pair_success = min(1.0, pair_success * float(rng.uniform(0.99, 1.01)))
         rows.append(
             {
                 "cell_id": other.cell_id,
                 "pci": other.pci,
-                "distance_km": other.distance_km,
+                "distance_km": km,
                 "prb_util_pct": round(other.load * 100),
                 "ho_attempts_per_hour": attempts,
                 "ho_success_pct": round(100 * pair_success, 1),
@@ -414,7 +410,7 @@ def neighbor_audit(ctx: ToolContext, cell_id: str) -> dict[str, Any]:
         "cell_id": cell_id,
         "pci": cell.pci,
         "neighbours": rows,
-        "findings": _pci_findings(state, cell),
+        "findings": _pci_findings(cell, others),
         "load": {
             "serving_prb_util_pct": round(own_load * 100),
             "neighbour_avg_prb_util_pct": round(avg * 100),
@@ -428,7 +424,8 @@ def recommend_param_change(
     ctx: ToolContext, cell_id: str, objective: str | None = None
 ) -> dict[str, Any]:
     state = ctx.state
-    cell = state.cell(cell_id)
+    cell, related = _surroundings(state, cell_id)
+    others = [other for other, _ in related]
     profile = PROFILE[cell.role]
     recommendations = [
         {
@@ -440,20 +437,23 @@ def recommend_param_change(
         for name, value in profile.items()
         if cell.config.get(name) != value
     ]
-    if any(f["type"] == "pci_collision" for f in _pci_findings(state, cell)):
+    if any(other.pci == cell.pci for other in others):
         recommendations.append(
             {
                 "parameter": "pci",
                 "current": cell.pci,
-                "recommended": free_pci(state),
+                "recommended": free_pci(
+                    [cell.pci, *(o.pci for o in others)], [o.pci for o in others]
+                ),
                 "rationale": "PCI shared with a neighbour",
             }
         )
-    if cell is state.serving and state.backhaul.config["bh_rt_queue_weight_pct"] < 40:
+    link = state.backhaul() if cell.serving else None
+    if link is not None and link.config["bh_rt_queue_weight_pct"] < 40:
         recommendations.append(
             {
                 "parameter": "bh_rt_queue_weight_pct",
-                "current": state.backhaul.config["bh_rt_queue_weight_pct"],
+                "current": link.config["bh_rt_queue_weight_pct"],
                 "recommended": 40,
                 "rationale": "real-time queue under-weighted",
             }
@@ -475,28 +475,25 @@ def optimize_cell(
 ) -> dict[str, Any]:
     state = ctx.state
     cell = state.cell(cell_id)
-    backhaul = [p for p in changes if p in _BACKHAUL_PARAMETERS]
-    if backhaul and cell is not state.serving:
+    backhaul = [p for p in changes if p in BACKHAUL_PARAMETERS]
+    if backhaul and not cell.serving:
         raise ToolError(
             f"backhaul parameters {backhaul} can only be set on the cell whose site "
-            f"link is managed here ({state.serving.cell_id})",
+            f"link is managed here ({state.serving_id})",
             kind="rejected",
         )
-    applied = []
-    for name, value in changes.items():
-        if name in _BACKHAUL_PARAMETERS:
-            old = state.backhaul.config[name]
-            state.record_change((f"backhaul:{state.backhaul.link_id}", name), old)
-            state.backhaul.config[name] = value
-        elif name == "pci":
-            old, cell.pci = cell.pci, value
-            state.record_change((f"cell:{cell_id}", name), old)
-        else:
-            old = cell.config[name]
-            state.record_change((f"cell:{cell_id}", name), old)
-            cell.config[name] = value
-        applied.append({"parameter": name, "old": old, "new": value})
-    change_id = _log_change(ctx, "optimize_cell", cell_id, applied, reason)
+    link = state.backhaul().config if backhaul else {}
+    current = {**cell.config, "pci": cell.pci, "azimuth_deg": cell.azimuth_deg, **link}
+    applied = [{"parameter": n, "old": current[n], "new": v} for n, v in changes.items()]
+    targets = [
+        (kind, object_id, [(c["parameter"], c["old"], c["new"]) for c in group])
+        for kind, object_id, group in (
+            ("cell", cell_id, [c for c in applied if c["parameter"] not in BACKHAUL_PARAMETERS]),
+            ("backhaul", state.link_id, [c for c in applied if c["parameter"] in backhaul]),
+        )
+        if group
+    ]
+    change_id = state.apply("optimize_cell", ctx.step, reason or "", targets)
     recompute(state)
     return {"status": "applied", "change_id": change_id, "cell_id": cell_id, "changes": applied}
 
@@ -505,33 +502,34 @@ def optimize_cell(
 def optimize_slice(
     ctx: ToolContext, slice_id: str, policy: dict[str, Any], reason: str | None = None
 ) -> dict[str, Any]:
-    network_slice = ctx.state.slice(slice_id)
-    applied = []
-    for name, value in policy.items():
-        applied.append({"parameter": name, "old": network_slice.policy[name], "new": value})
-        ctx.state.record_change((f"slice:{slice_id}", name), network_slice.policy[name])
-        network_slice.policy[name] = value
-    change_id = _log_change(ctx, "optimize_slice", slice_id, applied, reason)
-    recompute(ctx.state)
+    state = ctx.state
+    before = state.slice(slice_id).policy
+    applied = [{"parameter": n, "old": before[n], "new": v} for n, v in policy.items()]
+    changes = [(c["parameter"], c["old"], c["new"]) for c in applied]
+    change_id = state.apply(
+        "optimize_slice", ctx.step, reason or "", [("slice", slice_id, changes)]
+    )
+    recompute(state)
     return {
         "status": "applied",
         "change_id": change_id,
         "slice_id": slice_id,
         "changes": applied,
-        "policy": dict(network_slice.policy),
+        "policy": {**before, **policy},
     }
 
 
 @tool
 def push_config(ctx: ToolContext, config_id: str, dry_run: bool = False) -> dict[str, Any]:
     state = ctx.state
-    if config_id not in state.baselines:
+    stored = state.baseline(config_id)
+    if stored is None:
         raise ToolError(
             f"unknown config_id {config_id!r}; stored configurations: "
-            f"{', '.join(sorted(state.baselines))}",
+            f"{', '.join(state.baseline_ids())}",
             kind="not_found",
         )
-    cell_id, parameters = state.baselines[config_id]
+    cell_id, parameters = stored
     cell = state.cell(cell_id)
     diff = [
         {"parameter": name, "old": cell.config[name], "new": value}
@@ -540,13 +538,15 @@ def push_config(ctx: ToolContext, config_id: str, dry_run: bool = False) -> dict
     ]
     if dry_run:
         return {"status": "dry_run", "config_id": config_id, "cell_id": cell_id, "changes": diff}
-    for change in diff:
-        state.record_change((f"cell:{cell_id}", change["parameter"]), change["old"])
-    cell.config.update(parameters)
-    change_id = _log_change(ctx, "push_config", cell_id, diff, f"push {config_id}")
+    if not diff:
+        return {"status": "no_change", "config_id": config_id, "cell_id": cell_id, "changes": []}
+    changes = [(c["parameter"], c["old"], c["new"]) for c in diff]
+    change_id = state.apply(
+        "push_config", ctx.step, f"push {config_id}", [("cell", cell_id, changes)]
+    )
     recompute(state)
     return {
-        "status": "applied" if diff else "no_change",
+        "status": "applied",
         "change_id": change_id,
         "config_id": config_id,
         "cell_id": cell_id,
@@ -565,17 +565,7 @@ def create_ticket(
     state = ctx.state
     if cell_id is not None:
         state.cell(cell_id)
-    ticket = {
-        "ticket_id": f"TT-{state.now:%Y%m%d}-{len(state.tickets) + 1:04d}",
-        "status": "open",
-        "severity": severity,
-        "team": team or "noc",
-        "cell_id": cell_id or "",
-        "summary": summary,
-        "created_at": state.now.strftime(_TIME),
-        "step": ctx.step,
-    }
-    state.tickets.append(ticket)
+    ticket = state.add_ticket(summary, severity, team or "noc", cell_id or "", ctx.step)
     return {
         k: ticket[k] for k in ("ticket_id", "status", "severity", "team", "cell_id", "created_at")
     }
@@ -586,11 +576,13 @@ def create_ticket(
 
 @tool
 def subscriber_insight(ctx: ToolContext, cell_id: str, window: str = "24h") -> dict[str, Any]:
-    cell, rng = ctx.state.cell(cell_id), ctx.rng
+    ctx.state.cell(cell_id)
+    rng = ctx.rng
     parse_window(window)
+    kpis = ctx.state.kpis(cell_id)
     apps = ["video_streaming", "social_media", "web_browsing", "messaging", "gaming", "cloud_sync"]
     shares = rng.dirichlet(np.ones(len(apps)) * 2)
-    users = int(cell.kpis.get("users", 150))
+    users = int(kpis.get("users", 150))
     return {
         "cell_id": cell_id,
         "window": window,
@@ -664,7 +656,8 @@ def traffic_forecast(ctx: ToolContext, cell_id: str, horizon: str) -> dict[str, 
     state, rng = ctx.state, ctx.rng
     cell = state.cell(cell_id)
     hours = int(parse_window(horizon).total_seconds() // 3600)
-    load = cell.kpis.get("PRB_util", cell.kpis.get("prb_util", 0.4))
+    kpis = state.kpis(cell_id)
+    load = kpis.get("PRB_util", kpis.get("prb_util", cell.load))
     forecast = []
     for h in range(1, hours + 1):
         moment = state.now + dt.timedelta(hours=h)
@@ -686,12 +679,7 @@ def traffic_forecast(ctx: ToolContext, cell_id: str, horizon: str) -> dict[str, 
 @tool
 def complaint_trend_analysis(ctx: ToolContext, area: str, window: str) -> dict[str, Any]:
     state, rng = ctx.state, ctx.rng
-    if area not in (state.cluster_id, *(c.cell_id for c in state.cells)):
-        raise ToolError(
-            f"unknown area {area!r}: use the cluster id {state.cluster_id} or a cell "
-            "id of the cluster",
-            kind="not_found",
-        )
+    _check_area(state, area)
     days = max(1, int(parse_window(window).total_seconds() // 86400))
     categories = ["slow data", "dropped calls", "no service", "billing", "roaming"]
     counts = rng.multinomial(int(rng.integers(20, 120)), rng.dirichlet(np.ones(5)))

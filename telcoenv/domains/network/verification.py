@@ -7,8 +7,9 @@ An episode is resolved when
   shares its PCI with no neighbour; faults that only a field team can clear, such as an outage,
   count as removed once escalated in a ticket);
 * a ticket exists where the intent requires one;
-* nothing unrelated changed: a diff of every configuration (cells, slices, backhaul) against the
-  episode's starting snapshot lists each change outside the fault as collateral.
+* nothing unrelated changed: a diff of every configuration row in the database (cells, slices,
+  backhaul) against the episode's starting snapshot lists each change outside the fault as
+  collateral, whichever way it was made.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from telcoenv.domains.network.dynamics import FIX_TOOLS, key_kpis_recovered
-from telcoenv.domains.network.state import NetworkState
+from telcoenv.domains.network.state import ConfigKey, NetworkState
 from telcoenv.specs import Intent
 
 
@@ -35,60 +36,63 @@ class Verification(BaseModel):
     collateral_changes: list[dict[str, Any]]
 
 
-def _fault_keys(intent: Intent, state: NetworkState) -> set[tuple[str, str]]:
+def _fault_keys(intent: Intent, state: NetworkState) -> set[ConfigKey]:
     """The (object, parameter) pairs the intent's fix is allowed to touch."""
     target = intent.fault.target
     if target == "config":
-        _, baseline = state.baselines[state.baseline_id(state.serving.cell_id)]
-        return {(f"cell:{state.serving.cell_id}", name) for name in baseline}
+        return {(f"cell:{state.serving_id}", name) for name in state.baseline_of(state.serving_id)}
     owner = {
-        "cell": f"cell:{state.serving.cell_id}",
-        "backhaul": f"backhaul:{state.backhaul.link_id}",
+        "cell": f"cell:{state.serving_id}",
+        "backhaul": f"backhaul:{state.link_id}",
         "slice": f"slice:{state.fault_slice_id}",
     }[target]
     return {(owner, name) for name in intent.fault.parameters}
 
 
 def _root_cause_checks(
-    intent: Intent, state: NetworkState, fix: dict[str, Any], ticket_found: bool
+    intent: Intent,
+    state: NetworkState,
+    config: dict[ConfigKey, Any],
+    fix: dict[str, Any],
+    ticket_found: bool,
 ) -> dict[str, bool]:
     if not FIX_TOOLS & set(intent.gold_tools):
         # Field work (a coverage survey, a site repair) or an SLA escalation: the network cannot
         # be fixed from the OSS, so handing it over in a ticket removes the cause from our side.
         return {"escalated in a ticket": ticket_found}
+    serving = f"cell:{state.serving_id}"
     if intent.fault.target == "config":
-        _, baseline = state.baselines[state.baseline_id(state.serving.cell_id)]
-        return {
-            "configuration matches the baseline": all(
-                state.serving.config.get(name) == value for name, value in baseline.items()
-            )
-        }
-    current = {
-        "cell": {**state.serving.config, "pci": state.serving.pci},
-        "backhaul": state.backhaul.config,
-        "slice": state.slices[state.fault_slice_id].policy,
+        baseline = state.baseline_of(state.serving_id)
+        matches = all(config[(serving, name)] == value for name, value in baseline.items())
+        return {"configuration matches the baseline": matches}
+    owner = {
+        "cell": serving,
+        "backhaul": f"backhaul:{state.link_id}",
+        "slice": f"slice:{state.fault_slice_id}",
     }[intent.fault.target]
     checks = {}
     for name, parameter in intent.fault.parameters.items():
         if name == "pci":
+            pci = config[(serving, "pci")]
             checks["PCI unique among neighbours"] = all(
-                n.pci != state.serving.pci for n in state.neighbours
+                config[(f"cell:{other}", "pci")] != pci for other in state.cell_ids[1:]
             )
         else:
-            checks[f"{name} at {parameter.healthy}"] = current.get(name) == fix[name]
+            checks[f"{name} at {parameter.healthy}"] = config.get((owner, name)) == fix[name]
     return checks
 
 
 def verify(intent: Intent, state: NetworkState, fix: dict[str, Any]) -> Verification:
-    """Check the final state of an episode against its intent and its starting configuration."""
+    """Check the final state of an episode against its intent and its starting snapshot."""
     required = intent.resolution.ticket_required
-    ticket_found = bool(state.tickets)
-    checks = _root_cause_checks(intent, state, fix, ticket_found)
+    ticket_found = bool(state.tickets())
+    config = state.configuration()
+    checks = _root_cause_checks(intent, state, config, fix, ticket_found)
     allowed = _fault_keys(intent, state)
     collateral = [
-        {"object": key[0], "parameter": key[1], "before": before, "after": state.current(key)}
-        for key, before in sorted(state.original.items(), key=lambda item: item[0])
-        if state.current(key) != before and key not in allowed
+        {"object": key[0], "parameter": key[1], "before": before, "after": after}
+        for key, before, after in sorted(state.diff(config), key=lambda item: item[0])
+        if key not in allowed
     ]
     root_cause_removed = all(checks.values())
     if FIX_TOOLS & set(intent.gold_tools):  # fixed from the OSS: the KPIs must have recovered

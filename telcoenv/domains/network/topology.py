@@ -1,0 +1,546 @@
+"""The starting network of one episode: serving cell, neighbours, slices, backhaul, alarms.
+
+:func:`build_network` turns a sampled scenario into an :class:`InitialNetwork` whose
+configuration carries the intent's fault. It is loaded into the episode's database (see
+``state.py``) and kept as the starting snapshot that the verification diffs the final state
+against. The corrective values (the gold fix) are derived here from the intent's ``fault`` entry
+in intents.yaml.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from telcoenv.domains.network.kpis import background_kpis, kpi_catalogue
+from telcoenv.domains.network.parameters import (
+    KPI_TO_CELL_PARAMETER,
+    KPI_TO_SLICE_POLICY,
+    PROFILE,
+    SLICE_POLICY,
+    change_schemas,
+    legal_values,
+    parse_window,
+)
+from telcoenv.specs import Blueprint, Intent
+
+AREA_CODE = {"urban": "URB", "suburban": "SUB", "rural": "RUR", "indoor": "IND", "stadium": "STD"}
+_NEIGHBOUR_KM = {
+    "urban": (0.4, 1.3),
+    "suburban": (1.0, 3.0),
+    "rural": (3.0, 10.0),
+    "indoor": (0.05, 0.2),
+    "stadium": (0.1, 0.45),
+}
+_BAND = {
+    "macro": "n78 (3.5 GHz, 100 MHz)",
+    "micro": "n78 (3.5 GHz, 40 MHz)",
+    "pico": "n78 (3.5 GHz, 20 MHz)",
+}
+_BACKHAUL_MBPS = {"macro": 1000.0, "micro": 500.0, "pico": 200.0}
+_HOURS = {
+    "peak_morning": (7, 9),
+    "peak_evening": (18, 21),
+    "shoulder": (10, 16),
+    "off_peak": (22, 23),
+    "night": (1, 5),
+    "event_pre": (17, 18),
+    "event_live": (19, 21),
+    "event_post": (22, 23),
+}
+_UNRELATED_ALARMS = (
+    "Fan Speed Abnormal",
+    "Battery Discharge Test Due",
+    "Door Intrusion (cabinet)",
+    "NTP Server Unreachable",
+)
+
+# Where each area's clusters lie (site coordinates are offsets from the serving site).
+_ANCHOR = {
+    "urban": (24.7136, 46.6753),
+    "suburban": (24.8210, 46.7420),
+    "rural": (25.3860, 46.1310),
+    "indoor": (24.6900, 46.6850),
+    "stadium": (24.7890, 46.8390),
+}
+_KM_PER_DEGREE = 111.32
+# Parameters a configuration drift may touch (CONFIG_MISMATCH).
+_DRIFTABLE = (
+    "tilt_deg",
+    "tx_power_dbm",
+    "a3_offset_db",
+    "hysteresis_db",
+    "ttt_ms",
+    "cio_db",
+    "max_ue_per_tti",
+    "prb_reservation_pct",
+    "mlb_threshold_pct",
+    "olla_bler_target_pct",
+    "t310_ms",
+    "hqos_priority_weight_pct",
+    "beam_azimuth_offset_deg",
+)
+
+
+@dataclass(slots=True)
+class Cell:
+    cell_id: str
+    site_id: str
+    tech: str
+    role: str
+    area: str
+    band: str
+    pci: int
+    azimuth_deg: int
+    distance_km: float
+    config: dict[str, Any]
+    load: float
+    kpi_seed: int
+    latitude: float
+    longitude: float
+    measured: dict[str, float] | None = None  # the serving cell's; a neighbour's come later
+    operational_state: str = "ENABLED"
+
+
+def derived_kpis(load: float, area: str, role: str, kpi_seed: int) -> dict[str, float]:
+    """A neighbour's KPIs, derived from its load with its own seed (collected on first request:
+    deriving them for every neighbour at reset would cost more than the rest of the reset)."""
+    derived = background_kpis({"PRB_util": load}, area, role, np.random.default_rng(kpi_seed))
+    return {"PRB_util": load, **derived}
+
+
+def _site_position(area: str, distance_km: float, bearing_deg: float) -> tuple[float, float]:
+    latitude, longitude = _ANCHOR[area]
+    north = distance_km * math.cos(math.radians(bearing_deg))
+    east = distance_km * math.sin(math.radians(bearing_deg))
+    return (
+        round(latitude + north / _KM_PER_DEGREE, 6),
+        round(longitude + east / (_KM_PER_DEGREE * math.cos(math.radians(latitude))), 6),
+    )
+
+
+def distance_km(a: Cell, b: Cell) -> float:
+    """Distance between two cells' sites (equirectangular: exact enough within a cluster)."""
+    north = (a.latitude - b.latitude) * _KM_PER_DEGREE
+    east = (a.longitude - b.longitude) * _KM_PER_DEGREE * math.cos(math.radians(a.latitude))
+    return round(math.hypot(north, east), 2)
+
+
+@dataclass(slots=True)
+class Slice:
+    slice_id: str
+    service_type: str
+    policy: dict[str, Any]
+    kpis: dict[str, float]
+
+
+@dataclass(slots=True)
+class BackhaulLink:
+    link_id: str
+    site_id: str
+    capacity_mbps: float
+    config: dict[str, Any]
+    kpis: dict[str, float]
+
+
+@dataclass(slots=True)
+class Alarm:
+    alarm_id: str
+    source: str
+    name: str
+    severity: str
+    raised_at: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {
+            "alarm_id": self.alarm_id,
+            "source": self.source,
+            "name": self.name,
+            "severity": self.severity,
+            "raised_at": self.raised_at,
+        }
+
+
+@dataclass(slots=True)
+class InitialNetwork:
+    """The network of one episode as generated, before the agent acts (the starting snapshot)."""
+
+    cluster_id: str
+    serving: Cell
+    neighbours: list[Cell]
+    slices: dict[str, Slice]
+    backhaul: BackhaulLink
+    alarms: list[Alarm]
+    baselines: dict[str, tuple[str, dict[str, Any]]]  # config_id -> (cell_id, parameters)
+    kpi_bounds: dict[str, tuple[float, float]]  # blueprint ranges of the serving cell's KPIs
+    now: dt.datetime
+    window: str
+    fault_slice_id: str
+    # What the causal model needs (see dynamics.py): the intent, its fix, the original sample
+    # and the number of parameters drifted at the start.
+    intent: Intent | None = None
+    fix: dict[str, Any] = field(default_factory=dict)
+    sampled: dict[str, float] = field(default_factory=dict)
+    start_drift: int = 0
+
+    @property
+    def cells(self) -> list[Cell]:
+        return [self.serving, *self.neighbours]
+
+    def configuration(self) -> dict[tuple[str, str], Any]:
+        """Every configurable value, keyed ``("cell:<id>" | "slice:<id>" | "backhaul:<id>",
+        parameter)``: what the verification diffs the final state against."""
+        values: dict[tuple[str, str], Any] = {}
+        for cell in self.cells:
+            owner = f"cell:{cell.cell_id}"
+            values[(owner, "pci")] = cell.pci
+            values[(owner, "azimuth_deg")] = cell.azimuth_deg
+            values.update(((owner, name), value) for name, value in cell.config.items())
+        for network_slice in self.slices.values():
+            owner = f"slice:{network_slice.slice_id}"
+            values.update(((owner, name), value) for name, value in network_slice.policy.items())
+        owner = f"backhaul:{self.backhaul.link_id}"
+        values.update(((owner, name), value) for name, value in self.backhaul.config.items())
+        return values
+
+
+def baseline_id(cell_id: str) -> str:
+    """The id of a cell's approved configuration."""
+    return f"CFG-{cell_id}-BASELINE"
+
+
+def _draw_faulty(parameter: str, choices: list[Any], rng: np.random.Generator) -> Any:
+    """Draw a faulty value: a [min, max] range of a continuous parameter, else a choice."""
+    schema = change_schemas().get(parameter, {})
+    numeric = schema.get("type") in ("number", "integer") and "enum" not in schema
+    if numeric and len(choices) == 2 and all(isinstance(c, int | float) for c in choices):
+        low, high = choices
+        if schema["type"] == "integer":
+            return int(rng.integers(low, high + 1))
+        step = schema.get("multipleOf", 0.5)
+        return round(round(float(rng.uniform(low, high)) / step) * step, 6)
+    return choices[int(rng.integers(len(choices)))]
+
+
+def _episode_time(blueprint: Blueprint, rng: np.random.Generator) -> tuple[str, dt.datetime]:
+    prior = blueprint.priors.get("event_phase") or blueprint.priors.get("time_of_day") or {}
+    names = sorted(prior)
+    phase = "shoulder"
+    if names:
+        cumulative = np.cumsum([prior[n] for n in names])
+        phase = names[int(np.searchsorted(cumulative, rng.random() * cumulative[-1], "right"))]
+    low, high = _HOURS.get(phase, (10, 16))
+    start = dt.datetime(2026, 1, 1, tzinfo=dt.UTC) + dt.timedelta(days=int(rng.integers(0, 365)))
+    now = start.replace(hour=int(rng.integers(low, high + 1)), minute=5 * int(rng.integers(0, 12)))
+    return phase, now
+
+
+def _traffic(blueprint: Blueprint) -> str:
+    mix = blueprint.priors.get("traffic_mix", {"eMBB": 1.0})
+    return max(sorted(mix), key=lambda k: mix[k])
+
+
+def _new_cell(
+    prefix: str,
+    number: int,
+    site: str,
+    area: str,
+    role: str,
+    tech: str,
+    pci: int,
+    azimuth: int,
+    distance: float,
+    load: float,
+    kpi_seed: int,
+) -> Cell:
+    cell = Cell(
+        cell_id=f"{prefix}-{number}",
+        site_id=site,
+        tech=tech,
+        role=role,
+        area=area,
+        band=_BAND[role],
+        pci=pci,
+        azimuth_deg=azimuth,
+        distance_km=round(distance, 2),
+        config={**PROFILE[role]},
+        load=round(load, 2),
+        kpi_seed=kpi_seed,
+        # Bearing from the site number (golden angle): places sites without drawing from rng.
+        latitude=0.0,
+        longitude=0.0,
+    )
+    cell.latitude, cell.longitude = _site_position(area, distance, (number * 137.508) % 360)
+    return cell
+
+
+def _neighbours(
+    serving: Cell, prefix: str, used: set[int], sampled: dict[str, float], rng: np.random.Generator
+) -> list[Cell]:
+    count = int(rng.integers(4, 8))
+    low, high = _NEIGHBOUR_KM[serving.area]
+    mean_km = sampled.get("neighbor_distance_km") or sampled.get("intersite_distance_km")
+    if mean_km:
+        low, high = mean_km * 0.7, mean_km * 1.3
+    loads = rng.uniform(0.25, 0.7, count)
+    if "neighbor_avg_PRB_util" in sampled:
+        loads = np.clip(loads - loads.mean() + sampled["neighbor_avg_PRB_util"], 0.05, 0.99)
+    own = int(serving.cell_id.rsplit("-", 1)[1])
+    numbers = _distinct(rng, 100, 1000, count, {own})
+    pcis = _distinct(rng, 0, 1008, count, used)
+    used.update(pcis)
+    azimuths = rng.integers(0, 360, count)
+    distances = rng.uniform(low, high, count)
+    seeds = rng.integers(2**32, size=count)
+    cells = [
+        _new_cell(
+            prefix,
+            number,
+            f"S{number:04d}",
+            serving.area,
+            serving.role,
+            serving.tech,
+            pcis[i],
+            int(azimuths[i]),
+            float(distances[i]),
+            float(loads[i]),
+            int(seeds[i]),
+        )
+        for i, number in enumerate(numbers)
+    ]
+    cells.sort(key=lambda c: c.distance_km)
+    return cells
+
+
+def _distinct(
+    rng: np.random.Generator, low: int, high: int, count: int, exclude: set[int]
+) -> list[int]:
+    """``count`` distinct integers in ``[low, high)`` outside ``exclude`` (one vector draw)."""
+    chosen: list[int] = []
+    while len(chosen) < count:
+        for value in rng.integers(low, high, count + 4).tolist():
+            if value not in exclude and value not in chosen:
+                chosen.append(value)
+    return chosen[:count]
+
+
+def free_pci(pcis: Iterable[int], nearest: Sequence[int]) -> int:
+    """Lowest PCI not in ``pcis``, outside the mod-3 group of the two ``nearest`` neighbours."""
+    used = set(pcis)
+    avoid = {pci % 3 for pci in nearest[:2]}
+    candidates = [p for p in range(1008) if p not in used]
+    preferred = [p for p in candidates if p % 3 not in avoid]
+    return (preferred or candidates)[0]
+
+
+def _apply_fault(
+    state: InitialNetwork,
+    intent: Intent,
+    blueprint: Blueprint,
+    sampled: dict[str, float],
+    rng: np.random.Generator,
+) -> None:
+    fault = intent.fault
+    if fault.target == "config":
+        _drift_configuration(state, int(sampled.get("mismatch_count", 3)), rng)
+        return
+    for name, parameter in fault.parameters.items():
+        choices = blueprint.fault.get(name, parameter.faulty)
+        if name == "operational_state":
+            state.serving.operational_state = choices[int(rng.integers(len(choices)))]
+        elif name == "pci":
+            _inject_pci_conflict(state, sampled)
+        elif choices is None:
+            continue  # the blueprint's sampled read-out already set the faulty value
+        elif fault.target == "slice":
+            state.slices[state.fault_slice_id].policy[name] = _draw_faulty(name, choices, rng)
+        elif fault.target == "backhaul":
+            state.backhaul.config[name] = _draw_faulty(name, choices, rng)
+        else:
+            state.serving.config[name] = _draw_faulty(name, choices, rng)
+
+
+def _inject_pci_conflict(state: InitialNetwork, sampled: dict[str, float]) -> None:
+    """Collision: the nearest neighbour reuses the serving PCI. Confusion: two others share one."""
+    neighbours = state.neighbours
+    neighbours[0].pci = state.serving.pci
+    if len(neighbours) >= 3:
+        shared = int(sampled.get("pci_neighbor", neighbours[1].pci))
+        neighbours[1].pci = neighbours[2].pci = shared
+
+
+def _drift_configuration(state: InitialNetwork, count: int, rng: np.random.Generator) -> None:
+    schemas = change_schemas()
+    config = state.serving.config
+    for name in rng.choice(_DRIFTABLE, size=min(count, len(_DRIFTABLE)), replace=False):
+        name = str(name)
+        legal = legal_values(name)
+        if legal:
+            options = [v for v in legal if v != config[name]]
+            config[name] = options[int(rng.integers(len(options)))]
+        else:
+            schema = schemas[name]
+            shift = float(rng.uniform(0.15, 0.4)) * (schema["maximum"] - schema["minimum"])
+            value = config[name] + (shift if rng.random() < 0.5 else -shift)
+            value = min(max(value, schema["minimum"]), schema["maximum"])
+            if value == config[name]:
+                value = schema["minimum"] if value == schema["maximum"] else schema["maximum"]
+            config[name] = round(value) if schema["type"] == "integer" else round(value, 1)
+
+
+def _alarms(
+    state: InitialNetwork, intent: Intent, blueprint: Blueprint, rng: np.random.Generator
+) -> list[Alarm]:
+    alarms: list[Alarm] = []
+    span = parse_window(blueprint.context.time_window).total_seconds() / 60
+
+    def raised() -> str:
+        minutes = int(rng.integers(5, max(6, int(span))))
+        return (state.now - dt.timedelta(minutes=minutes)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    if blueprint.context.alarm:
+        source = (
+            state.backhaul.link_id if intent.fault.target == "backhaul" else state.serving.cell_id
+        )
+        severity = intent.resolution.ticket.severity if intent.resolution.ticket else "major"
+        alarms.append(
+            Alarm(
+                f"ALM-{int(rng.integers(100000, 999999))}",
+                source,
+                intent.fault.alarm,
+                severity,
+                raised(),
+            )
+        )
+    if rng.random() < 0.35:  # unrelated housekeeping noise on a neighbour's site
+        neighbour = state.neighbours[int(rng.integers(len(state.neighbours)))]
+        name = _UNRELATED_ALARMS[int(rng.integers(len(_UNRELATED_ALARMS)))]
+        alarms.append(
+            Alarm(
+                f"ALM-{int(rng.integers(100000, 999999))}",
+                neighbour.site_id,
+                name,
+                "minor",
+                raised(),
+            )
+        )
+    return alarms
+
+
+def _slices(serving: Cell, sampled: dict[str, float], fault_type: str) -> dict[str, Slice]:
+    slice_kpis = {n: v for n, v in sampled.items() if kpi_catalogue().kpis[n].family == "slice"}
+    slices = {}
+    for service, policy in SLICE_POLICY.items():
+        slice_id = f"SL-{service.upper()}-01"
+        kpis = (
+            slice_kpis
+            if service == fault_type
+            else {"slice_utilization": 40.0, "admission_denial_rate": 0.2}
+        )
+        policy = dict(policy)
+        if service == fault_type:
+            for kpi, key in KPI_TO_SLICE_POLICY.items():
+                if kpi in sampled:
+                    policy[key] = round(sampled[kpi])
+        slices[slice_id] = Slice(slice_id, service, policy, dict(kpis))
+    return slices
+
+
+def build_network(
+    intent: Intent,
+    blueprint: Blueprint,
+    sampled: dict[str, float],
+    background: dict[str, float],
+    rng: np.random.Generator,
+) -> InitialNetwork:
+    """Build the episode's network from its sampled KPIs; the intent's fault is injected."""
+    context = blueprint.context
+    _, now = _episode_time(blueprint, rng)
+    prefix = f"{context.tech}-{AREA_CODE[context.area]}-{context.cell_role.upper()}"
+    number = int(rng.integers(100, 1000))
+    pci = int(sampled.get("pci_self", rng.integers(0, 1008)))
+    load = next(
+        (sampled[k] for k in ("PRB_util", "prb_util") if k in sampled),
+        background.get("PRB_util", 0.4),
+    )
+    serving = _new_cell(
+        prefix,
+        number,
+        f"S{number:04d}",
+        context.area,
+        context.cell_role,
+        context.tech,
+        pci,
+        int(rng.integers(0, 360)),
+        0.0,
+        load,
+        0,
+    )
+    for kpi, parameter in KPI_TO_CELL_PARAMETER.items():
+        if kpi in sampled and parameter != "pci":
+            serving.config[parameter] = sampled[kpi]
+    serving.measured = {**background, **sampled}
+    if "availability" in sampled and sampled["availability"] < 10:
+        serving.operational_state = "DOWN"
+    neighbours = _neighbours(serving, prefix, {pci}, sampled, rng)
+    fault_type = "URLLC" if _traffic(blueprint) == "URLLC" else "eMBB"
+    family = {n: kpi_catalogue().kpis[n].family for n in sampled}
+    link_kpis = {n: v for n, v in sampled.items() if family[n] == "backhaul"} or {
+        "bh_util": 35.0,
+        "bh_latency_ms": 4.0,
+        "bh_packet_loss": 0.0,
+    }
+    capacity = _BACKHAUL_MBPS[context.cell_role]
+    backhaul = BackhaulLink(
+        f"BH-{serving.site_id}",
+        serving.site_id,
+        capacity,
+        {"bh_rt_queue_weight_pct": 40, "bh_shaper_mbps": capacity},
+        link_kpis,
+    )
+    state = InitialNetwork(
+        cluster_id=f"CL-{AREA_CODE[context.area]}-{int(rng.integers(1, 100)):03d}",
+        serving=serving,
+        neighbours=neighbours,
+        slices=_slices(serving, sampled, fault_type),
+        backhaul=backhaul,
+        alarms=[],
+        baselines={},
+        kpi_bounds={n: (c.min, c.max) for n, c in blueprint.constraints.items()},
+        now=now,
+        window=context.time_window,
+        fault_slice_id=f"SL-{fault_type.upper()}-01",
+    )
+    # The approved baseline is the configuration before any drift: only CONFIG_MISMATCH differs.
+    for cell in state.cells:
+        state.baselines[baseline_id(cell.cell_id)] = (cell.cell_id, dict(cell.config))
+    _apply_fault(state, intent, blueprint, sampled, rng)
+    if intent.fault.target != "config":
+        state.baselines[baseline_id(serving.cell_id)] = (
+            serving.cell_id,
+            dict(serving.config),
+        )
+    state.alarms = _alarms(state, intent, blueprint, rng)
+    state.intent, state.sampled, state.fix = intent, dict(sampled), gold_fix(state, intent)
+    _, baseline = state.baselines[baseline_id(serving.cell_id)]
+    state.start_drift = sum(serving.config.get(n) != v for n, v in baseline.items())
+    return state
+
+
+def gold_fix(state: InitialNetwork, intent: Intent) -> dict[str, Any]:
+    """The corrective values of the intent's fault for this episode (``"{fix}"`` in gold chains)."""
+    fix: dict[str, Any] = {}
+    for name, parameter in intent.fault.parameters.items():
+        if name == "operational_state":
+            continue
+        if parameter.healthy == "$free_pci":
+            nearest = [cell.pci for cell in state.neighbours]
+            fix[name] = free_pci((cell.pci for cell in state.cells), nearest)
+        else:
+            fix[name] = parameter.healthy
+    return fix
