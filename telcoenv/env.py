@@ -148,7 +148,9 @@ class TelcoEnv(gymnasium.Env[str, Any]):
         self._metrics_error: str | None = None
         self._intent_list = intent_list
         self.database_url = database_url
-        self._database: Any = None  # opened at the first reset, closed by close()
+        # A kept database opens now, so that a bad URL fails here; the private in-memory one
+        # at the first reset. close() releases either.
+        self._database: Any = domain.connect(database_url) if database_url is not None else None
 
     # --- construction helpers ---------------------------------------------------------------------
 

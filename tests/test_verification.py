@@ -114,8 +114,7 @@ def test_environments_in_threads_match_sequential_runs():
 
 
 def test_changes_can_require_the_engineers_approval():
-    env = TelcoEnv("load_balancing_needed", privileged=True, embedder=None,
-                   require_approval=True)
+    env = TelcoEnv("load_balancing_needed", privileged=True, embedder=None, require_approval=True)
     _, info = env.reset(seed=3)
     audit, change = gold_actions(info)
     env.step(audit)
@@ -134,8 +133,9 @@ def test_changes_can_require_the_engineers_approval():
 @pytest.mark.parametrize("lang", ["en", "ar"])
 def test_the_oracle_asks_for_approval_and_still_resolves(catalog, lang):
     for intent in catalog.intents:
-        env = TelcoEnv(intent.env_name, privileged=True, embedder=None, require_approval=True,
-                       lang=lang)
+        env = TelcoEnv(
+            intent.env_name, privileged=True, embedder=None, require_approval=True, lang=lang
+        )
         reward, info = run_episode(env, OracleAgent(), seed=1)
         assert info["resolved"] and reward == 1.0, intent.key
         assert info["predicted_chain"] == list(intent.gold_tools)  # messages are not tools
