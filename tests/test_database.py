@@ -251,14 +251,14 @@ def test_the_oracle_remeasures_after_its_fix_and_the_repeat_is_not_in_the_chain(
     env = TelcoEnv("pingpong_handovers", privileged=True, embedder=None)
     _, info = run_episode(env, OracleAgent(), seed=3)
     actions = [a for a in info["trace"].actions if a.kind == "tool_call"]
-    assert actions[-1].remeasure and actions[-1].tool == "kpi_timeseries"
-    assert actions[-1].arguments == actions[1].arguments
+    assert actions[-1].remeasure and actions[-1].tool == "oss_query"
+    assert actions[-1].arguments == actions[0].arguments
     assert info["predicted_chain"] == info["trace"].gold_tools
     assert info["metrics"]["sas"] == 1.0 and info["resolved"]
     before, after = (
-        json.loads(a.observation)["series"]["ping_pong_rate"] for a in (actions[1], actions[-1])
+        json.loads(a.observation)["kpis"]["ping_pong_rate"] for a in (actions[0], actions[-1])
     )
-    assert after["values"][-1] < before["values"][-1] - 5  # the fix shows in the new points
+    assert after["value"] < before["value"] - 5  # the re-measurement shows the fix
 
 
 def test_a_repeated_read_before_any_change_counts_in_the_chain():

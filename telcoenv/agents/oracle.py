@@ -58,8 +58,13 @@ class OracleAgent:
         """
         tools = default_catalog().tools
         changed = any(tools[a["name"]].approval for a in plan)  # a network change
-        reads = [a for a in plan if a["name"] in ("kpi_timeseries", "oss_query")]
-        return [dict(reads[-1])] if changed and reads else []
+        # The current counters (oss_query) show the effect; the series tool, if that is all
+        # the chain has, shows it as its newest points.
+        reads = sorted(
+            (a for a in plan if a["name"] in ("oss_query", "kpi_timeseries")),
+            key=lambda a: a["name"] != "oss_query",
+        )
+        return [dict(reads[0])] if changed and reads else []
 
     def _ask(self, action: dict[str, Any]) -> str:
         """The plain message that asks the engineer to approve a change."""

@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import create_engine, event, insert
+from sqlalchemy import bindparam, create_engine, event, insert
 from sqlalchemy.engine import Dialect, Engine
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.pool import StaticPool
@@ -60,8 +60,21 @@ def prepare(statement: ClauseElement, dialect: Dialect) -> Prepared:
     if not compiled.positional:
         return Prepared(compiled.string, None)
     order = tuple(compiled.positiontup or ())
+    if statement.is_insert:  # insert_values passes the parameters row by row, column by column
+        names = statement.table.columns.keys()  # type: ignore[attr-defined]
+        rows = range(len(order) // len(names))
+        assert order == tuple(f"{n}_{i}" for i in rows for n in names), order
     getter = operator.itemgetter(*order) if order else (lambda _: ())
     return Prepared(compiled.string, getter)
+
+
+def _multi_insert(table: str, count: int) -> ClauseElement:
+    """``INSERT INTO table VALUES`` with ``count`` rows of parameters named ``<column>_<row>``."""
+    table_object = network_metadata().tables[table]
+    names = table_object.columns.keys()
+    return insert(table_object).values(
+        [{name: bindparam(f"{name}_{i}") for name in names} for i in range(count)]
+    )
 
 
 _TEMPLATE_LOCK = threading.Lock()
@@ -126,6 +139,7 @@ class NetworkDatabase:
         #: What the driver raises when a constraint (a CHECK, a key) refuses a statement.
         self.integrity_error: type[Exception] = self._dialect.loaded_dbapi.IntegrityError
         self._open_episode = False
+        self._changing = False  # inside change()
 
     # --- statements ---------------------------------------------------------------------------
 
@@ -145,10 +159,32 @@ class NetworkDatabase:
         return self._cursor.rowcount
 
     def insert(self, table: str, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Insert rows given as mappings of column names to values."""
         if rows:
-            table_object = network_metadata().tables[table]
-            prepared = self.statement(f"insert:{table}", lambda: insert(table_object))
-            self._cursor.executemany(prepared.sql, [prepared.bind(row) for row in rows])
+            columns = network_metadata().tables[table].columns.keys()
+            self.insert_values(table, [tuple(row[c] for c in columns) for row in rows])
+
+    def insert_values(self, table: str, rows: Sequence[tuple[Any, ...]]) -> None:
+        """Insert rows given as tuples in the table's column order (the fast path of a reset).
+
+        One multi-row ``INSERT ... VALUES (...), (...)`` statement per call: on SQLite it cost
+        about half of ``executemany`` for the same rows. Statements are compiled once per row
+        count.
+        """
+        if not rows:
+            return
+        count = len(rows)
+        prepared = self.statement(f"insert:{table}:{count}", lambda: _multi_insert(table, count))
+        if prepared._getter is None:  # a named paramstyle: the driver wants a mapping
+            names = network_metadata().tables[table].columns.keys()
+            params: Any = {
+                f"{name}_{i}": value
+                for i, row in enumerate(rows)
+                for name, value in zip(names, row, strict=True)
+            }
+        else:
+            params = [value for row in rows for value in row]
+        self._cursor.execute(prepared.sql, params)
 
     # --- transactions -------------------------------------------------------------------------
 
@@ -174,24 +210,32 @@ class NetworkDatabase:
 
     @contextmanager
     def change(self) -> Iterator[None]:
-        """All statements inside happen together or not at all."""
-        if self.persistent:
-            self._begin()
+        """All statements inside happen together or not at all (nested blocks join the
+        outermost one)."""
+        if self._changing:
+            yield
+            return
+        self._changing = True
+        try:
+            if self.persistent:
+                self._begin()
+            else:
+                self._cursor.execute("SAVEPOINT tool_change")
             try:
                 yield
             except BaseException:
-                self._dbapi.rollback()
+                if self.persistent:
+                    self._dbapi.rollback()
+                else:
+                    self._cursor.execute("ROLLBACK TO SAVEPOINT tool_change")
+                    self._cursor.execute("RELEASE SAVEPOINT tool_change")
                 raise
-            self._dbapi.commit()
-            return
-        self._cursor.execute("SAVEPOINT tool_change")
-        try:
-            yield
-        except BaseException:
-            self._cursor.execute("ROLLBACK TO SAVEPOINT tool_change")
-            self._cursor.execute("RELEASE SAVEPOINT tool_change")
-            raise
-        self._cursor.execute("RELEASE SAVEPOINT tool_change")
+            if self.persistent:
+                self._dbapi.commit()
+            else:
+                self._cursor.execute("RELEASE SAVEPOINT tool_change")
+        finally:
+            self._changing = False
 
     def close(self) -> None:
         if self._open_episode:

@@ -25,7 +25,7 @@ from typing import Any
 
 from telcoenv.domains.network.kpis import kpi_catalogue
 from telcoenv.domains.network.parameters import change_schemas
-from telcoenv.domains.network.state import ConfigKey, NetworkState, latest
+from telcoenv.domains.network.state import Configuration, NetworkState
 
 FIX_TOOLS = frozenset({"optimize_cell", "optimize_slice", "push_config"})
 CHANGE_DELAY = dt.timedelta(minutes=15)  # time for a change to take effect and be measured
@@ -53,7 +53,7 @@ def _fault_owner(state: NetworkState) -> str:
     }[state.intent.fault.target]
 
 
-def severity(state: NetworkState, config: dict[ConfigKey, Any]) -> float:
+def severity(state: NetworkState, config: Configuration) -> float:
     """Share of the injected root cause still present (see the module docstring)."""
     intent = state.intent
     if intent is None or not FIX_TOOLS & set(intent.gold_tools):
@@ -61,40 +61,36 @@ def severity(state: NetworkState, config: dict[ConfigKey, Any]) -> float:
     serving = f"cell:{state.serving_id}"
     if intent.fault.target == "config":
         baseline = state.baseline_of(state.serving_id)
-        drifted = [n for n, v in baseline.items() if config[(serving, n)] != v]
+        drifted = [n for n, v in baseline.items() if config[serving][n] != v]
         return min(1.0, len(drifted) / max(1, state.start_drift))
     owner = _fault_owner(state)
     remaining = 0.0
     for name in intent.fault.parameters:
         if name == "pci":
-            pci = config[(serving, "pci")]
-            shared = any(config[(f"cell:{other}", "pci")] == pci for other in state.cell_ids[1:])
+            pci = config[serving]["pci"]
+            shared = any(config[f"cell:{other}"]["pci"] == pci for other in state.cell_ids[1:])
             remaining = max(remaining, float(shared))
             continue
-        key = (owner, name)
-        target, current = state.fix.get(name), config.get(key)
-        initial = _distance(name, state.start.get(key, current), target)
+        target, current = state.fix.get(name), config[owner].get(name)
+        initial = _distance(name, state.start[owner].get(name, current), target)
         if initial == 0.0:
             continue
         remaining = max(remaining, min(1.0, _distance(name, current, target) / initial))
     return remaining
 
 
-def harm(state: NetworkState, config: dict[ConfigKey, Any]) -> dict[str, float]:
+def harm(state: NetworkState, config: Configuration) -> dict[str, float]:
     """Per changed cell, how far changes outside the fault moved its configuration."""
     fault = set(state.intent.fault.parameters) if state.intent is not None else set()
     serving_key = f"cell:{state.serving_id}"
     if state.intent is not None and state.intent.fault.target == "config":
         fault |= set(state.baseline_of(state.serving_id))
     totals: dict[str, float] = {}
-    for key, before in state.start.items():
-        owner, name = key
-        if config[key] == before or not owner.startswith("cell:"):
-            continue
-        if owner == serving_key and name in fault:
+    for (owner, name), before, after in state.diff(config):
+        if not owner.startswith("cell:") or (owner == serving_key and name in fault):
             continue
         cell_id = owner[5:]
-        totals[cell_id] = totals.get(cell_id, 0.0) + _distance(name, config[key], before)
+        totals[cell_id] = totals.get(cell_id, 0.0) + _distance(name, after, before)
     return {cell_id: min(1.0, total) for cell_id, total in totals.items()}
 
 
@@ -145,27 +141,27 @@ def _serving_kpis(
 
 def recompute(state: NetworkState) -> None:
     """Recompute the KPIs after a change and record them as a new regime of samples."""
-    cells = state.cells()
-    config = state.configuration(cells)
+    config = state.configuration()
     s, h = severity(state, config), harm(state, config)
-    histories = state.kpi_histories()
-    before = latest(histories[state.serving_id])
-    kpis = _serving_kpis(state, before, s, h.get(state.serving_id, 0))
+    current = state.latest_kpis()  # every measured object's KPIs now, in one query
+    kpis = _serving_kpis(state, current[state.serving_id], s, h.get(state.serving_id, 0))
     samples = {state.serving_id: kpis}
     # The fault slice's and the link's KPIs that the sample set move with the serving cell.
-    for owner in (state.fault_slice_id, state.link_id):
-        if owner in histories:
-            start = histories[owner][0][1]
-            samples[owner] = {name: kpis.get(name, value) for name, value in start.items()}
+    initial = state.initial
+    for owner, start in (
+        (state.fault_slice_id, initial.slices[state.fault_slice_id].kpis),
+        (state.link_id, initial.backhaul.kpis),
+    ):
+        samples[owner] = {name: kpis.get(name, value) for name, value in start.items()}
     # Record only what moved: a regime carries the other KPIs forward (see kpi_history).
     for owner, values in samples.items():
-        previous = latest(histories.get(owner, []))
+        previous = current.get(owner, {})
         samples[owner] = {n: v for n, v in values.items() if previous.get(n) != v}
-    loads = {cell.cell_id: cell.load for cell in cells}
     for cell in state.initial.neighbours:
         damage = h.get(cell.cell_id, 0.0)
         # A harmed neighbour loses quality and takes more load; one no longer harmed recovers.
-        if damage > 0 or loads[cell.cell_id] != cell.load:
+        load_now = current.get(cell.cell_id, {}).get("PRB_util", cell.load)
+        if damage > 0 or load_now != cell.load:
             start = state.kpi_history(cell.cell_id)[0][1]
             load = round(min(0.99, cell.load * (1 + 0.5 * damage)), 2)
             measured = {**start, "PRB_util": load}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 from telcoenv.catalog import default_catalog
@@ -97,6 +97,7 @@ def legal_values(parameter: str) -> tuple[float, ...] | None:
     return None
 
 
+@lru_cache(maxsize=256)
 def parse_window(window: str) -> dt.timedelta:
     """``"30m"`` / ``"3h"`` / ``"2d"`` to a timedelta (the tool schemas enforce the pattern)."""
     match = re.fullmatch(r"([1-9][0-9]{0,2})(m|h|d)", window)

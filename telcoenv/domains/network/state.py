@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import operator
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
@@ -36,6 +37,7 @@ from telcoenv.specs import Intent
 
 TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 ConfigKey = tuple[str, str]  # ("cell:<id>" | "slice:<id>" | "backhaul:<id>", parameter)
+Configuration = dict[str, dict[str, Any]]  # object ("cell:<id>", ...) -> parameter -> value
 Change = tuple[str, Any, Any]  # (parameter, old value, new value)
 _OBJECT_TABLES = {
     "cell": ("cells", "cell_id"),
@@ -106,6 +108,21 @@ def _decode(names: tuple[str, ...], values: Iterable[Any]) -> dict[str, Any]:
 
 
 _FIXED = _CELL_COLUMNS.index(CELL_PARAMETERS[0])
+_BOOLEAN_CONFIG = {
+    "cell": [n for n in CELL_PARAMETERS if n in _BOOLEAN],
+    "slice": [n for n in SLICE_PARAMETERS if n in _BOOLEAN],
+    "backhaul": [n for n in BACKHAUL_PARAMETERS if n in _BOOLEAN],
+}
+# The configuration columns of each table, after its key (see configuration()).
+_CONFIGURATION = {
+    "cells": ("cell", ("cell_id", "pci", "azimuth_deg", *CELL_PARAMETERS)),
+    "slices": ("slice", ("slice_id", *SLICE_PARAMETERS)),
+    "transport_links": ("backhaul", ("link_id", *BACKHAUL_PARAMETERS)),
+}
+# Configuration values in column order, from a parameter dict.
+_CELL_CONFIG = operator.itemgetter(*CELL_PARAMETERS)
+_SLICE_POLICY = operator.itemgetter(*SLICE_PARAMETERS)
+_LINK_CONFIG = operator.itemgetter(*BACKHAUL_PARAMETERS)
 _BOOLEANS_OF = {
     names: tuple(n for n in names if n in _BOOLEAN)
     for names in (CELL_PARAMETERS, SLICE_PARAMETERS, BACKHAUL_PARAMETERS)
@@ -147,18 +164,17 @@ def _table(name: str) -> Any:
 
 
 def _select(
-    table: str, columns: Iterable[str], *keys: str, order: bool = False
+    table: str, columns: Iterable[str], *keys: str, order: Iterable[str] = ()
 ) -> Callable[[], ClauseElement]:
     """A builder of ``SELECT columns FROM table WHERE episode_id = :episode_id AND key = :key``
-    (``ORDER BY columns`` with ``order``)."""
+    ``ORDER BY order``."""
 
     def build() -> ClauseElement:
         t = _table(table)
-        selected = [t.c[c] for c in columns]
-        query = select(*selected).where(t.c.episode_id == bindparam("episode_id"))
+        query = select(*(t.c[c] for c in columns)).where(t.c.episode_id == bindparam("episode_id"))
         for key in keys:
             query = query.where(t.c[key] == bindparam(key))
-        return query.order_by(*selected) if order else query
+        return query.order_by(*(t.c[c] for c in order))
 
     return build
 
@@ -179,132 +195,103 @@ class NetworkState:
         self.intent: Intent | None = initial.intent
         self.fix, self.sampled, self.start_drift = initial.fix, initial.sampled, initial.start_drift
         self.start = initial.configuration()
+        self._owners: dict[str, str] = {}  # object id -> "cell:<id>" etc.
         self.collection_start = initial.now - RETENTION  # when the first KPI samples were taken
         db.start_episode(self._load)
 
     # --- loading ------------------------------------------------------------------------------
 
     def _load(self, db: NetworkDatabase) -> None:
+        """Insert the initial network (tuples in each table's column order: see schema.py)."""
         net, episode = self.initial, self.episode_id
-        db.insert(
+        cells = net.cells
+        db.insert_values(
             "sites",
-            [
-                {
-                    "episode_id": episode,
-                    "site_id": cell.site_id,
-                    "cluster_id": net.cluster_id,
-                    "area": cell.area,
-                    "latitude": cell.latitude,
-                    "longitude": cell.longitude,
-                }
-                for cell in net.cells
-            ],
+            [(episode, c.site_id, net.cluster_id, c.area, c.latitude, c.longitude) for c in cells],
         )
-        db.insert(
+        db.insert_values(
             "cells",
             [
-                {
-                    "episode_id": episode,
-                    "cell_id": cell.cell_id,
-                    "site_id": cell.site_id,
-                    "technology": cell.tech,
-                    "band": cell.band,
-                    "role": cell.role,
-                    "area": cell.area,
-                    "serving": cell is net.serving,
-                    "pci": cell.pci,
-                    "azimuth_deg": cell.azimuth_deg,
-                    "operational_state": cell.operational_state,
-                    "prb_util": cell.load,
-                    "kpi_seed": cell.kpi_seed,
-                    **cell.config,
-                }
-                for cell in net.cells
+                (
+                    episode,
+                    c.cell_id,
+                    c.site_id,
+                    c.tech,
+                    c.band,
+                    c.role,
+                    c.area,
+                    c is net.serving,
+                    c.pci,
+                    c.azimuth_deg,
+                    c.operational_state,
+                    c.load,
+                    c.kpi_seed,
+                    *_CELL_CONFIG(c.config),
+                )
+                for c in cells
             ],
         )
-        db.insert("neighbour_relations", self._relations())
-        db.insert(
+        db.insert_values("neighbour_relations", self._relations())
+        db.insert_values(
             "slices",
             [
-                {
-                    "episode_id": episode,
-                    "slice_id": s.slice_id,
-                    "cell_id": net.serving.cell_id,
-                    "service_type": s.service_type,
-                    **s.policy,
-                }
+                (episode, s.slice_id, net.serving.cell_id, s.service_type, *_SLICE_POLICY(s.policy))
                 for s in net.slices.values()
             ],
         )
         link = net.backhaul
-        db.insert(
+        db.insert_values(
             "transport_links",
             [
-                {
-                    "episode_id": episode,
-                    "link_id": link.link_id,
-                    "site_id": link.site_id,
-                    "capacity_mbps": link.capacity_mbps,
-                    **link.config,
-                }
+                (
+                    episode,
+                    link.link_id,
+                    link.site_id,
+                    link.capacity_mbps,
+                    *_LINK_CONFIG(link.config),
+                )
             ],
         )
-        db.insert("alarms", [{"episode_id": episode, **a.to_dict()} for a in net.alarms])
-        db.insert(
+        db.insert_values(
+            "alarms",
+            [(episode, a.alarm_id, a.source, a.name, a.severity, a.raised_at) for a in net.alarms],
+        )
+        db.insert_values(
             "config_baselines",
             [
-                {"episode_id": episode, "config_id": config_id, "cell_id": cell_id, **params}
+                (episode, config_id, cell_id, *_CELL_CONFIG(params))
                 for config_id, (cell_id, params) in net.baselines.items()
             ],
         )
         assert net.serving.measured is not None
-        samples = self._sample_rows(
-            net.serving.cell_id, net.serving.measured, self.collection_start
-        )
-        for owner, kpis in (
-            (link.link_id, link.kpis),
-            *((s.slice_id, s.kpis) for s in net.slices.values()),
-        ):
-            samples += self._sample_rows(owner, kpis, self.collection_start)
-        db.insert("kpi_samples", samples)
+        start = self.collection_start
+        samples = self._sample_rows(net.serving.cell_id, net.serving.measured, start)
+        samples += self._sample_rows(link.link_id, link.kpis, start)
+        for network_slice in net.slices.values():
+            samples += self._sample_rows(network_slice.slice_id, network_slice.kpis, start)
+        db.insert_values("kpi_samples", samples)
 
-    def _relations(self) -> list[dict[str, Any]]:
+    def _relations(self) -> list[tuple[Any, ...]]:
         """The serving cell and each neighbour relate both ways; a neighbour also relates to
         the two nearest other neighbours (its own neighbour list within the cluster)."""
         serving, neighbours = self.initial.serving, self.initial.neighbours
+        by_id = {cell.cell_id: cell for cell in neighbours}
         pairs = [(serving, n, n.distance_km) for n in neighbours]
         pairs += [(n, serving, n.distance_km) for n in neighbours]
         for cell in neighbours:
-            others = sorted(
-                ((distance_km(cell, o), o.cell_id, o) for o in neighbours if o is not cell),
-                key=lambda item: item[:2],
-            )
-            pairs += [(cell, other, km) for km, _, other in others[:2]]
+            others = sorted((distance_km(cell, o), o.cell_id) for o in neighbours if o is not cell)
+            pairs += [(cell, by_id[other], km) for km, other in others[:2]]
         return [
-            {
-                "episode_id": self.episode_id,
-                "cell_id": cell.cell_id,
-                "neighbour_id": other.cell_id,
-                "distance_km": km,
-                "status": "active",
-            }
+            (self.episode_id, cell.cell_id, other.cell_id, km, "active")
             for cell, other, km in pairs
         ]
 
     def _sample_rows(
         self, owner: str, kpis: dict[str, float], at: dt.datetime
-    ) -> list[dict[str, Any]]:
-        stamp = at.strftime(TIME_FORMAT)
-        return [
-            {
-                "episode_id": self.episode_id,
-                "object_id": owner,
-                "measured_at": stamp,
-                "kpi": name,
-                "value": value,
-            }
-            for name, value in kpis.items()
-        ]
+    ) -> list[tuple[Any, ...]]:
+        """kpi_samples rows, in column order: episode, object, measured at, KPI, value."""
+        stamp, episode = at.strftime(TIME_FORMAT), self.episode_id
+        return [(episode, owner, stamp, name, value) for name, value in kpis.items()]
 
     # --- reads --------------------------------------------------------------------------------
 
@@ -394,14 +381,19 @@ class NetworkState:
         """
         rows = self._fetch(
             "samples",
-            _select("kpi_samples", ("measured_at", "kpi", "value"), "object_id", order=True),
+            _select(
+                "kpi_samples",
+                ("measured_at", "kpi", "value"),
+                "object_id",
+                order=("measured_at", "kpi"),  # the primary key's order: no sort step
+            ),
             object_id=object_id,
         )
         if not rows and object_id in self.cell_ids:
             cell = self.cell(object_id)
             kpis = derived_kpis(cell.load, cell.area, cell.role, cell.kpi_seed)
             with self.db.change():
-                self.db.insert(
+                self.db.insert_values(
                     "kpi_samples", self._sample_rows(object_id, kpis, self.collection_start)
                 )
             return [(self.collection_start, kpis)]
@@ -411,37 +403,66 @@ class NetworkState:
         """The KPI regimes of every object measured so far, in one query."""
         columns = ("object_id", "measured_at", "kpi", "value")
         grouped: dict[str, list[tuple[str, str, float]]] = {}
-        rows = self._fetch("all_samples", _select("kpi_samples", columns, order=True))
+        order = ("object_id", "measured_at", "kpi")  # the primary key's order
+        rows = self._fetch("all_samples", _select("kpi_samples", columns, order=order))
         for object_id, *sample in rows:
             grouped.setdefault(object_id, []).append(tuple(sample))  # type: ignore[arg-type]
         return {object_id: _regimes(rows) for object_id, rows in grouped.items()}
 
+    def latest_kpis(self) -> dict[str, dict[str, float]]:
+        """The current KPIs of every object measured so far, in one query."""
+        rows = self._fetch(
+            "latest_all",
+            _select(
+                "kpi_samples",
+                ("object_id", "kpi", "value"),
+                order=("object_id", "measured_at", "kpi"),  # the primary key's order
+            ),
+        )
+        current: dict[str, dict[str, float]] = {}
+        for object_id, name, value in rows:  # later samples overwrite earlier ones
+            current.setdefault(object_id, {})[name] = value
+        return current
+
     def kpis(self, object_id: str) -> dict[str, float]:
         """The current KPI values of a cell, slice or link (the latest sample of each KPI)."""
-        return latest(self.kpi_history(object_id))
+        rows = self._fetch(
+            "latest",
+            _select("kpi_samples", ("kpi", "value"), "object_id", order=("measured_at", "kpi")),
+            object_id=object_id,
+        )
+        return dict(rows) if rows else latest(self.kpi_history(object_id))
 
-    def configuration(self, cells: list[CellRow] | None = None) -> dict[ConfigKey, Any]:
-        """Every configurable value now, keyed like ``InitialNetwork.configuration``."""
-        values: dict[ConfigKey, Any] = {}
-        for cell in cells if cells is not None else self.cells():
-            owner = f"cell:{cell.cell_id}"
-            values[(owner, "pci")] = cell.pci
-            values[(owner, "azimuth_deg")] = cell.azimuth_deg
-            values.update(((owner, n), v) for n, v in cell.config.items())
-        for network_slice in self.slices():
-            owner = f"slice:{network_slice.slice_id}"
-            values.update(((owner, n), v) for n, v in network_slice.policy.items())
-        link = self.backhaul()
-        values.update(((f"backhaul:{link.link_id}", n), v) for n, v in link.config.items())
+    def configuration(self) -> Configuration:
+        """Every configurable value now, per object, like ``InitialNetwork.configuration``."""
+        values: Configuration = {}
+        for table, (kind, columns) in _CONFIGURATION.items():
+            names, booleans = columns[1:], _BOOLEAN_CONFIG[kind]
+            for row in self._fetch(f"config:{table}", _select(table, columns)):
+                owner = self._owners.get(row[0])
+                if owner is None:
+                    owner = self._owners[row[0]] = f"{kind}:{row[0]}"
+                params = values[owner] = dict(zip(names, row[1:], strict=True))
+                for name in booleans:  # SQLite returns booleans as 0/1
+                    params[name] = bool(params[name])
         return values
 
-    def diff(self, now: dict[ConfigKey, Any] | None = None) -> list[tuple[ConfigKey, Any, Any]]:
+    def diff(self, now: Configuration | None = None) -> list[tuple[ConfigKey, Any, Any]]:
         """(key, value at the start, value now) of every configuration value that changed.
 
         ``now`` is the current configuration when the caller has just read it.
         """
         now = now if now is not None else self.configuration()
-        return [(key, before, now[key]) for key, before in self.start.items() if now[key] != before]
+        changed = []
+        for owner, start in self.start.items():
+            current = now[owner]
+            if current != start:
+                changed += [
+                    ((owner, name), before, current[name])
+                    for name, before in start.items()
+                    if current[name] != before
+                ]
+        return changed
 
     def tickets(self) -> list[dict[str, Any]]:
         columns = ("ticket_id", "status", "severity", "team", "cell_id", "summary", "created_at")
@@ -467,6 +488,9 @@ class NetworkState:
             entry["old_value"] = json.loads(entry["old_value"])
             entry["new_value"] = json.loads(entry["new_value"])
         return entries
+
+    def ticket_count(self) -> int:
+        return self._count("tickets", "ticket_id")
 
     def _count(self, table: str, column: str) -> int:
         def build() -> ClauseElement:
@@ -565,7 +589,7 @@ class NetworkState:
             row for owner, kpis in samples.items() for row in self._sample_rows(owner, kpis, at)
         ]
         with self.db.change():
-            self.db.insert("kpi_samples", rows)
+            self.db.insert_values("kpi_samples", rows)
 
     def set_load(self, cell_id: str, load: float) -> None:
         with self.db.change():

@@ -14,6 +14,7 @@ import bisect
 import datetime as dt
 import math
 from collections.abc import Callable
+from functools import cache
 from typing import Any
 
 import numpy as np
@@ -59,16 +60,24 @@ def tool(function: ToolFunction) -> ToolFunction:
 # --- helpers -------------------------------------------------------------------------------------
 
 
-def _quoted(name: str, value: float) -> dict[str, Any]:
-    info = kpi_catalogue().kpis[name]
+@cache
+def _display() -> dict[str, tuple[float, int, str]]:
+    """Per KPI: the scale and decimals of its quoted value, and its unit (English)."""
+    catalogue = kpi_catalogue()
     return {
-        "value": round(value * info.scale, info.decimals),
-        "unit": kpi_catalogue().units[info.unit].en,
+        name: (info.scale, info.decimals, catalogue.units[info.unit].en)
+        for name, info in catalogue.kpis.items()
     }
 
 
 def _kpi_table(kpis: dict[str, float]) -> dict[str, dict[str, Any]]:
-    return {name: _quoted(name, value) for name, value in kpis.items()}
+    """KPIs as quoted to an engineer: value in display units, and the unit."""
+    display = _display()
+    table = {}
+    for name, value in kpis.items():
+        scale, decimals, unit = display[name]
+        table[name] = {"value": round(value * scale, decimals), "unit": unit}
+    return table
 
 
 def _cell_summary(state: NetworkState, cell: CellRow) -> dict[str, Any]:
@@ -120,7 +129,7 @@ def oss_query(ctx: ToolContext, cell_id: str, window: str) -> dict[str, Any]:
     cell = state.cell(cell_id)
     start, end = _window_bounds(state, window)
     # The serving cell's record shows its slices and link too: all their samples in one query.
-    measured = {k: latest(v) for k, v in state.kpi_histories().items()} if cell.serving else {}
+    measured = state.latest_kpis() if cell.serving else {}
     record: dict[str, Any] = {
         "cell": _cell_summary(state, cell),
         "window": {"start": start.strftime(_TIME), "end": end.strftime(_TIME), "length": window},
@@ -469,6 +478,14 @@ def recommend_param_change(
 # --- core write tools ----------------------------------------------------------------------------
 
 
+def _change(ctx: ToolContext, tool: str, reason: str, targets: list[Any]) -> str:
+    """Apply a change and let the causal model recompute the KPIs, as one database change."""
+    with ctx.state.db.change():
+        change_id = ctx.state.apply(tool, ctx.step, reason, targets)
+        recompute(ctx.state)
+    return change_id
+
+
 @tool
 def optimize_cell(
     ctx: ToolContext, cell_id: str, changes: dict[str, Any], reason: str | None = None
@@ -493,8 +510,7 @@ def optimize_cell(
         )
         if group
     ]
-    change_id = state.apply("optimize_cell", ctx.step, reason or "", targets)
-    recompute(state)
+    change_id = _change(ctx, "optimize_cell", reason or "", targets)
     return {"status": "applied", "change_id": change_id, "cell_id": cell_id, "changes": applied}
 
 
@@ -506,10 +522,7 @@ def optimize_slice(
     before = state.slice(slice_id).policy
     applied = [{"parameter": n, "old": before[n], "new": v} for n, v in policy.items()]
     changes = [(c["parameter"], c["old"], c["new"]) for c in applied]
-    change_id = state.apply(
-        "optimize_slice", ctx.step, reason or "", [("slice", slice_id, changes)]
-    )
-    recompute(state)
+    change_id = _change(ctx, "optimize_slice", reason or "", [("slice", slice_id, changes)])
     return {
         "status": "applied",
         "change_id": change_id,
@@ -541,10 +554,7 @@ def push_config(ctx: ToolContext, config_id: str, dry_run: bool = False) -> dict
     if not diff:
         return {"status": "no_change", "config_id": config_id, "cell_id": cell_id, "changes": []}
     changes = [(c["parameter"], c["old"], c["new"]) for c in diff]
-    change_id = state.apply(
-        "push_config", ctx.step, f"push {config_id}", [("cell", cell_id, changes)]
-    )
-    recompute(state)
+    change_id = _change(ctx, "push_config", f"push {config_id}", [("cell", cell_id, changes)])
     return {
         "status": "applied",
         "change_id": change_id,

@@ -9,7 +9,9 @@ in intents.yaml.
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
+import itertools
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -103,6 +105,7 @@ class Cell:
     kpi_seed: int
     latitude: float
     longitude: float
+    position_km: tuple[float, float]  # east and north of the serving site
     measured: dict[str, float] | None = None  # the serving cell's; a neighbour's come later
     operational_state: str = "ENABLED"
 
@@ -114,21 +117,17 @@ def derived_kpis(load: float, area: str, role: str, kpi_seed: int) -> dict[str, 
     return {"PRB_util": load, **derived}
 
 
-def _site_position(area: str, distance_km: float, bearing_deg: float) -> tuple[float, float]:
+def _site_position(area: str, x_km: float, y_km: float) -> tuple[float, float]:
     latitude, longitude = _ANCHOR[area]
-    north = distance_km * math.cos(math.radians(bearing_deg))
-    east = distance_km * math.sin(math.radians(bearing_deg))
     return (
-        round(latitude + north / _KM_PER_DEGREE, 6),
-        round(longitude + east / (_KM_PER_DEGREE * math.cos(math.radians(latitude))), 6),
+        round(latitude + y_km / _KM_PER_DEGREE, 6),
+        round(longitude + x_km / (_KM_PER_DEGREE * math.cos(math.radians(latitude))), 6),
     )
 
 
 def distance_km(a: Cell, b: Cell) -> float:
-    """Distance between two cells' sites (equirectangular: exact enough within a cluster)."""
-    north = (a.latitude - b.latitude) * _KM_PER_DEGREE
-    east = (a.longitude - b.longitude) * _KM_PER_DEGREE * math.cos(math.radians(a.latitude))
-    return round(math.hypot(north, east), 2)
+    """Distance between two cells' sites, in the cluster's plane."""
+    return round(math.dist(a.position_km, b.position_km), 2)
 
 
 @dataclass(slots=True)
@@ -192,20 +191,20 @@ class InitialNetwork:
     def cells(self) -> list[Cell]:
         return [self.serving, *self.neighbours]
 
-    def configuration(self) -> dict[tuple[str, str], Any]:
-        """Every configurable value, keyed ``("cell:<id>" | "slice:<id>" | "backhaul:<id>",
-        parameter)``: what the verification diffs the final state against."""
-        values: dict[tuple[str, str], Any] = {}
-        for cell in self.cells:
-            owner = f"cell:{cell.cell_id}"
-            values[(owner, "pci")] = cell.pci
-            values[(owner, "azimuth_deg")] = cell.azimuth_deg
-            values.update(((owner, name), value) for name, value in cell.config.items())
+    def configuration(self) -> dict[str, dict[str, Any]]:
+        """Every configurable value, per object (``"cell:<id>"``, ``"slice:<id>"``,
+        ``"backhaul:<id>"``): what the verification diffs the final state against."""
+        values = {
+            f"cell:{cell.cell_id}": {
+                "pci": cell.pci,
+                "azimuth_deg": cell.azimuth_deg,
+                **cell.config,
+            }
+            for cell in self.cells
+        }
         for network_slice in self.slices.values():
-            owner = f"slice:{network_slice.slice_id}"
-            values.update(((owner, name), value) for name, value in network_slice.policy.items())
-        owner = f"backhaul:{self.backhaul.link_id}"
-        values.update(((owner, name), value) for name, value in self.backhaul.config.items())
+            values[f"slice:{network_slice.slice_id}"] = dict(network_slice.policy)
+        values[f"backhaul:{self.backhaul.link_id}"] = dict(self.backhaul.config)
         return values
 
 
@@ -232,8 +231,8 @@ def _episode_time(blueprint: Blueprint, rng: np.random.Generator) -> tuple[str, 
     names = sorted(prior)
     phase = "shoulder"
     if names:
-        cumulative = np.cumsum([prior[n] for n in names])
-        phase = names[int(np.searchsorted(cumulative, rng.random() * cumulative[-1], "right"))]
+        cumulative = list(itertools.accumulate(prior[n] for n in names))
+        phase = names[bisect.bisect_right(cumulative, rng.random() * cumulative[-1])]
     low, high = _HOURS.get(phase, (10, 16))
     start = dt.datetime(2026, 1, 1, tzinfo=dt.UTC) + dt.timedelta(days=int(rng.integers(0, 365)))
     now = start.replace(hour=int(rng.integers(low, high + 1)), minute=5 * int(rng.integers(0, 12)))
@@ -271,11 +270,14 @@ def _new_cell(
         config={**PROFILE[role]},
         load=round(load, 2),
         kpi_seed=kpi_seed,
-        # Bearing from the site number (golden angle): places sites without drawing from rng.
         latitude=0.0,
         longitude=0.0,
+        position_km=(0.0, 0.0),
     )
-    cell.latitude, cell.longitude = _site_position(area, distance, (number * 137.508) % 360)
+    # Bearing from the site number (golden angle): places sites without drawing from rng.
+    bearing = math.radians((number * 137.508) % 360)
+    cell.position_km = (distance * math.sin(bearing), distance * math.cos(bearing))
+    cell.latitude, cell.longitude = _site_position(area, *cell.position_km)
     return cell
 
 
@@ -294,9 +296,10 @@ def _neighbours(
     numbers = _distinct(rng, 100, 1000, count, {own})
     pcis = _distinct(rng, 0, 1008, count, used)
     used.update(pcis)
-    azimuths = rng.integers(0, 360, count)
-    distances = rng.uniform(low, high, count)
-    seeds = rng.integers(2**32, size=count)
+    azimuths = rng.integers(0, 360, count).tolist()
+    distances = rng.uniform(low, high, count).tolist()
+    seeds = rng.integers(2**32, size=count).tolist()
+    load_values = loads.tolist()
     cells = [
         _new_cell(
             prefix,
@@ -306,10 +309,10 @@ def _neighbours(
             serving.role,
             serving.tech,
             pcis[i],
-            int(azimuths[i]),
-            float(distances[i]),
-            float(loads[i]),
-            int(seeds[i]),
+            azimuths[i],
+            distances[i],
+            load_values[i],
+            seeds[i],
         )
         for i, number in enumerate(numbers)
     ]

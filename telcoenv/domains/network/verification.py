@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from telcoenv.domains.network.dynamics import FIX_TOOLS, key_kpis_recovered
-from telcoenv.domains.network.state import ConfigKey, NetworkState
+from telcoenv.domains.network.state import ConfigKey, Configuration, NetworkState
 from telcoenv.specs import Intent
 
 
@@ -52,7 +52,7 @@ def _fault_keys(intent: Intent, state: NetworkState) -> set[ConfigKey]:
 def _root_cause_checks(
     intent: Intent,
     state: NetworkState,
-    config: dict[ConfigKey, Any],
+    config: Configuration,
     fix: dict[str, Any],
     ticket_found: bool,
 ) -> dict[str, bool]:
@@ -63,7 +63,7 @@ def _root_cause_checks(
     serving = f"cell:{state.serving_id}"
     if intent.fault.target == "config":
         baseline = state.baseline_of(state.serving_id)
-        matches = all(config[(serving, name)] == value for name, value in baseline.items())
+        matches = all(config[serving][name] == value for name, value in baseline.items())
         return {"configuration matches the baseline": matches}
     owner = {
         "cell": serving,
@@ -73,19 +73,19 @@ def _root_cause_checks(
     checks = {}
     for name, parameter in intent.fault.parameters.items():
         if name == "pci":
-            pci = config[(serving, "pci")]
+            pci = config[serving]["pci"]
             checks["PCI unique among neighbours"] = all(
-                config[(f"cell:{other}", "pci")] != pci for other in state.cell_ids[1:]
+                config[f"cell:{other}"]["pci"] != pci for other in state.cell_ids[1:]
             )
         else:
-            checks[f"{name} at {parameter.healthy}"] = config.get((owner, name)) == fix[name]
+            checks[f"{name} at {parameter.healthy}"] = config[owner].get(name) == fix[name]
     return checks
 
 
 def verify(intent: Intent, state: NetworkState, fix: dict[str, Any]) -> Verification:
     """Check the final state of an episode against its intent and its starting snapshot."""
     required = intent.resolution.ticket_required
-    ticket_found = bool(state.tickets())
+    ticket_found = state.ticket_count() > 0
     config = state.configuration()
     checks = _root_cause_checks(intent, state, config, fix, ticket_found)
     allowed = _fault_keys(intent, state)
