@@ -37,8 +37,12 @@ def main() -> None:
     for workers in args.workers.split(","):
         with tempfile.TemporaryDirectory() as folder:  # a fresh process and store each time
             url = f"sqlite:///{Path(folder) / 'bench.sqlite'}"
-            out = subprocess.run([sys.executable, "-c", CHILD, url, str(args.samples), workers],
-                                 capture_output=True, text=True, check=True).stdout
+            out = subprocess.run(
+                [sys.executable, "-c", CHILD, url, str(args.samples), workers],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
             print(json.dumps({"workers": int(workers), **json.loads(out)}), flush=True)
 
 

@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import bindparam, create_engine, event, insert
+from sqlalchemy import bindparam, create_engine, event, func, insert, select
 from sqlalchemy.engine import Dialect, Engine
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.pool import StaticPool
@@ -55,6 +55,35 @@ class Prepared:
         return values if isinstance(values, tuple) else (values,)
 
 
+@dataclass(frozen=True, eq=False)  # identity hash: a query is a module constant, looked up often
+class Query:
+    """``SELECT columns FROM table WHERE episode_id = ? AND <key> = ? ... ORDER BY order``.
+
+    Parameters are passed by position: the episode id, then the keys' values. With ``count``
+    the query selects ``count(DISTINCT count)`` instead of columns.
+    """
+
+    table: str
+    columns: tuple[str, ...] = ()
+    keys: tuple[str, ...] = ()
+    order: tuple[str, ...] = ()
+    count: str | None = None
+
+    @property
+    def parameters(self) -> tuple[str, ...]:
+        return ("episode_id", *self.keys)
+
+    def build(self) -> ClauseElement:
+        t = network_metadata().tables[self.table]
+        if self.count is not None:
+            query = select(func.count(t.c[self.count].distinct()))
+        else:
+            query = select(*(t.c[c] for c in self.columns))
+        for name in self.parameters:
+            query = query.where(t.c[name] == bindparam(name))
+        return query.order_by(*(t.c[c] for c in self.order))
+
+
 def prepare(statement: ClauseElement, dialect: Dialect) -> Prepared:
     compiled = statement.compile(dialect=dialect)
     if not compiled.positional:
@@ -77,6 +106,9 @@ def _multi_insert(table: str, count: int) -> ClauseElement:
     )
 
 
+# SQLite statements kept prepared per connection: multi-row inserts come in one variant per row
+# count, and re-preparing a statement costs more than running it (the default keeps 128).
+_STATEMENT_CACHE = 1024
 _TEMPLATE_LOCK = threading.Lock()
 _TEMPLATE: sqlite3.Connection | None = None
 
@@ -94,7 +126,12 @@ def _template() -> sqlite3.Connection:
 
 
 def _copy_of_template() -> sqlite3.Connection:
-    connection = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
+    connection = sqlite3.connect(
+        ":memory:",
+        check_same_thread=False,
+        isolation_level=None,
+        cached_statements=_STATEMENT_CACHE,
+    )
     with _TEMPLATE_LOCK:
         assert _TEMPLATE is not None
         _TEMPLATE.backup(connection)
@@ -136,6 +173,10 @@ class NetworkDatabase:
         self._dialect = self._engine.dialect
         self._sqlite = self._dialect.name == "sqlite"
         self._prepared: dict[str, Prepared] = {}
+        self._queries: dict[Query, Prepared] = {}
+        self._multi_sql: dict[tuple[str, int], str] = {}
+        # With a positional paramstyle a multi-row insert repeats one compiled row group.
+        self._row_group = self._dialect.paramstyle in ("qmark", "format") or None
         #: What the driver raises when a constraint (a CHECK, a key) refuses a statement.
         self.integrity_error: type[Exception] = self._dialect.loaded_dbapi.IntegrityError
         self._open_episode = False
@@ -154,6 +195,24 @@ class NetworkDatabase:
         self._cursor.execute(prepared.sql, prepared.bind(params))
         return self._cursor.fetchall()
 
+    def select(self, query: Query, values: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        """The rows of ``query`` for ``values`` (the episode id, then the keys' values)."""
+        prepared = self._queries.get(query)
+        if prepared is None:
+            prepared = self._queries[query] = self._prepare_query(query)
+        if prepared._getter is None:  # a named paramstyle
+            self._cursor.execute(prepared.sql, dict(zip(query.parameters, values, strict=True)))
+        else:
+            self._cursor.execute(prepared.sql, values)
+        return self._cursor.fetchall()
+
+    def _prepare_query(self, query: Query) -> Prepared:
+        prepared = _prepared_for(self._dialect, f"query:{id(query)}", query.build)
+        if prepared._getter is not None:  # positional: the values must come in this order
+            compiled = query.build().compile(dialect=self._dialect)
+            assert tuple(compiled.positiontup or ()) == query.parameters, query
+        return prepared
+
     def execute(self, prepared: Prepared, params: Mapping[str, Any]) -> int:
         self._cursor.execute(prepared.sql, prepared.bind(params))
         return self._cursor.rowcount
@@ -168,23 +227,37 @@ class NetworkDatabase:
         """Insert rows given as tuples in the table's column order (the fast path of a reset).
 
         One multi-row ``INSERT ... VALUES (...), (...)`` statement per call: on SQLite it cost
-        about half of ``executemany`` for the same rows. Statements are compiled once per row
-        count.
+        about half of ``executemany`` for the same rows.
         """
         if not rows:
             return
         count = len(rows)
+        if self._row_group is not None:  # positional: repeat the compiled row group
+            sql = self._multi_sql.get((table, count))
+            if sql is None:
+                head, group = self._single_row_sql(table)
+                sql = self._multi_sql[(table, count)] = head + ", ".join([group] * count)
+            self._cursor.execute(sql, [value for row in rows for value in row])
+            return
+        # A named paramstyle: SQLAlchemy compiles the statement for this row count once.
         prepared = self.statement(f"insert:{table}:{count}", lambda: _multi_insert(table, count))
-        if prepared._getter is None:  # a named paramstyle: the driver wants a mapping
-            names = network_metadata().tables[table].columns.keys()
-            params: Any = {
+        names = network_metadata().tables[table].columns.keys()
+        self._cursor.execute(
+            prepared.sql,
+            {
                 f"{name}_{i}": value
                 for i, row in enumerate(rows)
                 for name, value in zip(names, row, strict=True)
-            }
-        else:
-            params = [value for row in rows for value in row]
-        self._cursor.execute(prepared.sql, params)
+            },
+        )
+
+    def _single_row_sql(self, table: str) -> tuple[str, str]:
+        """``INSERT INTO table (columns) VALUES`` and its ``(?, ?, ...)`` group, compiled by
+        SQLAlchemy for this dialect."""
+        prepared = self.statement(f"insert:{table}:1", lambda: _multi_insert(table, 1))
+        head, _, group = prepared.sql.rpartition(" VALUES ")
+        assert group.startswith("(") and group.endswith(")"), prepared.sql
+        return head + " VALUES ", group
 
     # --- transactions -------------------------------------------------------------------------
 

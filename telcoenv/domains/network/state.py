@@ -12,13 +12,13 @@ from __future__ import annotations
 import datetime as dt
 import json
 import operator
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any, NamedTuple
 
-from sqlalchemy import bindparam, func, select, update
+from sqlalchemy import bindparam, update
 from sqlalchemy.sql import ClauseElement
 
-from telcoenv.domains.network.database import NetworkDatabase, Prepared
+from telcoenv.domains.network.database import NetworkDatabase, Query
 from telcoenv.domains.network.parameters import (
     BACKHAUL_PARAMETERS,
     CELL_PARAMETERS,
@@ -163,20 +163,50 @@ def _table(name: str) -> Any:
     return network_metadata().tables[name]
 
 
-def _select(
-    table: str, columns: Iterable[str], *keys: str, order: Iterable[str] = ()
-) -> Callable[[], ClauseElement]:
-    """A builder of ``SELECT columns FROM table WHERE episode_id = :episode_id AND key = :key``
-    ``ORDER BY order``."""
-
-    def build() -> ClauseElement:
-        t = _table(table)
-        query = select(*(t.c[c] for c in columns)).where(t.c.episode_id == bindparam("episode_id"))
-        for key in keys:
-            query = query.where(t.c[key] == bindparam(key))
-        return query.order_by(*(t.c[c] for c in order))
-
-    return build
+_CELLS = Query("cells", _CELL_COLUMNS)
+_CELL = Query("cells", _CELL_COLUMNS, ("cell_id",))
+_CELL_EXISTS = Query("cells", ("cell_id",), ("cell_id",))
+_RELATIONS = Query("neighbour_relations", ("neighbour_id", "distance_km"), ("cell_id",))
+_SLICES = Query("slices", ("slice_id", "service_type", *SLICE_PARAMETERS))
+_LINK = Query("transport_links", ("link_id", "site_id", "capacity_mbps", *BACKHAUL_PARAMETERS))
+_BASELINE = Query("config_baselines", ("cell_id", *CELL_PARAMETERS), ("config_id",))
+_BASELINE_IDS = Query("config_baselines", ("config_id",))
+_ALARMS = Query("alarms", ("alarm_id", "source", "name", "severity", "raised_at"))
+# KPI samples in their primary key's order (no sort step).
+_SAMPLES = Query(
+    "kpi_samples", ("measured_at", "kpi", "value"), ("object_id",), ("measured_at", "kpi")
+)
+_LATEST = Query("kpi_samples", ("kpi", "value"), ("object_id",), ("measured_at", "kpi"))
+_KPI_VALUES = Query("kpi_samples", ("value",), ("object_id", "kpi"), ("measured_at",))
+_ALL_SAMPLES = Query(
+    "kpi_samples",
+    ("object_id", "measured_at", "kpi", "value"),
+    order=("object_id", "measured_at", "kpi"),
+)
+_ALL_LATEST = Query(
+    "kpi_samples", ("object_id", "kpi", "value"), order=("object_id", "measured_at", "kpi")
+)
+_CONFIG_QUERIES = {table: Query(table, columns) for table, (_, columns) in _CONFIGURATION.items()}
+_TICKETS = Query(
+    "tickets", ("ticket_id", "status", "severity", "team", "cell_id", "summary", "created_at")
+)
+_CHANGE_LOG = Query(
+    "change_log",
+    (
+        "change_id",
+        "parameter",
+        "step",
+        "tool",
+        "object_type",
+        "object_id",
+        "old_value",
+        "new_value",
+        "reason",
+        "changed_at",
+    ),
+)
+_TICKET_COUNT = Query("tickets", count="ticket_id")
+_CHANGE_COUNT = Query("change_log", count="change_id")
 
 
 class NetworkState:
@@ -295,18 +325,17 @@ class NetworkState:
 
     # --- reads --------------------------------------------------------------------------------
 
-    def _fetch(self, key: str, build: Callable[[], ClauseElement], **params: Any) -> list[Any]:
-        prepared: Prepared = self.db.statement(key, build)
-        return self.db.fetch(prepared, {"episode_id": self.episode_id, **params})
+    def _fetch(self, query: Query, *keys: Any) -> list[Any]:
+        return self.db.select(query, (self.episode_id, *keys))
 
     def cells(self) -> list[CellRow]:
         """Every cell of the cluster: the serving cell first, then neighbours by distance."""
-        rows = {row[0]: _cell(row) for row in self._fetch("cells", _select("cells", _CELL_COLUMNS))}
+        rows = {row[0]: _cell(row) for row in self._fetch(_CELLS)}
         return [rows[cell_id] for cell_id in self.cell_ids]
 
     def cell(self, cell_id: str) -> CellRow:
         """The cell with this id, or a ToolError listing the cells of the cluster."""
-        rows = self._fetch("cell", _select("cells", _CELL_COLUMNS, "cell_id"), cell_id=cell_id)
+        rows = self._fetch(_CELL, cell_id)
         if rows:
             return _cell(rows[0])
         raise ToolError(
@@ -315,22 +344,23 @@ class NetworkState:
             kind="not_found",
         )
 
+    def require_cell(self, cell_id: str) -> bool:
+        """Whether ``cell_id`` is the serving cell; a ToolError if the cluster has no such cell."""
+        if not self._fetch(_CELL_EXISTS, cell_id):
+            self.cell(cell_id)  # raises the not-found error
+        return cell_id == self.serving_id
+
     @property
     def serving(self) -> CellRow:
         return self.cell(self.serving_id)
 
     def neighbours_of(self, cell_id: str) -> list[tuple[str, float]]:
         """(neighbour id, distance in km) of a cell's neighbour relations, nearest first."""
-        rows = self._fetch(
-            "relations",
-            _select("neighbour_relations", ("neighbour_id", "distance_km"), "cell_id"),
-            cell_id=cell_id,
-        )
+        rows = self._fetch(_RELATIONS, cell_id)
         return sorted(rows, key=lambda row: (row[1], row[0]))
 
     def slices(self) -> list[SliceRow]:
-        columns = ("slice_id", "service_type", *SLICE_PARAMETERS)
-        rows = self._fetch("slices", _select("slices", columns))
+        rows = self._fetch(_SLICES)
         return sorted(
             (SliceRow(r[0], r[1], _decode(SLICE_PARAMETERS, r[2:])) for r in rows),
             key=lambda s: s.slice_id,
@@ -347,20 +377,16 @@ class NetworkState:
         )
 
     def backhaul(self) -> LinkRow:
-        columns = ("link_id", "site_id", "capacity_mbps", *BACKHAUL_PARAMETERS)
-        row = self._fetch("link", _select("transport_links", columns))[0]
+        row = self._fetch(_LINK)[0]
         return LinkRow(row[0], row[1], row[2], _decode(BACKHAUL_PARAMETERS, row[3:]))
 
     def baseline(self, config_id: str) -> tuple[str, dict[str, Any]] | None:
         """(cell id, parameters) of a stored configuration, or None."""
-        columns = ("cell_id", *CELL_PARAMETERS)
-        rows = self._fetch(
-            "baseline", _select("config_baselines", columns, "config_id"), config_id=config_id
-        )
+        rows = self._fetch(_BASELINE, config_id)
         return (rows[0][0], _decode(CELL_PARAMETERS, rows[0][1:])) if rows else None
 
     def baseline_ids(self) -> list[str]:
-        rows = self._fetch("baseline_ids", _select("config_baselines", ("config_id",)))
+        rows = self._fetch(_BASELINE_IDS)
         return sorted(row[0] for row in rows)
 
     def baseline_of(self, cell_id: str) -> dict[str, Any]:
@@ -369,26 +395,15 @@ class NetworkState:
         return found[1]
 
     def alarms(self, sources: set[str]) -> list[dict[str, Any]]:
-        columns = ("alarm_id", "source", "name", "severity", "raised_at")
-        rows = self._fetch("alarms", _select("alarms", columns))
-        ordered = sorted(rows, key=lambda row: (row[4], row[0]))
-        return [dict(zip(columns, row, strict=True)) for row in ordered if row[1] in sources]
+        rows = sorted(self._fetch(_ALARMS), key=lambda row: (row[4], row[0]))
+        return [dict(zip(_ALARMS.columns, r, strict=True)) for r in rows if r[1] in sources]
 
     def kpi_history(self, object_id: str) -> History:
         """The KPI regimes of an object: (measured from, KPI values), oldest first.
 
         A neighbour's counters are collected on the first request (seeded by the cell).
         """
-        rows = self._fetch(
-            "samples",
-            _select(
-                "kpi_samples",
-                ("measured_at", "kpi", "value"),
-                "object_id",
-                order=("measured_at", "kpi"),  # the primary key's order: no sort step
-            ),
-            object_id=object_id,
-        )
+        rows = self._fetch(_SAMPLES, object_id)
         if not rows and object_id in self.cell_ids:
             cell = self.cell(object_id)
             kpis = derived_kpis(cell.load, cell.area, cell.role, cell.kpi_seed)
@@ -401,24 +416,14 @@ class NetworkState:
 
     def kpi_histories(self) -> dict[str, History]:
         """The KPI regimes of every object measured so far, in one query."""
-        columns = ("object_id", "measured_at", "kpi", "value")
         grouped: dict[str, list[tuple[str, str, float]]] = {}
-        order = ("object_id", "measured_at", "kpi")  # the primary key's order
-        rows = self._fetch("all_samples", _select("kpi_samples", columns, order=order))
-        for object_id, *sample in rows:
+        for object_id, *sample in self._fetch(_ALL_SAMPLES):
             grouped.setdefault(object_id, []).append(tuple(sample))  # type: ignore[arg-type]
         return {object_id: _regimes(rows) for object_id, rows in grouped.items()}
 
     def latest_kpis(self) -> dict[str, dict[str, float]]:
         """The current KPIs of every object measured so far, in one query."""
-        rows = self._fetch(
-            "latest_all",
-            _select(
-                "kpi_samples",
-                ("object_id", "kpi", "value"),
-                order=("object_id", "measured_at", "kpi"),  # the primary key's order
-            ),
-        )
+        rows = self._fetch(_ALL_LATEST)
         current: dict[str, dict[str, float]] = {}
         for object_id, name, value in rows:  # later samples overwrite earlier ones
             current.setdefault(object_id, {})[name] = value
@@ -426,19 +431,20 @@ class NetworkState:
 
     def kpis(self, object_id: str) -> dict[str, float]:
         """The current KPI values of a cell, slice or link (the latest sample of each KPI)."""
-        rows = self._fetch(
-            "latest",
-            _select("kpi_samples", ("kpi", "value"), "object_id", order=("measured_at", "kpi")),
-            object_id=object_id,
-        )
+        rows = self._fetch(_LATEST, object_id)
         return dict(rows) if rows else latest(self.kpi_history(object_id))
+
+    def kpi_value(self, object_id: str, kpi: str) -> float | None:
+        """The current value of one KPI of an object (its latest sample), or None."""
+        rows = self._fetch(_KPI_VALUES, object_id, kpi)
+        return rows[-1][0] if rows else None
 
     def configuration(self) -> Configuration:
         """Every configurable value now, per object, like ``InitialNetwork.configuration``."""
         values: Configuration = {}
         for table, (kind, columns) in _CONFIGURATION.items():
             names, booleans = columns[1:], _BOOLEAN_CONFIG[kind]
-            for row in self._fetch(f"config:{table}", _select(table, columns)):
+            for row in self._fetch(_CONFIG_QUERIES[table]):
                 owner = self._owners.get(row[0])
                 if owner is None:
                     owner = self._owners[row[0]] = f"{kind}:{row[0]}"
@@ -465,41 +471,19 @@ class NetworkState:
         return changed
 
     def tickets(self) -> list[dict[str, Any]]:
-        columns = ("ticket_id", "status", "severity", "team", "cell_id", "summary", "created_at")
-        rows = self._fetch("tickets", _select("tickets", columns))
-        return [dict(zip(columns, row, strict=True)) for row in sorted(rows)]
+        rows = sorted(self._fetch(_TICKETS))
+        return [dict(zip(_TICKETS.columns, row, strict=True)) for row in rows]
 
     def change_log(self) -> list[dict[str, Any]]:
-        columns = (
-            "change_id",
-            "parameter",
-            "step",
-            "tool",
-            "object_type",
-            "object_id",
-            "old_value",
-            "new_value",
-            "reason",
-            "changed_at",
-        )
-        rows = self._fetch("change_log", _select("change_log", columns))
-        entries = [dict(zip(columns, row, strict=True)) for row in sorted(rows)]
+        rows = sorted(self._fetch(_CHANGE_LOG))
+        entries = [dict(zip(_CHANGE_LOG.columns, row, strict=True)) for row in rows]
         for entry in entries:
             entry["old_value"] = json.loads(entry["old_value"])
             entry["new_value"] = json.loads(entry["new_value"])
         return entries
 
     def ticket_count(self) -> int:
-        return self._count("tickets", "ticket_id")
-
-    def _count(self, table: str, column: str) -> int:
-        def build() -> ClauseElement:
-            t = _table(table)
-            return select(func.count(t.c[column].distinct())).where(
-                t.c.episode_id == bindparam("episode_id")
-            )
-
-        return int(self._fetch(f"count:{table}", build)[0][0])
+        return int(self._fetch(_TICKET_COUNT)[0][0])
 
     # --- changes ------------------------------------------------------------------------------
 
@@ -513,7 +497,7 @@ class NetworkState:
         value the schema's CHECK constraints refuse raises a ToolError and changes nothing.
         Returns the change id.
         """
-        change_id = f"CHG-{self.now:%Y%m%d}-{self._count('change_log', 'change_id') + 1:04d}"
+        change_id = f"CHG-{self.now:%Y%m%d}-{int(self._fetch(_CHANGE_COUNT)[0][0]) + 1:04d}"
         stamp = self.now.strftime(TIME_FORMAT)
         log = []
         try:
@@ -570,7 +554,7 @@ class NetworkState:
         self, summary: str, severity: str, team: str, cell_id: str, step: int
     ) -> dict[str, Any]:
         ticket = {
-            "ticket_id": f"TT-{self.now:%Y%m%d}-{self._count('tickets', 'ticket_id') + 1:04d}",
+            "ticket_id": f"TT-{self.now:%Y%m%d}-{self.ticket_count() + 1:04d}",
             "status": "open",
             "severity": severity,
             "team": team,

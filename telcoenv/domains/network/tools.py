@@ -173,7 +173,7 @@ def _granularity(window: str, requested: str | None) -> dt.timedelta:
 
 
 def _family_kpis(
-    state: NetworkState, cell: CellRow, pools: list[dict[str, float]], family: str
+    state: NetworkState, cell_id: str, pools: list[dict[str, float]], family: str
 ) -> dict[str, float]:
     """The KPIs of one family, from the first pool that has each (the cell's own first)."""
     catalogue = kpi_catalogue()
@@ -183,7 +183,7 @@ def _family_kpis(
             if catalogue.kpis[name].family == family and name not in found:
                 found[name] = value
     if family == "config" and not found:
-        found["mismatch_count"] = float(len(_config_drift(state, cell)))
+        found["mismatch_count"] = float(len(_config_drift(state, state.cell(cell_id))))
     return found
 
 
@@ -192,7 +192,7 @@ def kpi_timeseries(
     ctx: ToolContext, cell_id: str, kpi: str, window: str, granularity: str | None = None
 ) -> dict[str, Any]:
     state = ctx.state
-    cell = state.cell(cell_id)
+    serving = state.require_cell(cell_id)
     start, end = _window_bounds(state, window)
     step = _granularity(window, granularity)
     points = max(1, int((end - start) / step))
@@ -206,7 +206,7 @@ def kpi_timeseries(
         f"{s}Z"
         for s in np.datetime_as_string(first + np.arange(points) * np.timedelta64(step), unit="s")
     ]
-    if cell.serving:  # the serving cell's series include its link's and slices' counters
+    if serving:  # the serving cell's series include its link's and slices' counters
         histories = state.kpi_histories()
         history = histories[cell_id]
         owners = (state.link_id, *sorted(state.initial.slices))
@@ -214,7 +214,7 @@ def kpi_timeseries(
     else:
         history = state.kpi_history(cell_id)
         pools = [latest(history)]
-    values = _family_kpis(state, cell, pools, kpi)
+    values = _family_kpis(state, cell_id, pools, kpi)
     if not values:
         raise ToolError(f"no {kpi} counters are collected for {cell_id}", kind="not_found")
     catalogue = kpi_catalogue()
@@ -225,7 +225,7 @@ def kpi_timeseries(
         # The serving cell's first regime is the blueprint sample (its ranges bound the
         # series); later ones are the KPIs the causal model computed after a change.
         regime = history[index][1]
-        bounded = cell.serving and index == 0
+        bounded = serving and index == 0
         regime_values = [regime.get(n, values[n]) for n in names]
         bands = [
             kpi_band(v, state.kpi_bounds.get(n) if bounded else None)
@@ -574,7 +574,7 @@ def create_ticket(
 ) -> dict[str, Any]:
     state = ctx.state
     if cell_id is not None:
-        state.cell(cell_id)
+        state.require_cell(cell_id)
     ticket = state.add_ticket(summary, severity, team or "noc", cell_id or "", ctx.step)
     return {
         k: ticket[k] for k in ("ticket_id", "status", "severity", "team", "cell_id", "created_at")
@@ -586,7 +586,7 @@ def create_ticket(
 
 @tool
 def subscriber_insight(ctx: ToolContext, cell_id: str, window: str = "24h") -> dict[str, Any]:
-    ctx.state.cell(cell_id)
+    ctx.state.require_cell(cell_id)
     rng = ctx.rng
     parse_window(window)
     kpis = ctx.state.kpis(cell_id)
@@ -609,7 +609,7 @@ def subscriber_insight(ctx: ToolContext, cell_id: str, window: str = "24h") -> d
 def device_cap_lookup(
     ctx: ToolContext, cell_id: str, device_model: str | None = None
 ) -> dict[str, Any]:
-    ctx.state.cell(cell_id)
+    ctx.state.require_cell(cell_id)
     rng = ctx.rng
     classes = {
         "NR SA, 4x4 MIMO, 256QAM": 0.0,
@@ -637,7 +637,7 @@ def device_cap_lookup(
 
 @tool
 def sla_policy_fetch(ctx: ToolContext, cell_id: str, customer: str | None = None) -> dict[str, Any]:
-    ctx.state.cell(cell_id)
+    ctx.state.require_cell(cell_id)
     return {
         "cell_id": cell_id,
         "customer": customer or "all",

@@ -1,0 +1,73 @@
+"""Gold-path episode rate of this checkout against an earlier commit, measured alternately.
+
+    python benchmarks/compare_rate.py d30c27b [--rounds 3]
+
+The earlier commit is checked out in a temporary git worktree and imported from there with this
+virtualenv's packages. Each round runs ``bench_core.episodes_per_second`` (median of 5 repeats
+of 400 oracle episodes, no embedder) in a fresh process, first for the earlier commit, then for
+this checkout, so that both see the same machine load. Prints the median rate of each and the
+ratio. Used for the figure "oracle rate with the network database versus before it".
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RATE = (
+    "import sys; sys.path.insert(0, 'benchmarks'); import telcoenv, bench_core; "
+    "assert telcoenv.__file__.startswith(sys.argv[1]), telcoenv.__file__; "
+    "print(bench_core.episodes_per_second())"
+)
+
+
+def rate(checkout: Path) -> float:
+    done = subprocess.run(
+        [sys.executable, "-c", RATE, str(checkout)],
+        cwd=checkout,
+        env={"PYTHONPATH": str(checkout), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return float(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("ref", help="the earlier commit (e.g. the one before an issue)")
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        earlier = Path(tmp) / "earlier"
+        subprocess.run(
+            ["git", "worktree", "add", "--detach", "-q", str(earlier), args.ref],
+            cwd=ROOT,
+            check=True,
+        )
+        try:
+            before, now = [], []
+            for _ in range(args.rounds):
+                before.append(rate(earlier))
+                now.append(rate(ROOT))
+        finally:
+            subprocess.run(
+                ["git", "worktree", "remove", "--force", str(earlier)], cwd=ROOT, check=True
+            )
+    result = {
+        "ref": args.ref,
+        "earlier_episodes_per_second": [round(r, 1) for r in before],
+        "now_episodes_per_second": [round(r, 1) for r in now],
+        "median_ratio": round(statistics.median(now) / statistics.median(before), 3),
+    }
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
