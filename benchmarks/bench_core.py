@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -101,12 +102,20 @@ def import_seconds() -> float:
     return statistics.median(times)
 
 
-def bytes_per_extra_env(count: int = 50) -> float:
+def _rss_bytes() -> int:
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def bytes_per_extra_env(count: int = 50) -> dict[str, float]:
+    """Memory of one more environment after a reset: Python objects (tracemalloc) and the
+    process's resident memory, which also counts the SQLite database (tracemalloc does not)."""
     from telcoenv.env import TelcoEnv
 
     first = TelcoEnv("beam_misalignment")  # loads the shared catalogue and domain
     first.reset(seed=0)
     gc.collect()
+    rss = _rss_bytes()
     tracemalloc.start()
     before = tracemalloc.take_snapshot()
     envs = [TelcoEnv("beam_misalignment") for _ in range(count)]
@@ -116,7 +125,16 @@ def bytes_per_extra_env(count: int = 50) -> float:
     after = tracemalloc.take_snapshot()
     tracemalloc.stop()
     grown = sum(stat.size_diff for stat in after.compare_to(before, "filename"))
-    return grown / count
+    # Resident memory is measured in a second batch without tracemalloc's own overhead.
+    more = [TelcoEnv("beam_misalignment") for _ in range(count)]
+    for i, env in enumerate(more):
+        env.reset(seed=i)
+    gc.collect()
+    resident = (_rss_bytes() - rss) / (2 * count)
+    return {
+        "python_bytes_per_extra_env": round(grown / count),
+        "resident_bytes_per_extra_env": round(resident),
+    }
 
 
 def main() -> None:
@@ -124,7 +142,7 @@ def main() -> None:
         "gold_path_episodes_per_second": round(episodes_per_second(), 1),
         **reset_and_tool_latency(),
         "import_seconds": round(import_seconds(), 3),
-        "bytes_per_extra_env_after_reset": round(bytes_per_extra_env()),
+        **bytes_per_extra_env(),
     }
     print(json.dumps(results, indent=2))
 

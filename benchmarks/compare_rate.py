@@ -23,13 +23,18 @@ ROOT = Path(__file__).resolve().parent.parent
 RATE = (
     "import sys; sys.path.insert(0, 'benchmarks'); import telcoenv, bench_core; "
     "assert telcoenv.__file__.startswith(sys.argv[1]), telcoenv.__file__; "
-    "print(bench_core.episodes_per_second())"
+    "{patch}print(bench_core.episodes_per_second())"
+)
+# The same gold chain as before the closed loop: no re-measurement after the fix.
+NO_REMEASURE = (
+    "from telcoenv.agents import oracle; "
+    "oracle.OracleAgent._remeasurement = staticmethod(lambda plan: []); "
 )
 
 
-def rate(checkout: Path) -> float:
+def rate(checkout: Path, patch: str = "") -> float:
     done = subprocess.run(
-        [sys.executable, "-c", RATE, str(checkout)],
+        [sys.executable, "-c", RATE.format(patch=patch), str(checkout)],
         cwd=checkout,
         env={"PYTHONPATH": str(checkout), "PATH": "/usr/bin:/bin"},
         capture_output=True,
@@ -43,6 +48,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("ref", help="the earlier commit (e.g. the one before an issue)")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--same-chain",
+        action="store_true",
+        help="run this checkout's oracle without its re-measurement after the fix",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         earlier = Path(tmp) / "earlier"
@@ -55,13 +65,14 @@ def main() -> None:
             before, now = [], []
             for _ in range(args.rounds):
                 before.append(rate(earlier))
-                now.append(rate(ROOT))
+                now.append(rate(ROOT, NO_REMEASURE if args.same_chain else ""))
         finally:
             subprocess.run(
                 ["git", "worktree", "remove", "--force", str(earlier)], cwd=ROOT, check=True
             )
     result = {
         "ref": args.ref,
+        "same_chain": args.same_chain,
         "earlier_episodes_per_second": [round(r, 1) for r in before],
         "now_episodes_per_second": [round(r, 1) for r in now],
         "median_ratio": round(statistics.median(now) / statistics.median(before), 3),

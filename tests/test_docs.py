@@ -27,3 +27,11 @@ def test_every_tool_is_documented(catalog):
 
 def test_readme_gives_the_setup_commands():
     assert "make demo" in README and "make test" in README
+
+
+def test_the_database_table_lists_every_table():
+    from telcoenv.domains.network.schema import network_metadata
+
+    section = README.split("## The network database")[1].split("\n## ")[0]
+    documented = set(re.findall(r"^\| `([a-z_]+)` \|", section, flags=re.MULTILINE))
+    assert documented == set(network_metadata().tables)
