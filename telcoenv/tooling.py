@@ -14,6 +14,7 @@ from typing import Any
 
 import fastjsonschema
 import jsonschema
+import orjson
 
 from telcoenv.errors import TelcoEnvError, ToolError
 from telcoenv.specs import ToolSpec
@@ -21,9 +22,20 @@ from telcoenv.specs import ToolSpec
 RESERVED_SUBMIT = "submit_resolution"
 
 
+_ORJSON_OPTIONS = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
+
+
 def canonical_json(value: Any) -> str:
-    """Deterministic compact JSON (sorted keys, UTF-8 kept) used for every tool output."""
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    """Deterministic compact JSON (sorted keys, UTF-8 kept) used for every tool output.
+
+    orjson writes it (it was about a tenth of an episode's time with the standard library);
+    values orjson refuses, such as integers beyond 64 bits in an agent's arguments, go through
+    the standard library with the same conventions.
+    """
+    try:
+        return orjson.dumps(value, option=_ORJSON_OPTIONS).decode()
+    except TypeError:  # orjson.JSONEncodeError is a TypeError
+        return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
 
 def call_key(name: str, arguments: Mapping[str, Any]) -> int:

@@ -109,11 +109,19 @@ def ranked_evidence(sampled: dict[str, float], families: Sequence[str]) -> list[
 
     Order: the ``families`` order, then the blueprint order; configuration read-outs excluded.
     """
+    return list(_ranked(tuple(sampled), tuple(families)))
+
+
+@cache
+def _ranked(names: tuple[str, ...], families: tuple[str, ...]) -> tuple[str, ...]:
+    # The order depends only on the sample's KPI names (a blueprint's) and the families.
     catalogue = kpi_catalogue()
     rank = {family: i for i, family in enumerate(families)}
-    return sorted(
-        (n for n in sampled if n not in _NOT_EVIDENCE),
-        key=lambda n: rank.get(catalogue.kpis[n].family, len(rank)),
+    return tuple(
+        sorted(
+            (n for n in names if n not in _NOT_EVIDENCE),
+            key=lambda n: rank.get(catalogue.kpis[n].family, len(rank)),
+        )
     )
 
 

@@ -186,27 +186,29 @@ def series_batch(
     digits: list[int],
     points: int,
     rng: np.random.Generator,
-) -> list[np.ndarray]:
-    """Time series, one per KPI: each has mean ``values[i]`` (up to rounding to ``digits[i]``)
-    and every point inside ``bounds[i]``.
+) -> np.ndarray:
+    """Time series, one row per KPI: row ``i`` has mean ``values[i]`` (up to rounding to
+    ``digits[i]``) and every point inside ``bounds[i]``.
 
     Shape: a random walk, centred on zero, scaled so that no point leaves its band; the walks of
-    all KPIs are drawn in one call.
+    all KPIs are drawn and shaped in one go.
     """
     walks = np.cumsum(rng.standard_normal((len(values), points)), axis=1)
     walks -= walks.mean(axis=1, keepdims=True)
     peaks = np.abs(walks).max(axis=1)
     peaks[peaks == 0] = 1.0
-    result = []
-    for walk, peak, value, (low, high), places in zip(
-        walks, peaks, values, bounds, digits, strict=True
-    ):
-        room = max(min(value - low, high - value, 0.15 * (high - low)), 0.0)
-        rounded = np.clip(np.round(value + room * 0.9 / peak * walk, places), low, high)
-        # Re-centre after rounding: push the residual onto the point nearest the band's middle.
-        residual = round(value * points - float(rounded.sum()), places)
+    centre = np.array(values)
+    low, high = np.array(bounds).T
+    room = np.maximum(np.minimum(np.minimum(centre - low, high - centre), 0.15 * (high - low)), 0)
+    factor = 10.0 ** np.array(digits)[:, None]  # np.round's own method, one factor per row
+    raw = centre[:, None] + (room * 0.9 / peaks)[:, None] * walks
+    rounded = np.clip(np.rint(raw * factor) / factor, low[:, None], high[:, None])
+    # Re-centre after rounding: push the residual onto the point nearest the band's middle.
+    sums = rounded.sum(axis=1)
+    for i, places in enumerate(digits):
+        residual = round(values[i] * points - float(sums[i]), places)
         if residual:
-            index = int(np.argmin(np.abs(rounded - (low + high) / 2)))
-            rounded[index] = min(max(round(rounded[index] + residual, places), low), high)
-        result.append(rounded)
-    return result
+            row = rounded[i]
+            index = int(np.argmin(np.abs(row - (low[i] + high[i]) / 2)))
+            row[index] = min(max(round(float(row[index]) + residual, places), low[i]), high[i])
+    return rounded

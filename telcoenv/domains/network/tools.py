@@ -10,7 +10,6 @@ causal model recompute the KPIs.
 
 from __future__ import annotations
 
-import bisect
 import datetime as dt
 import math
 from collections.abc import Callable
@@ -220,7 +219,7 @@ def kpi_timeseries(
     catalogue = kpi_catalogue()
     names = list(values)
     digits = [catalogue.digits(n) for n in names]
-    parts: list[list[np.ndarray]] = []
+    parts: list[np.ndarray] = []
     for index, count in _regime_segments(history, start, step, points):
         # The serving cell's first regime is the blueprint sample (its ranges bound the
         # series); later ones are the KPIs the causal model computed after a change.
@@ -232,20 +231,24 @@ def kpi_timeseries(
             for n, v in zip(names, regime_values, strict=True)
         ]
         parts.append(series_batch(regime_values, bands, digits, count, ctx.rng))
-    raws = [np.concatenate([part[i] for part in parts]) for i in range(len(names))]
-    result: dict[str, Any] = {}
+    raws = np.concatenate(parts, axis=1) if len(parts) > 1 else parts[0]
+    display = _display()
+    scale = np.array([display[n][0] for n in names])[:, None]
+    factor = 10.0 ** np.array([display[n][1] for n in names])[:, None]
+    shown = np.rint(raws * scale * factor) / factor  # np.round per row, in one go
+    ordered = np.sort(shown, axis=1)
     p95 = min(points - 1, math.ceil(0.95 * points) - 1)
-    for name, raw in zip(names, raws, strict=True):
-        info = catalogue.kpis[name]
-        shown = np.round(raw * info.scale, info.decimals)
-        ordered = np.sort(shown)
+    sums = shown.sum(axis=1).tolist()
+    result: dict[str, Any] = {}
+    for i, (name, row) in enumerate(zip(names, shown.tolist(), strict=True)):
+        _, decimals, unit = display[name]
         result[name] = {
-            "unit": catalogue.units[info.unit].en,
-            "values": shown.tolist(),
-            "mean": round(float(shown.sum()) / points, info.decimals + 1),
-            "min": float(ordered[0]),
-            "max": float(ordered[-1]),
-            "p95": float(ordered[p95]),
+            "unit": unit,
+            "values": row,
+            "mean": round(sums[i] / points, decimals + 1),
+            "min": float(ordered[i, 0]),
+            "max": float(ordered[i, -1]),
+            "p95": float(ordered[i, p95]),
         }
     return {
         "cell_id": cell_id,
@@ -263,15 +266,20 @@ def _regime_segments(
     step: dt.timedelta,
     points: int,
 ) -> list[tuple[int, int]]:
-    """(index of the KPI regime in force, number of points) for consecutive stretches."""
-    starts = [begin for begin, _ in history]
+    """(index of the KPI regime in force, number of points) for consecutive stretches.
+
+    Point ``i`` is measured at ``start + step * (i + 1)`` and belongs to the latest regime that
+    began at or before it.
+    """
+    # The first point of each regime: the first i with start + step * (i + 1) >= its beginning.
+    firsts = [0] + [
+        min(max(math.ceil((begin - start) / step) - 1, 0), points) for begin, _ in history[1:]
+    ]
     segments: list[tuple[int, int]] = []
-    for i in range(points):
-        index = max(0, bisect.bisect_right(starts, start + step * (i + 1)) - 1)
-        if segments and segments[-1][0] == index:
-            segments[-1] = (index, segments[-1][1] + 1)
-        else:
-            segments.append((index, 1))
+    for index, first in enumerate(firsts):
+        end = firsts[index + 1] if index + 1 < len(firsts) else points
+        if end > first:
+            segments.append((index, end - first))
     return segments
 
 
