@@ -79,3 +79,15 @@ def test_step_never_raises(seed, sequence):
         assert 0.0 <= reward <= 1.0 and (reward == 0.0 or terminated or truncated)
         assert info["invalid_actions"] <= info["steps"] + 10
     ENV.trace.model_dump_json()  # whatever was sent, the trace serialises
+
+
+def test_canonical_json_is_sorted_compact_utf8_and_takes_what_orjson_refuses():
+    import json
+
+    from telcoenv.tooling import canonical_json
+
+    value = {"b": [1, 2.5, None, True], "a": {"z": "عربي", "y": -0.125}, "c": 0.1}
+    assert canonical_json(value) == ('{"a":{"y":-0.125,"z":"عربي"},"b":[1,2.5,null,true],"c":0.1}')
+    assert json.loads(canonical_json(value)) == value
+    huge = {"n": 2**80, "m": 1}  # beyond orjson's 64-bit integers: the fallback writes it
+    assert canonical_json(huge) == '{"m":1,"n":1208925819614629174706176}'
