@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -269,3 +270,36 @@ def test_a_repeated_read_before_any_change_counts_in_the_chain():
     *_, info = env.step(first)
     assert not env.trace.actions[-1].remeasure
     assert env.trace.predicted_chain == [first["name"], first["name"]]
+
+
+@pytest.mark.skipif(
+    "TELCOENV_TEST_POSTGRES_URL" not in os.environ,
+    reason="set TELCOENV_TEST_POSTGRES_URL to a PostgreSQL database to run",
+)
+def test_a_postgresql_database_keeps_episodes_and_refuses_like_sqlite():
+    url = os.environ["TELCOENV_TEST_POSTGRES_URL"]
+    for intent in ("pci_collision", "config_mismatch", "slice_admission_failure"):
+        env = TelcoEnv(intent, privileged=True, embedder=None, database_url=url)
+        _, info = run_episode(env, OracleAgent(), seed=3)
+        assert info["resolved"], (intent, info["verification"])
+        env.close()
+    env = TelcoEnv("degraded_backhaul", privileged=True, embedder=None, database_url=url)
+    _, info = env.reset(seed=0)
+    state = env._setup.state
+    before = state.configuration()
+    assert _call(env, "oss_query", cell_id=HOSTILE[0], window="1h")["error"]["type"] == "not_found"
+    targets = [
+        ("cell", state.serving_id, [("tilt_deg", 6, 7.0)]),
+        ("backhaul", state.link_id, [("bh_rt_queue_weight_pct", 40, 250.0)]),
+    ]
+    with pytest.raises(ToolError, match="refused"):
+        state.apply("optimize_cell", 1, "test", targets)
+    assert state.configuration() == before
+    engine = create_engine(url)
+    with engine.connect() as connection:
+        stored = connection.execute(
+            text("SELECT count(*) FROM cells WHERE episode_id = :e"),
+            {"e": info["database_episode_id"]},
+        ).scalar_one()
+    engine.dispose()
+    assert stored == len(state.cell_ids)
