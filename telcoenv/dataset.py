@@ -10,7 +10,10 @@ Two formats:
   tool really returned in the simulated network, then the resolution.
 * ``jsonl``: one chat row per sample and language for RL trainers (TRL, verl): ``prompt``
   (system and user messages), ``tools``, ``answer`` (intent, label, gold chain, gold summary),
-  ``seed``, ``env_id``, ``blueprint_id``, ``sample_index``, ``lang``.
+  ``seed``, ``env_id``, ``environment`` (the short name: TRL routes a dict
+  ``environment_factory`` by it), ``blueprint`` and ``sample_index`` (the reset options that
+  address the episode; ``blueprint_id`` is the same), ``lang``, and ``extra_info`` (the same
+  episode address, where verl looks for it). :func:`chat_rows` yields the rows in memory.
 
 Sample ``k`` of blueprint ``b`` with ``--seed s`` is the episode ``(b, s * samples + k)``: the same
 seed always gives the same dataset.
@@ -218,23 +221,16 @@ def generate(out: str | Path, samples: int = 30, seed: int = 0, fmt: str = "json
     if fmt not in ("json", "jsonl"):
         raise ValueError(f"unknown dataset format {fmt!r}; use json or jsonl")
     out = Path(out)
-    envs = {lang: TelcoEnv(None, lang=lang, privileged=True, embedder=None) for lang in LANGUAGES}
     count = 0
     if fmt == "jsonl":
         path = out if out.suffix == ".jsonl" else out / "telcoenv-dataset.jsonl"
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("w", encoding="utf-8") as handle:
-            for intent, blueprint_id, index in _episodes(samples, seed):
-                for lang in LANGUAGES:
-                    handle.write(
-                        json.dumps(
-                            _chat_row(envs[lang], intent, blueprint_id, index, seed, lang),
-                            ensure_ascii=False,
-                        )
-                        + "\n"
-                    )
-                    count += 1
+            for row in chat_rows(samples, seed):
+                handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+                count += 1
         return count
+    envs = {lang: TelcoEnv(None, lang=lang, privileged=True, embedder=None) for lang in LANGUAGES}
     for intent, blueprint_id, index in _episodes(samples, seed):
         record = sample_record(intent, blueprint_id, index, seed, envs)
         folder = out / "TelcoAgent-Bench" / intent.key / blueprint_id
@@ -246,19 +242,33 @@ def generate(out: str | Path, samples: int = 30, seed: int = 0, fmt: str = "json
     return count
 
 
+def chat_rows(
+    samples: int = 30, seed: int = 0, langs: tuple[str, ...] = LANGUAGES
+) -> Iterator[dict[str, Any]]:
+    """One trainer row per blueprint sample and language (see the module docstring)."""
+    envs = {lang: TelcoEnv(None, lang=lang, privileged=True, embedder=None) for lang in langs}
+    for intent, blueprint_id, index in _episodes(samples, seed):
+        for lang in langs:
+            yield _chat_row(envs[lang], intent, blueprint_id, index, seed, lang)
+
+
 def _chat_row(
     env: TelcoEnv, intent: Intent, blueprint_id: str, index: int, seed: int, lang: str
 ) -> dict[str, Any]:
     _, info = env.reset(seed=seed, options={"blueprint": blueprint_id, "sample_index": index})
     privileged = info["privileged"]
+    address = {"blueprint": blueprint_id, "sample_index": index, "lang": lang, "seed": seed}
     return {
         "prompt": info["messages"],
         "tools": info["tools"],
         "seed": seed,
         "env_id": env.env_id,
+        "environment": "troubleshooting",
+        "blueprint": blueprint_id,
         "blueprint_id": blueprint_id,
         "sample_index": index,
         "lang": lang,
+        "extra_info": {"env_id": env.env_id, **address},
         "answer": {
             "intent": intent.key,
             "label": privileged["label"][lang],

@@ -8,9 +8,11 @@ reserved tool ``submit_resolution(intent, summary)``.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 import zlib
+from collections.abc import Mapping
 from typing import Any, ClassVar, SupportsFloat
 
 import gymnasium
@@ -29,6 +31,14 @@ from telcoenv.metrics.scoring import (
     reward_from,
     score_episode,
 )
+from telcoenv.rewards import (
+    RewardMode,
+    Shaping,
+    ShapingTracker,
+    check_shaping,
+    terminal_components,
+)
+from telcoenv.snapshot import EnvState, EpisodeStart
 from telcoenv.spaces import ToolCallSpace, Unicode
 from telcoenv.specs import LANGUAGES, Blueprint, Intent, Language
 from telcoenv.tooling import RESERVED_SUBMIT, ToolResult, call_key, canonical_json
@@ -65,6 +75,11 @@ class TelcoEnv(gymnasium.Env[str, Any]):
         reward: the reward at the end of an episode: a metric name (``"sas"``, the default;
             ``"msc"``, ``"eap"``, ``"ira"``, ``"ra"``), a dict of metric weights, or a callable
             ``(EpisodeMetrics, EpisodeTrace) -> float``. Earlier steps get 0.
+        reward_mode: ``"sparse"`` (default: only the last step is rewarded) or ``"shaped"``
+            (per-step terms for invalid actions, distractor calls and gold steps matched in
+            order, and a bonus for a verified resolution; see ``telcoenv.rewards``). Every step's
+            ``info["reward_components"]`` holds the terms of its reward.
+        shaping: the weights of the shaped terms (a ``Shaping`` or a dict).
         embedder: the sentence embedder of IRA and RA: ``"multilingual"`` (default, one model
             for both languages), ``"english"``, a model path, an ``Embedder``, or ``None`` to
             skip IRA and RA (``None`` in the metrics; fastest).
@@ -100,6 +115,8 @@ class TelcoEnv(gymnasium.Env[str, Any]):
         intent_list: bool = True,
         privileged: bool = False,
         reward: RewardSpec = "sas",
+        reward_mode: RewardMode = "sparse",
+        shaping: Shaping | Mapping[str, float] | None = None,
         embedder: str | Embedder | None = "multilingual",
         require_approval: bool = False,
         domain: Domain | None = None,
@@ -128,6 +145,16 @@ class TelcoEnv(gymnasium.Env[str, Any]):
         except ValueError as exc:
             raise EpisodeOptionError(str(exc)) from None
         self.reward_spec = reward
+        if reward_mode not in ("sparse", "shaped"):
+            raise EpisodeOptionError(
+                f"reward_mode must be 'sparse' or 'shaped', got {reward_mode!r}"
+            )
+        try:
+            self.shaping = check_shaping(shaping)
+        except (TypeError, ValueError) as exc:
+            raise EpisodeOptionError(f"invalid shaping: {exc}") from None
+        self.reward_mode: RewardMode = reward_mode
+        self._distractors = [n for n, spec in catalog.tools.items() if spec.kind == "distractor"]
         self.require_approval = require_approval
         self._approval_needed = require_approval
         self._approved = False
@@ -148,6 +175,23 @@ class TelcoEnv(gymnasium.Env[str, Any]):
         self._metrics_error: str | None = None
         self._intent_list = intent_list
         self.database_url = database_url
+        # What clone() builds its twin with (the resolved embedder and domain are shared).
+        self._init_kwargs: dict[str, Any] = {
+            "intent": intent,
+            "lang": lang,
+            "blueprint": blueprint,
+            "max_steps": max_steps,
+            "intent_list": intent_list,
+            "privileged": privileged,
+            "reward": reward,
+            "reward_mode": reward_mode,
+            "shaping": self.shaping,
+            "embedder": self.embedder,
+            "require_approval": require_approval,
+            "domain": domain,
+            "database_url": database_url,
+            "render_mode": render_mode,
+        }
         # A kept database opens now, so that a bad URL fails here; the private in-memory one
         # at the first reset. close() releases either.
         self._database: Any = domain.connect(database_url) if database_url is not None else None
@@ -242,7 +286,30 @@ class TelcoEnv(gymnasium.Env[str, Any]):
             )
         lang = self._check_lang(options.get("lang", self.lang))
         intent, blueprint = self._episode_choice(options)
-        self._key = self._episode_key(blueprint, options.get("sample_index"))
+        key = self._episode_key(blueprint, options.get("sample_index"))
+        self._start = EpisodeStart(
+            seed=seed,
+            episode_key=key,
+            intent=intent.key,
+            blueprint_id=blueprint.blueprint_id,
+            lang=lang,
+            options=options,
+            np_random=self.np_random.bit_generator.state,
+        )
+        return self._begin(intent, blueprint, key, lang, seed, options)
+
+    def _begin(
+        self,
+        intent: Intent,
+        blueprint: Blueprint,
+        key: list[int],
+        lang: Language,
+        seed: int | None,
+        options: dict[str, Any],
+    ) -> tuple[str, dict[str, Any]]:
+        """Start the episode drawn by ``reset`` (or restored by ``set_state``)."""
+        self._key = key
+        self._actions_log: list[Any] = []
         episode_id = f"ep-{zlib.crc32(repr(self._key).encode()):08x}"
         if self._database is None:
             self._database = self.domain.connect(self.database_url)
@@ -260,6 +327,7 @@ class TelcoEnv(gymnasium.Env[str, Any]):
         self._approved = False
         self._reads: set[str] = set()  # successful reads (name + arguments) of this episode
         self._verifiable: set[str] = set()  # reads made before the latest applied change
+        self._shaper = ShapingTracker(intent.gold_tools, self._distractors, self.shaping)
         self._counts = {"steps": 0, "tool_calls": 0, "invalid_actions": 0, "engineer_messages": 0}
         # Trusted internal values: construct without re-validation on the reset hot path.
         gold = [
@@ -532,6 +600,8 @@ class TelcoEnv(gymnasium.Env[str, Any]):
             )
             return observation, 0.0, trace.terminated, trace.truncated, self._step_info([])
         self._counts["steps"] += 1
+        self._actions_log.append(self._raw(action))
+        first_record = len(trace.actions)
         parsed = parse_action(action)
         reward, submitted = 0.0, False
         if isinstance(parsed, ParseError):
@@ -560,9 +630,19 @@ class TelcoEnv(gymnasium.Env[str, Any]):
             trace.terminated = True
         elif self._counts["steps"] >= self.max_steps:
             trace.truncated = True
+        components = (
+            self._shaper.step(trace.actions[first_record:]) if self.reward_mode == "shaped" else {}
+        )
         if trace.terminated or trace.truncated:
-            reward = self._finish()
-        return observation, reward, trace.terminated, trace.truncated, self._step_info(messages)
+            terminal = self._finish()  # verifies the final state, then scores
+            resolved = (trace.verification or {}).get("resolved")
+            components.update(
+                terminal_components(terminal, resolved, self.reward_mode, self.shaping)
+            )
+        reward = float(sum(components.values()))
+        info = self._step_info(messages)
+        info["reward_components"] = components
+        return observation, reward, trace.terminated, trace.truncated, info
 
     def _step_info(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
         assert self._trace is not None
@@ -588,7 +668,98 @@ class TelcoEnv(gymnasium.Env[str, Any]):
                 info["privileged"] = self._privileged_info()
         return info
 
+    def truncate(self, reason: str) -> tuple[float, dict[str, Any]]:
+        """End the running episode as truncated (a limit outside the task, e.g. a tool budget).
+
+        The episode is verified and scored as at ``max_steps``; returns the terminal reward and
+        the final info. Raises ``ResetNeeded`` when no episode is running.
+        """
+        trace = self._trace
+        if trace is None or trace.terminated or trace.truncated:
+            raise ResetNeeded("no running episode to truncate")
+        trace.truncated = True
+        terminal = self._finish()
+        resolved = (trace.verification or {}).get("resolved")
+        components = terminal_components(terminal, resolved, self.reward_mode, self.shaping)
+        info = self._step_info([])
+        info["reward_components"] = components
+        info["truncation_reason"] = reason
+        return float(sum(components.values())), info
+
+    # --- snapshots and async ----------------------------------------------------------------------
+
+    def get_state(self) -> EnvState:
+        """A snapshot of the current episode and the actions taken in it (JSON-serialisable)."""
+        if self._trace is None:
+            raise ResetNeeded("call reset() before get_state()")
+        return EnvState(env_id=self.env_id, start=self._start, actions=list(self._actions_log))
+
+    def set_state(self, state: EnvState | dict[str, Any]) -> None:
+        """Put this environment in the snapshot's state: the same episode, the same actions.
+
+        The snapshot's episode must be one this environment can run (same intent if the
+        environment is fixed to one); its environment generator state is restored too, so later
+        resets continue as they would have in the original.
+        """
+        state = state if isinstance(state, EnvState) else EnvState.model_validate(state)
+        start = state.start
+        options = dict(start.options)
+        unknown = set(options) - RESET_OPTIONS
+        if unknown:
+            raise EpisodeOptionError(f"snapshot has unknown reset option(s) {sorted(unknown)}")
+        intent = self.domain.catalog.intent(start.intent)
+        if self.fixed_intent is not None and intent != self.fixed_intent:
+            raise EpisodeOptionError(
+                f"snapshot of a {intent.key} episode cannot be restored in an environment "
+                f"fixed to {self.fixed_intent.key}"
+            )
+        blueprint = self._check_blueprint(start.blueprint_id, intent)
+        assert blueprint is not None
+        generator = np.random.Generator(np.random.PCG64())
+        generator.bit_generator.state = start.np_random
+        self._np_random, self._np_random_seed = generator, start.seed
+        self._start = start
+        self._begin(
+            intent,
+            blueprint,
+            list(start.episode_key),
+            self._check_lang(start.lang),
+            start.seed,
+            options,
+        )
+        for action in state.actions:
+            self.step(action)
+
+    def clone(self) -> TelcoEnv:
+        """A new environment with the same settings, in this one's state (see ``get_state``)."""
+        twin = type(self)(**self._init_kwargs)
+        twin.spec = self.spec
+        if self._trace is not None:
+            twin.set_state(self.get_state())
+        return twin
+
+    async def areset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[str, dict[str, Any]]:
+        """``reset`` for async trainers: runs in a worker thread, so the event loop stays free.
+
+        One environment serves one coroutine at a time; run several environments concurrently.
+        """
+        return await asyncio.to_thread(self.reset, seed=seed, options=options)
+
+    async def astep(self, action: Any) -> tuple[str, SupportsFloat, bool, bool, dict[str, Any]]:
+        """``step`` for async trainers (see ``areset``)."""
+        return await asyncio.to_thread(self.step, action)
+
     # --- accessors --------------------------------------------------------------------------------
+
+    @property
+    def metrics(self) -> EpisodeMetrics | None:
+        """The metrics of the current episode once it has ended (``None`` before)."""
+        trace = self._trace
+        return (
+            self._metrics if trace is not None and (trace.terminated or trace.truncated) else None
+        )
 
     @property
     def trace(self) -> EpisodeTrace | None:

@@ -98,3 +98,26 @@ class ToolCallSpace(spaces.Space[dict[str, Any]]):
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, ToolCallSpace) and other.tools.keys() == self.tools.keys()
+
+
+class Messages(spaces.Space[list[dict[str, Any]]]):
+    """A conversation: a list of OpenAI chat messages (dicts with a ``role``)."""
+
+    def __init__(self, seed: int | np.random.Generator | None = None) -> None:
+        super().__init__(shape=None, dtype=None, seed=seed)
+
+    @property
+    def is_np_flattenable(self) -> bool:
+        return False
+
+    def contains(self, x: Any) -> bool:
+        return isinstance(x, list) and all(isinstance(m, dict) and "role" in m for m in x)
+
+    def sample(self, mask: Any = None, probability: Any = None) -> list[dict[str, Any]]:
+        return [{"role": "user", "content": Unicode(seed=self.np_random).sample()}]
+
+    def __repr__(self) -> str:
+        return "Messages()"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Messages)

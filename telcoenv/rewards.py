@@ -1,0 +1,137 @@
+"""Reward modes: sparse terminal (default) or shaped, with the same arithmetic inside and outside
+the environment.
+
+* **Sparse**: every step gets 0 except the last, which gets the terminal reward: a metric, a
+  weighted sum of metrics or a callable (``reward=`` of :class:`~telcoenv.env.TelcoEnv`).
+* **Shaped**: each step also gets the :class:`Shaping` terms of the actions it contains: a penalty
+  per invalid action (malformed, unknown tool, bad arguments, refused call), a penalty per call of
+  a distractor tool, and a credit per gold-chain step matched in order (a call of the next gold
+  tool; re-measurements after a change do not count). The last step adds a bonus when the
+  verified resolution holds.
+
+:func:`episode_rewards` recomputes the per-step rewards and their breakdown from a stored
+:class:`~telcoenv.trace.EpisodeTrace`, so a trainer can use it as an external reward function;
+the environment uses the same :class:`ShapingTracker` step by step, so both agree exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from telcoenv.catalog import Catalog, default_catalog
+from telcoenv.metrics import Embedder
+from telcoenv.metrics.scoring import RewardSpec, reward_from, score_episode
+from telcoenv.trace import ActionRecord, EpisodeTrace
+
+RewardMode = Literal["sparse", "shaped"]
+SHAPING_TERMS = ("invalid_action", "distractor_call", "gold_step")
+
+
+class Shaping(BaseModel):
+    """Weights of the shaped reward terms (used with ``reward_mode="shaped"``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    invalid_action: float = -0.05  # per invalid action or refused tool call
+    distractor_call: float = -0.02  # per call of a distractor tool
+    gold_step: float = 0.1  # per gold-chain step matched in order
+    resolution_bonus: float = 0.5  # at the end, when the verified resolution holds
+
+
+class ShapingTracker:
+    """Shaping terms of an episode, fed the action records of one step at a time."""
+
+    def __init__(self, gold_tools: list[str], distractors: Iterable[str], shaping: Shaping):
+        self.gold, self.next_gold = gold_tools, 0
+        self.distractors = frozenset(distractors)
+        self.shaping = shaping
+
+    def step(self, records: Iterable[ActionRecord]) -> dict[str, float]:
+        """The weighted terms of the actions taken in one step (only non-zero terms)."""
+        counts = dict.fromkeys(SHAPING_TERMS, 0)
+        for record in records:
+            if not record.valid and record.kind != "after_end":
+                counts["invalid_action"] += 1
+            if record.kind != "tool_call" or record.tool is None:
+                continue
+            if record.tool in self.distractors:
+                counts["distractor_call"] += 1
+            matches = self.next_gold < len(self.gold) and record.tool == self.gold[self.next_gold]
+            if record.valid and not record.remeasure and matches:
+                counts["gold_step"] += 1
+                self.next_gold += 1
+        return {
+            term: count * getattr(self.shaping, term) for term, count in counts.items() if count
+        }
+
+
+class EpisodeRewards(BaseModel):
+    """Per-step rewards of an episode and the sum of each term over the episode."""
+
+    model_config = ConfigDict(frozen=True)
+
+    mode: RewardMode
+    total: float
+    per_step: list[float]
+    components: dict[str, float]
+
+
+def check_shaping(shaping: Shaping | Mapping[str, float] | None) -> Shaping:
+    """A :class:`Shaping` from weights; pydantic's error names an unknown or malformed term."""
+    if shaping is None:
+        return Shaping()
+    return shaping if isinstance(shaping, Shaping) else Shaping(**shaping)
+
+
+def terminal_components(
+    reward: float, resolved: bool | None, mode: RewardMode, shaping: Shaping
+) -> dict[str, float]:
+    """The reward terms of the last step: the terminal reward and, shaped, the bonus."""
+    components = {"terminal": reward}
+    if mode == "shaped" and resolved:
+        components["resolution_bonus"] = shaping.resolution_bonus
+    return components
+
+
+def episode_rewards(
+    trace: EpisodeTrace,
+    *,
+    reward: RewardSpec = "sas",
+    mode: RewardMode = "sparse",
+    shaping: Shaping | Mapping[str, float] | None = None,
+    embedder: str | Embedder | None = None,
+    catalog: Catalog | None = None,
+) -> EpisodeRewards:
+    """Recompute the rewards of a finished episode from its trace, as the environment gave them.
+
+    ``reward``, ``mode`` and ``shaping`` mean what they mean for ``TelcoEnv``. The trace must be
+    finished (terminated or truncated). Usable as an external reward function.
+    """
+    if not (trace.terminated or trace.truncated):
+        raise ValueError(f"episode {trace.episode_id} is not finished; nothing to reward yet")
+    weights = check_shaping(shaping)
+    tools = (catalog or default_catalog()).tools
+    distractors = [name for name, spec in tools.items() if spec.kind == "distractor"]
+    tracker = ShapingTracker(trace.gold_tools, distractors, weights)
+    steps: dict[int, list[ActionRecord]] = {}
+    for record in trace.actions:
+        if record.kind != "after_end":
+            steps.setdefault(record.step, []).append(record)
+    totals: dict[str, float] = {}
+    per_step = []
+    for step in sorted(steps):
+        terms = tracker.step(steps[step]) if mode == "shaped" else {}
+        per_step.append(sum(terms.values()))
+        for term, value in terms.items():
+            totals[term] = totals.get(term, 0.0) + value
+    metrics = score_episode(trace, embedder)
+    resolved = (trace.verification or {}).get("resolved")
+    final = terminal_components(reward_from(reward, metrics, trace), resolved, mode, weights)
+    for term, value in final.items():
+        totals[term] = totals.get(term, 0.0) + value
+    if per_step:
+        per_step[-1] += sum(final.values())
+    return EpisodeRewards(mode=mode, total=sum(per_step), per_step=per_step, components=totals)

@@ -1,0 +1,88 @@
+"""Parsers of raw model completions into telcoenv actions (for :class:`RawTextAction`).
+
+A parser takes the completion text and returns an action ``TelcoEnv.step`` understands: an
+OpenAI-style assistant message with ``tool_calls``, or the text itself (a message to the
+engineer). It never raises: a tool call it cannot decode is passed on with its raw arguments, so
+the environment answers with a precise error observation (``malformed_arguments`` or "no tool
+name") instead of taking the text as a message.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from typing import Any
+
+Parser = Callable[[str], Any]
+
+_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
+_HERMES = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)
+_NAME = re.compile(r'"name"\s*:\s*"([^"]*)"')
+
+
+def _assistant(content: str | None, calls: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "role": "assistant",
+        "content": content or None,
+        "tool_calls": [{"type": "function", "function": call} for call in calls],
+    }
+
+
+def _call(decoded: Any) -> dict[str, Any] | None:
+    """``{"name", "arguments"}`` from a decoded JSON value that looks like one tool call."""
+    if not isinstance(decoded, dict):
+        return None
+    function = decoded.get("function", decoded)
+    if not isinstance(function, dict) or "name" not in function:
+        return None
+    arguments = function.get("arguments", function.get("parameters", {}))
+    return {"name": function["name"], "arguments": arguments}
+
+
+def _undecodable(body: str) -> dict[str, Any]:
+    """A call whose JSON does not parse: keep its name if visible and its raw arguments."""
+    match = _NAME.search(body)
+    return {"name": match.group(1) if match else "", "arguments": body}
+
+
+def parse_json_call(text: str) -> Any:
+    """A completion that is (or contains, e.g. in a code fence) a JSON tool call or a list of
+    them. Anything else is returned unchanged: a message to the engineer."""
+    fenced = _FENCE.search(text)
+    candidate = (fenced.group(1) if fenced else text).strip()
+    if not candidate.startswith(("{", "[")):
+        start, end = candidate.find("{"), candidate.rfind("}")
+        if start < 0 or end < start:
+            return text
+        candidate = candidate[start : end + 1]
+    try:
+        decoded = json.loads(candidate)
+    except json.JSONDecodeError:
+        return _assistant(None, [_undecodable(candidate)])
+    entries = decoded if isinstance(decoded, list) else [decoded]
+    calls = [_call(entry) for entry in entries]
+    if not calls or any(call is None for call in calls):
+        return text
+    return _assistant(None, calls)  # type: ignore[arg-type]
+
+
+def parse_hermes(text: str) -> Any:
+    """Hermes-style ``<tool_call>{"name": ..., "arguments": {...}}</tool_call>`` blocks (one or
+    more; the text outside them is the message content). Without a block, the text is a message
+    to the engineer."""
+    bodies = _HERMES.findall(text)
+    if not bodies:
+        return text
+    calls = []
+    for body in bodies:
+        try:
+            call = _call(json.loads(body))
+        except json.JSONDecodeError:
+            call = None
+        calls.append(call if call is not None else _undecodable(body))
+    content = _HERMES.sub("", text).strip()
+    return _assistant(content, calls)
+
+
+PARSERS: dict[str, Parser] = {"json": parse_json_call, "hermes": parse_hermes}
