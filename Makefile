@@ -9,6 +9,7 @@ STAMP  := $(VENV)/.installed
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q -c constraints.txt "torch==2.13.0" -e ".[dev]"
+	$(BIN)/python -m pip install -q --no-deps "verl==0.9.1"
 	touch $(STAMP)
 
 install: $(STAMP)

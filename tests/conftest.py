@@ -7,6 +7,25 @@ import pytest
 from telcoenv.catalog import Catalog, default_catalog
 from telcoenv.env import TelcoEnv
 
+#: The 15 network tools, in the order of the tools/ specs listing (submit_resolution excluded).
+NETWORK_TOOLS = [
+    "oss_query",
+    "kpi_timeseries",
+    "coverage_map",
+    "neighbor_audit",
+    "optimize_cell",
+    "optimize_slice",
+    "push_config",
+    "create_ticket",
+    "recommend_param_change",
+    "subscriber_insight",
+    "device_cap_lookup",
+    "sla_policy_fetch",
+    "traffic_forecast",
+    "complaint_trend_analysis",
+    "spectrum_license_info",
+]
+
 
 @pytest.fixture(scope="session")
 def catalog() -> Catalog:

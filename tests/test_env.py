@@ -17,26 +17,10 @@ from telcoenv.env import TelcoEnv
 from telcoenv.errors import EpisodeOptionError, UnknownEnvironmentError, UnknownIntentError
 from telcoenv.trace import EpisodeTrace
 
+from .conftest import NETWORK_TOOLS as TOOL_NAMES
 from .conftest import gold_actions, submit
 
 ARABIC = re.compile(r"[\u0600-\u06FF]")
-TOOL_NAMES = [
-    "oss_query",
-    "kpi_timeseries",
-    "coverage_map",
-    "neighbor_audit",
-    "optimize_cell",
-    "optimize_slice",
-    "push_config",
-    "create_ticket",
-    "recommend_param_change",
-    "subscriber_insight",
-    "device_cap_lookup",
-    "sla_policy_fetch",
-    "traffic_forecast",
-    "complaint_trend_analysis",
-    "spectrum_license_info",
-]
 
 
 def test_registration_covers_every_intent_and_the_taxonomy(catalog):
