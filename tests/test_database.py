@@ -13,7 +13,7 @@ from sqlalchemy import create_engine, text
 
 from telcoenv.agents import OracleAgent, run_episode
 from telcoenv.catalog import default_catalog
-from telcoenv.domains.network.database import NetworkDatabaseError
+from telcoenv.database import DatabaseError
 from telcoenv.domains.network.schema import network_metadata
 from telcoenv.env import TelcoEnv
 from telcoenv.errors import ToolError
@@ -225,7 +225,7 @@ def test_a_kept_database_keeps_what_was_committed_when_the_process_is_killed(tmp
 
 
 def test_a_bad_database_url_fails_at_construction_and_names_it():
-    with pytest.raises(NetworkDatabaseError, match="nosuchdialect"):
+    with pytest.raises(DatabaseError, match="nosuchdialect"):
         TelcoEnv("beam_misalignment", embedder=None, database_url="nosuchdialect://x")
 
 

@@ -9,11 +9,12 @@ from typing import Any
 import numpy as np
 
 from telcoenv.catalog import Catalog, default_catalog
+from telcoenv.database import EpisodeDatabase
 from telcoenv.domains import EpisodeSetup
 from telcoenv.domains.network import engineer
-from telcoenv.domains.network.database import NetworkDatabase
 from telcoenv.domains.network.kpis import COUPLINGS, background_kpis, kpi_catalogue
 from telcoenv.domains.network.parameters import KPI_TO_CELL_PARAMETER, legal_values
+from telcoenv.domains.network.schema import network_metadata
 from telcoenv.domains.network.state import NetworkState
 from telcoenv.domains.network.summaries import gold_summaries
 from telcoenv.domains.network.tools import IMPLEMENTATIONS, ToolContext
@@ -46,9 +47,9 @@ class NetworkDomain:
             for b in family
         }
 
-    def connect(self, url: str | None = None) -> NetworkDatabase:
+    def connect(self, url: str | None = None) -> EpisodeDatabase:
         """A network database for one environment: private and in memory unless ``url``."""
-        return NetworkDatabase(url)
+        return EpisodeDatabase(network_metadata(), url)
 
     def start_episode(
         self,
@@ -56,7 +57,7 @@ class NetworkDomain:
         blueprint: Blueprint,
         rng: np.random.Generator,
         lang: Language,
-        database: NetworkDatabase,
+        database: EpisodeDatabase,
         episode_id: str,
     ) -> EpisodeSetup:
         sampled = sample_kpis(self.plans[blueprint.blueprint_id], blueprint.constraints, rng)

@@ -1,7 +1,7 @@
 """The live network of one episode: its rows in the network database, read and changed by tools.
 
 :class:`NetworkState` loads an :class:`~telcoenv.domains.network.topology.InitialNetwork` into
-the environment's :class:`~telcoenv.domains.network.database.NetworkDatabase` and offers the
+the environment's :class:`~telcoenv.database.EpisodeDatabase` and offers the
 queries and changes the tools, the causal model and the verification need. The database is the
 one source of the current state; the initial network is kept as the starting snapshot that
 :meth:`NetworkState.diff` compares it with.
@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 from sqlalchemy import bindparam, update
 from sqlalchemy.sql import ClauseElement
 
-from telcoenv.domains.network.database import NetworkDatabase, Query
+from telcoenv.database import EpisodeDatabase, Query
 from telcoenv.domains.network.parameters import (
     BACKHAUL_PARAMETERS,
     CELL_PARAMETERS,
@@ -212,7 +212,7 @@ _CHANGE_COUNT = Query("change_log", count="change_id")
 class NetworkState:
     """Everything the tools of one episode can read or change, held in the network database."""
 
-    def __init__(self, db: NetworkDatabase, initial: InitialNetwork, episode_id: str) -> None:
+    def __init__(self, db: EpisodeDatabase, initial: InitialNetwork, episode_id: str) -> None:
         self.db, self.initial, self.episode_id = db, initial, episode_id
         self.now: dt.datetime = initial.now  # the episode's clock: a change takes time
         self.cluster_id = initial.cluster_id
@@ -231,7 +231,7 @@ class NetworkState:
 
     # --- loading ------------------------------------------------------------------------------
 
-    def _load(self, db: NetworkDatabase) -> None:
+    def _load(self, db: EpisodeDatabase) -> None:
         """Insert the initial network (tuples in each table's column order: see schema.py)."""
         net, episode = self.initial, self.episode_id
         cells = net.cells

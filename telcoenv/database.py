@@ -1,5 +1,7 @@
-"""One environment's connection to the network database, and how episodes start and change it.
+"""One environment's episode database, and how episodes start and change it (any domain).
 
+A domain describes its tables in a SQLAlchemy ``MetaData`` (``domains/network/schema.py``,
+``domains/bss/schema.py``) whose every table is keyed by ``episode_id`` first.
 The default is a private in-memory SQLite database per environment. Its schema is copied from a
 template built once per process (SQLite's backup API), and an episode is one transaction: reset
 rolls the previous episode back and loads the next, so no schema is built and no row deleted per
@@ -18,6 +20,7 @@ parameters.
 
 from __future__ import annotations
 
+import functools
 import operator
 import sqlite3
 import threading
@@ -26,18 +29,17 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import bindparam, create_engine, event, func, insert, select
+from sqlalchemy import MetaData, bindparam, create_engine, event, func, insert, select
 from sqlalchemy.engine import Dialect, Engine
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.pool import StaticPool
 from sqlalchemy.sql import ClauseElement
 
-from telcoenv.domains.network.schema import network_metadata
 from telcoenv.errors import TelcoEnvError
 
 
-class NetworkDatabaseError(TelcoEnvError):
-    """The network database cannot be opened or used (bad URL, unreachable server, schema)."""
+class DatabaseError(TelcoEnvError):
+    """An episode database cannot be opened or used (bad URL, unreachable server, schema)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,8 +75,8 @@ class Query:
     def parameters(self) -> tuple[str, ...]:
         return ("episode_id", *self.keys)
 
-    def build(self) -> ClauseElement:
-        t = network_metadata().tables[self.table]
+    def build(self, metadata: MetaData) -> ClauseElement:
+        t = metadata.tables[self.table]
         if self.count is not None:
             query = select(func.count(t.c[self.count].distinct()))
         else:
@@ -97,9 +99,9 @@ def prepare(statement: ClauseElement, dialect: Dialect) -> Prepared:
     return Prepared(compiled.string, getter)
 
 
-def _multi_insert(table: str, count: int) -> ClauseElement:
+def _multi_insert(metadata: MetaData, table: str, count: int) -> ClauseElement:
     """``INSERT INTO table VALUES`` with ``count`` rows of parameters named ``<column>_<row>``."""
-    table_object = network_metadata().tables[table]
+    table_object = metadata.tables[table]
     names = table_object.columns.keys()
     return insert(table_object).values(
         [{name: bindparam(f"{name}_{i}") for name in names} for i in range(count)]
@@ -110,63 +112,60 @@ def _multi_insert(table: str, count: int) -> ClauseElement:
 # count, and re-preparing a statement costs more than running it (the default keeps 128).
 _STATEMENT_CACHE = 1024
 _TEMPLATE_LOCK = threading.Lock()
-_TEMPLATE: sqlite3.Connection | None = None
+_TEMPLATES: dict[int, sqlite3.Connection] = {}  # per schema (MetaData identity)
 
 
-def _template() -> sqlite3.Connection:
-    """The in-memory SQLite database with the schema and nothing else (one per process)."""
-    global _TEMPLATE
+def _copy_of_template(metadata: MetaData) -> sqlite3.Connection:
+    """A new in-memory SQLite database with the schema, copied from a per-process template."""
     with _TEMPLATE_LOCK:
-        if _TEMPLATE is None:
-            connection = sqlite3.connect(":memory:", check_same_thread=False)
-            engine = create_engine("sqlite://", creator=lambda: connection, poolclass=StaticPool)
-            network_metadata().create_all(engine)
-            _TEMPLATE = connection
-        return _TEMPLATE
-
-
-def _copy_of_template() -> sqlite3.Connection:
-    connection = sqlite3.connect(
-        ":memory:",
-        check_same_thread=False,
-        isolation_level=None,
-        cached_statements=_STATEMENT_CACHE,
-    )
-    with _TEMPLATE_LOCK:
-        assert _TEMPLATE is not None
-        _TEMPLATE.backup(connection)
+        template = _TEMPLATES.get(id(metadata))
+        if template is None:
+            template = sqlite3.connect(":memory:", check_same_thread=False)
+            engine = create_engine("sqlite://", creator=lambda: template, poolclass=StaticPool)
+            metadata.create_all(engine)
+            _TEMPLATES[id(metadata)] = template
+        connection = sqlite3.connect(
+            ":memory:",
+            check_same_thread=False,
+            isolation_level=None,
+            cached_statements=_STATEMENT_CACHE,
+        )
+        template.backup(connection)
     return connection
 
 
-def _open_engine(url: str) -> Engine:
+def _open_engine(metadata: MetaData, url: str) -> Engine:
     try:
         engine = create_engine(url)
     except (ArgumentError, ImportError, ValueError) as exc:
-        raise NetworkDatabaseError(f"cannot use network database URL {url!r}: {exc}") from None
+        raise DatabaseError(f"cannot use database URL {url!r}: {exc}") from None
     if engine.dialect.name == "sqlite":
         # Transactions under our control (pysqlite would otherwise begin them implicitly).
         event.listen(engine, "connect", lambda dbapi, _: setattr(dbapi, "isolation_level", None))
     try:
-        network_metadata().create_all(engine)
+        metadata.create_all(engine)
     except SQLAlchemyError as exc:
-        raise NetworkDatabaseError(f"cannot open network database {url!r}: {exc}") from None
+        raise DatabaseError(f"cannot open database {url!r}: {exc}") from None
     return engine
 
 
-class NetworkDatabase:
-    """The database of one environment (not shared between environments or threads at once)."""
+class EpisodeDatabase:
+    """The database of one environment (not shared between environments or threads at once),
+    with the tables of ``metadata``."""
 
-    def __init__(self, url: str | None = None) -> None:
-        self.url = url
+    def __init__(self, metadata: MetaData, url: str | None = None) -> None:
+        self.metadata, self.url = metadata, url
         self.persistent = url is not None
+        # Compiled statements are shared per dialect; the schema's name keeps two domains'
+        # tables of the same name apart.
+        self._namespace = str(metadata.info.get("name", id(metadata)))
         if url is None:
-            _template()
-            connection = _copy_of_template()
+            connection = _copy_of_template(metadata)
             self._engine = create_engine(
                 "sqlite://", creator=lambda: connection, poolclass=StaticPool
             )
         else:
-            self._engine = _open_engine(url)
+            self._engine = _open_engine(metadata, url)
         self._connection = self._engine.connect()  # holds the pool's DBAPI connection
         self._dbapi: Any = self._connection.connection.driver_connection
         self._cursor = self._dbapi.cursor()
@@ -188,7 +187,8 @@ class NetworkDatabase:
         """The statement ``key``, compiled for this database's dialect on first use."""
         prepared = self._prepared.get(key)
         if prepared is None:
-            prepared = self._prepared[key] = _prepared_for(self._dialect, key, build)
+            prepared = _prepared_for(self._dialect, f"{self._namespace}:{key}", build)
+            self._prepared[key] = prepared
         return prepared
 
     def fetch(self, prepared: Prepared, params: Mapping[str, Any]) -> list[tuple[Any, ...]]:
@@ -207,9 +207,10 @@ class NetworkDatabase:
         return self._cursor.fetchall()
 
     def _prepare_query(self, query: Query) -> Prepared:
-        prepared = _prepared_for(self._dialect, f"query:{id(query)}", query.build)
+        build = functools.partial(query.build, self.metadata)
+        prepared = _prepared_for(self._dialect, f"{self._namespace}:query:{id(query)}", build)
         if prepared._getter is not None:  # positional: the values must come in this order
-            compiled = query.build().compile(dialect=self._dialect)
+            compiled = build().compile(dialect=self._dialect)
             assert tuple(compiled.positiontup or ()) == query.parameters, query
         return prepared
 
@@ -220,7 +221,7 @@ class NetworkDatabase:
     def insert(self, table: str, rows: Sequence[Mapping[str, Any]]) -> None:
         """Insert rows given as mappings of column names to values."""
         if rows:
-            columns = network_metadata().tables[table].columns.keys()
+            columns = self.metadata.tables[table].columns.keys()
             self.insert_values(table, [tuple(row[c] for c in columns) for row in rows])
 
     def insert_values(self, table: str, rows: Sequence[tuple[Any, ...]]) -> None:
@@ -240,8 +241,10 @@ class NetworkDatabase:
             self._cursor.execute(sql, [value for row in rows for value in row])
             return
         # A named paramstyle: SQLAlchemy compiles the statement for this row count once.
-        prepared = self.statement(f"insert:{table}:{count}", lambda: _multi_insert(table, count))
-        names = network_metadata().tables[table].columns.keys()
+        prepared = self.statement(
+            f"insert:{table}:{count}", lambda: _multi_insert(self.metadata, table, count)
+        )
+        names = self.metadata.tables[table].columns.keys()
         self._cursor.execute(
             prepared.sql,
             {
@@ -254,7 +257,9 @@ class NetworkDatabase:
     def _single_row_sql(self, table: str) -> tuple[str, str]:
         """``INSERT INTO table (columns) VALUES`` and its ``(?, ?, ...)`` group, compiled by
         SQLAlchemy for this dialect."""
-        prepared = self.statement(f"insert:{table}:1", lambda: _multi_insert(table, 1))
+        prepared = self.statement(
+            f"insert:{table}:1", lambda: _multi_insert(self.metadata, table, 1)
+        )
         head, _, group = prepared.sql.rpartition(" VALUES ")
         assert group.startswith("(") and group.endswith(")"), prepared.sql
         return head + " VALUES ", group
@@ -265,7 +270,7 @@ class NetworkDatabase:
         if self._sqlite:  # other drivers open a transaction implicitly
             self._cursor.execute("BEGIN")
 
-    def start_episode(self, load: Callable[[NetworkDatabase], None]) -> None:
+    def start_episode(self, load: Callable[[EpisodeDatabase], None]) -> None:
         """Discard the previous episode (in memory) and load the next with ``load(self)``."""
         if self._open_episode:
             self._dbapi.rollback()
