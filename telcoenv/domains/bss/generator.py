@@ -1,0 +1,342 @@
+"""The BSS data of one episode, generated deterministically from the episode's generator.
+
+:func:`generate` builds a small customer base around one *focal* customer (the one who calls
+customer care): each customer has an account, one or more lines on a catalogue plan, twelve
+months of usage, invoices with line items (plan fees, add-ons, data overage, roaming), payments
+and sometimes credit notes. The data is production-like, with artefacts that defeat naive
+queries, as real BSS extracts do:
+
+* **a double-fired invoice**: the focal account's billing run fired twice for one month (same
+  period and amount, a second invoice id issued seconds later); summing invoices counts it twice;
+* **credit notes are negative amounts** in their own table; adding their absolute value to the
+  charges, or forgetting them, gives the wrong balance;
+* **internal test accounts** (segment ``internal``, named ``TEST ...``) with absurd bills that
+  distort any average over customers;
+* **NULL versus zero usage**: a month the mediation platform did not collect is ``NULL``; a month
+  with no use is ``0``; averaging with NULL as 0 (or skipping zeros) gives the wrong figure.
+
+The rows come back per table, as tuples in the table's column order (see ``schema.py``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import numpy as np
+import yaml
+
+from telcoenv.domains.bss.schema import bss_metadata
+
+_FIRST = ("Omar", "Layla", "Khalid", "Noura", "Faisal", "Sara", "Yousef", "Huda", "Tariq", "Reem")
+_LAST = ("Al-Harbi", "Al-Qahtani", "Al-Otaibi", "Al-Shammari", "Al-Dossary", "Al-Zahrani")
+_CITIES = ("Riyadh", "Jeddah", "Dammam", "Makkah", "Madinah", "Khobar")
+OVERAGE_PER_GB = 15.0  # price of data beyond the allowance, VAT-exclusive
+ROAMING_PER_GB = {"GCC": 25.0, "EUROPE": 40.0, "WORLD": 60.0}  # pay-as-you-go roaming
+
+
+@cache
+def catalogue() -> dict[str, Any]:
+    """The packaged plan and add-on catalogue (``catalogue.yaml``)."""
+    text = resources.files(__package__).joinpath("catalogue.yaml").read_text("utf-8")
+    return yaml.safe_load(text)
+
+
+@dataclass(frozen=True)
+class Focal:
+    """Who calls customer care, and what the intent needs to be true of them."""
+
+    age: int = 34
+    segment: str = "consumer"
+    plan_id: str = "POST-ESSENTIAL"
+    family_size: int = 1  # lines in the customer's family group (1: no group)
+    data_use: float = 1.0  # monthly data use as a share of the plan allowance
+    roaming_month: str | None = None  # a month with pay-as-you-go roaming (bill shock)
+    roaming_zone: str = "EUROPE"
+    duplicate_month: str | None = None  # the month whose invoice was double-fired
+    failed_payment: bool = False  # the last payment failed (card expired)
+
+
+@dataclass
+class BssData:
+    """Rows per table (tuples in column order) and the focal customer's ids."""
+
+    rows: dict[str, list[tuple[Any, ...]]]
+    customer_id: str
+    account_id: str
+    msisdns: list[str]
+    months: list[str]
+    facts: dict[str, Any] = field(default_factory=dict)
+
+
+def _months(end: str, count: int) -> list[str]:
+    year, month = map(int, end.split("-"))
+    out = []
+    for _ in range(count):
+        out.append(f"{year:04d}-{month:02d}")
+        year, month = (year, month - 1) if month > 1 else (year - 1, 12)
+    return out[::-1]
+
+
+def _money(value: float) -> float:
+    return round(value + 1e-9, 2)
+
+
+class _Builder:
+    def __init__(self, rng: np.random.Generator, episode_id: str, months: list[str]) -> None:
+        self.rng, self.episode, self.months = rng, episode_id, months
+        self.rows: dict[str, list[tuple[Any, ...]]] = {t: [] for t in bss_metadata().tables}
+        self.plans = {p["plan_id"]: p for p in catalogue()["plans"]}
+        self.addons = {a["addon_id"]: a for a in catalogue()["addons"]}
+        self.vat = catalogue()["vat_rate"]
+        self.counter = 0
+
+    def next_id(self, prefix: str) -> str:
+        self.counter += 1
+        return f"{prefix}{self.counter:06d}"
+
+    def add(self, table: str, *values: Any) -> None:
+        self.rows[table].append((self.episode, *values))
+
+    def catalogue_rows(self) -> None:
+        for plan in self.plans.values():
+            self.add(
+                "rate_plans",
+                plan["plan_id"],
+                plan["name"]["en"],
+                plan["name"]["ar"],
+                plan["payment"],
+                plan["segment"],
+                plan["price"],
+                _money(plan["price"] * (1 + self.vat)),
+                plan["data_gb"],
+                plan["voice_min"],
+                plan["sms"],
+                plan["min_age"],
+                plan["max_age"],
+            )
+        for addon in self.addons.values():
+            self.add(
+                "addons",
+                addon["addon_id"],
+                addon["name"]["en"],
+                addon["name"]["ar"],
+                addon["kind"],
+                addon["zone"],
+                addon["price"],
+                _money(addon["price"] * (1 + self.vat)),
+                addon["data_gb"],
+                addon["voice_min"],
+                addon["validity_days"],
+                ",".join(addon["payment"]),
+            )
+
+    def customer(self, segment: str, age: int, name: str | None = None) -> tuple[str, str]:
+        rng = self.rng
+        customer_id, account_id = self.next_id("C"), self.next_id("A")
+        first, last = _FIRST[int(rng.integers(len(_FIRST)))], _LAST[int(rng.integers(len(_LAST)))]
+        name = name or f"{first} {last}"
+        born = dt.date(2026, 11, 30) - dt.timedelta(days=int(age * 365.25 + rng.integers(0, 300)))
+        handle = name.lower().replace(" ", ".").replace("-", "")
+        domain = "ops.telcoenv.test" if segment == "internal" else "mail.example.sa"
+        self.add(
+            "customers",
+            customer_id,
+            name,
+            born.isoformat(),
+            segment,
+            "ar" if rng.random() < 0.6 else "en",
+            f"{handle}@{domain}",
+            f"+9665{int(rng.integers(10_000_000, 99_999_999))}",
+            _CITIES[int(rng.integers(len(_CITIES)))],
+        )
+        self.add(
+            "accounts", account_id, customer_id, int(rng.integers(1, 29)), 0.0, 3000.0, "active"
+        )
+        return customer_id, account_id
+
+    def line(self, account_id: str, plan_id: str) -> str:
+        msisdn = f"9665{int(self.rng.integers(10_000_000, 99_999_999))}"
+        plan = self.plans[plan_id]
+        start = f"20{int(self.rng.integers(19, 25))}-{int(self.rng.integers(1, 13)):02d}-01"
+        self.add("lines", msisdn, account_id, plan_id, plan["payment"], "active", start)
+        return msisdn
+
+    def usage(self, msisdn: str, plan_id: str, share: float, gaps: int) -> dict[str, float]:
+        """Twelve months of usage; ``gaps`` months not collected (NULL). Returns data per month."""
+        rng, plan = self.rng, self.plans[plan_id]
+        allowance = plan["data_gb"] if plan["data_gb"] is not None else 60.0
+        missing = (
+            set(rng.choice(len(self.months), size=gaps, replace=False).tolist()) if gaps else set()
+        )
+        used: dict[str, float] = {}
+        for index, month in enumerate(self.months):
+            if index in missing:
+                self.add("usage_records", msisdn, month, None, None, None, None, None)
+                continue
+            data = round(max(0.0, allowance * share * float(rng.uniform(0.7, 1.25))), 2)
+            if rng.random() < 0.05:
+                data = 0.0  # a month without use: zero, not NULL
+            voice = int(rng.integers(30, 600))
+            sms = int(rng.integers(0, 80))
+            self.add("usage_records", msisdn, month, data, voice, sms, 0.0, None)
+            used[month] = data
+        return used
+
+    def invoice(
+        self, account_id: str, month: str, items: list[tuple[str, str, str, float]], day: int
+    ) -> tuple[str, float]:
+        invoice_id = self.next_id("INV")
+        net = _money(sum(amount for *_, amount in items))
+        vat = _money(net * self.vat)
+        issued = f"{month}-{day:02d}T02:00:00"
+        self.add(
+            "invoices", invoice_id, account_id, month, issued, net, vat, _money(net + vat), "issued"
+        )
+        for msisdn, kind, description, amount in items:
+            self.add(
+                "invoice_items", self.next_id("IT"), invoice_id, msisdn, kind, description, amount
+            )
+        return invoice_id, _money(net + vat)
+
+    def payment(
+        self, account_id: str, invoice_id: str, month: str, amount: float, ok: bool
+    ) -> None:
+        status, reason = ("settled", None) if ok else ("failed", "card expired")
+        self.add(
+            "payments",
+            self.next_id("PAY"),
+            account_id,
+            invoice_id,
+            f"{month}-20T10:15:00",
+            amount,
+            "card",
+            status,
+            reason,
+        )
+
+
+def _bill_lines(
+    builder: _Builder, lines: list[tuple[str, str]], usage: dict[str, dict[str, float]], month: str
+) -> list[tuple[str, str, str, float]]:
+    items = []
+    for msisdn, plan_id in lines:
+        plan = builder.plans[plan_id]
+        if plan["payment"] != "postpaid":
+            continue
+        items.append((msisdn, "plan", plan["name"]["en"], float(plan["price"])))
+        used = usage[msisdn].get(month)
+        if used is not None and plan["data_gb"] is not None and used > plan["data_gb"]:
+            extra = round(used - plan["data_gb"], 2)
+            items.append(
+                (msisdn, "overage", f"Data overage {extra} GB", _money(extra * OVERAGE_PER_GB))
+            )
+    return items
+
+
+def generate(
+    rng: np.random.Generator,
+    episode_id: str,
+    focal: Focal = Focal(),
+    *,
+    customers: int = 10,
+    end_month: str = "2026-11",
+) -> BssData:
+    """The BSS data of one episode (see the module docstring)."""
+    months = _months(end_month, 12)
+    builder = _Builder(rng, episode_id, months)
+    builder.catalogue_rows()
+    focal_customer, focal_account = builder.customer(focal.segment, focal.age)
+    focal_lines = [(builder.line(focal_account, focal.plan_id), focal.plan_id)]
+    for _ in range(focal.family_size - 1):
+        focal_lines.append((builder.line(focal_account, focal.plan_id), focal.plan_id))
+    population: list[tuple[str, list[tuple[str, str]], float]] = [
+        (focal_account, focal_lines, focal.data_use)
+    ]
+    internal_accounts: set[str] = set()
+    consumer_plans = [p for p, v in builder.plans.items() if v["segment"] == "consumer"]
+    for _ in range(customers - 1):
+        plan_id = consumer_plans[int(rng.integers(len(consumer_plans)))]
+        _, account = builder.customer("consumer", int(rng.integers(19, 70)))
+        population.append(
+            (account, [(builder.line(account, plan_id), plan_id)], float(rng.uniform(0.3, 1.1)))
+        )
+    for index in range(2):  # internal test accounts with absurd bills
+        _, account = builder.customer("internal", 40, name=f"TEST Billing QA {index + 1}")
+        internal_accounts.add(account)
+        population.append(
+            (account, [(builder.line(account, "POST-UNLIMITED"), "POST-UNLIMITED")], 1.0)
+        )
+    if focal.family_size > 1:
+        group_id = builder.next_id("FG")
+        builder.add("family_groups", group_id, focal_account, 50.0)
+        for position, (msisdn, _) in enumerate(focal_lines):
+            builder.add("family_members", group_id, msisdn, "owner" if position == 0 else "member")
+    usage: dict[str, dict[str, float]] = {}
+    for account, lines, share in population:
+        for msisdn, plan_id in lines:
+            gaps = (
+                1
+                if account == focal_account and msisdn == focal_lines[0][0]
+                else int(rng.integers(0, 2))
+            )
+            usage[msisdn] = builder.usage(msisdn, plan_id, share, gaps)
+    facts: dict[str, Any] = {"invoices": {}}
+    for account, lines, _ in population:
+        internal = (
+            account not in (focal_account,) and lines[0][1] == "POST-UNLIMITED" and len(lines) == 1
+        )
+        for month in months:
+            items = _bill_lines(builder, lines, usage, month)
+            if account == focal_account and month == focal.roaming_month:
+                zone = focal.roaming_zone
+                gb = round(float(rng.uniform(2.0, 6.0)), 2)
+                items.append(
+                    (
+                        lines[0][0],
+                        "roaming",
+                        f"Roaming data {zone} {gb} GB",
+                        _money(gb * ROAMING_PER_GB[zone]),
+                    )
+                )
+                facts["roaming_charge"] = _money(gb * ROAMING_PER_GB[zone])
+            if not items:
+                continue
+            if internal and rng.random() < 0.5:
+                items.append((lines[0][0], "device", "QA test device charge", 9999.0))
+            invoice_id, amount = builder.invoice(account, month, items, 1)
+            if account == focal_account:
+                facts["invoices"][month] = (invoice_id, amount)
+                if month == focal.duplicate_month:  # the billing run fired twice
+                    duplicate = builder.next_id("INV")
+                    row = builder.rows["invoices"][-1]
+                    builder.rows["invoices"].append(
+                        (row[0], duplicate, *row[2:4], f"{month}-01T02:00:07", *row[5:])
+                    )
+                    facts["duplicate_invoice"] = duplicate
+            last = month == months[-1]
+            ok = not (account == focal_account and last and focal.failed_payment)
+            builder.payment(account, invoice_id, month, amount, ok)
+        if account == focal_account:
+            credit = _money(-float(rng.uniform(10, 60)))
+            builder.add(
+                "credit_notes",
+                builder.next_id("CN"),
+                account,
+                facts["invoices"][months[-3]][0] if months[-3] in facts["invoices"] else None,
+                f"{months[-3]}-12T09:00:00",
+                credit,
+                "Goodwill credit for a network outage",
+            )
+            facts["credit_note"] = credit
+    return BssData(
+        builder.rows,
+        focal_customer,
+        focal_account,
+        [m for m, _ in focal_lines],
+        months,
+        facts,
+    )

@@ -1,0 +1,222 @@
+"""SQLAlchemy models of the operator's BSS data: customers, their lines, bills and usage.
+
+Every table is keyed by ``episode_id`` first (see :mod:`telcoenv.database`). Money is in the
+catalogue's currency; ``amount`` columns are VAT-inclusive unless named ``_excl_vat``. Months are
+``YYYY-MM`` strings. The data is production-like on purpose (see ``generator.py``): a double-fired
+invoice, credit notes with negative amounts, internal test accounts, and usage that is ``NULL``
+where nothing was collected but ``0`` where the line used nothing.
+
+Tables: ``customers``, ``accounts``, ``lines`` (subscriptions), ``rate_plans``, ``addons``
+(the catalogue, per episode so queries can join it), ``line_addons``, ``invoices``,
+``invoice_items``, ``payments``, ``credit_notes``, ``usage_records``, ``family_groups``,
+``family_members`` and ``tickets``.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+from sqlalchemy import CheckConstraint, Column, Float, Integer, MetaData, String, Table
+
+_ID = 40
+
+
+def _key(name: str) -> Column[str]:
+    return Column(name, String(_ID), primary_key=True)
+
+
+@cache
+def bss_metadata() -> MetaData:
+    """The BSS schema (built once per process)."""
+    metadata = MetaData(info={"name": "bss"})
+    Table(
+        "customers",
+        metadata,
+        _key("episode_id"),
+        _key("customer_id"),
+        Column("name", String(120), nullable=False),
+        Column("birth_date", String(10), nullable=False),
+        Column(
+            "segment",
+            String(20),
+            CheckConstraint("segment IN ('consumer', 'business', 'internal')"),
+            nullable=False,
+        ),
+        Column("language", String(2), nullable=False),
+        Column("email", String(120), nullable=False),
+        Column("phone", String(20), nullable=False),
+        Column("city", String(60), nullable=False),
+    )
+    Table(
+        "accounts",
+        metadata,
+        _key("episode_id"),
+        _key("account_id"),
+        Column("customer_id", String(_ID), nullable=False),
+        Column(
+            "billing_day", Integer, CheckConstraint("billing_day BETWEEN 1 AND 28"), nullable=False
+        ),
+        Column("balance", Float, nullable=False),  # outstanding amount (prepaid: credit left)
+        Column("credit_limit", Float, nullable=False),
+        Column("status", String(20), nullable=False),
+    )
+    Table(
+        "lines",
+        metadata,
+        _key("episode_id"),
+        _key("msisdn"),
+        Column("account_id", String(_ID), nullable=False),
+        Column("plan_id", String(_ID), nullable=False),
+        Column(
+            "payment",
+            String(10),
+            CheckConstraint("payment IN ('prepaid', 'postpaid')"),
+            nullable=False,
+        ),
+        Column(
+            "status",
+            String(20),
+            CheckConstraint("status IN ('active', 'suspended', 'terminated')"),
+            nullable=False,
+        ),
+        Column("activated_on", String(10), nullable=False),
+    )
+    Table(
+        "rate_plans",
+        metadata,
+        _key("episode_id"),
+        _key("plan_id"),
+        Column("name_en", String(80), nullable=False),
+        Column("name_ar", String(80), nullable=False),
+        Column("payment", String(10), nullable=False),
+        Column("segment", String(20), nullable=False),
+        Column("price_excl_vat", Float, nullable=False),
+        Column("price", Float, nullable=False),
+        Column("data_gb", Float),  # NULL: unlimited
+        Column("voice_min", Integer),  # NULL: unlimited
+        Column("sms", Integer),  # NULL: unlimited
+        Column("min_age", Integer, nullable=False),
+        Column("max_age", Integer),
+    )
+    Table(
+        "addons",
+        metadata,
+        _key("episode_id"),
+        _key("addon_id"),
+        Column("name_en", String(80), nullable=False),
+        Column("name_ar", String(80), nullable=False),
+        Column("kind", String(20), nullable=False),
+        Column("zone", String(20)),
+        Column("price_excl_vat", Float, nullable=False),
+        Column("price", Float, nullable=False),
+        Column("data_gb", Float, nullable=False),
+        Column("voice_min", Integer, nullable=False),
+        Column("validity_days", Integer, nullable=False),
+        Column("payment", String(20), nullable=False),  # "prepaid,postpaid"
+    )
+    Table(
+        "line_addons",
+        metadata,
+        _key("episode_id"),
+        _key("subscription_id"),
+        Column("msisdn", String(_ID), nullable=False),
+        Column("addon_id", String(_ID), nullable=False),
+        Column("start_date", String(10), nullable=False),
+        Column("end_date", String(10), nullable=False),
+        Column("status", String(20), nullable=False),
+    )
+    Table(
+        "invoices",
+        metadata,
+        _key("episode_id"),
+        _key("invoice_id"),
+        Column("account_id", String(_ID), nullable=False),
+        Column("period", String(7), nullable=False),
+        Column("issued_at", String(19), nullable=False),
+        Column("amount_excl_vat", Float, nullable=False),
+        Column("vat", Float, nullable=False),
+        Column("amount", Float, nullable=False),
+        Column("status", String(20), nullable=False),
+    )
+    Table(
+        "invoice_items",
+        metadata,
+        _key("episode_id"),
+        _key("item_id"),
+        Column("invoice_id", String(_ID), nullable=False),
+        Column("msisdn", String(_ID), nullable=False),
+        Column("kind", String(20), nullable=False),  # plan, addon, overage, roaming, device
+        Column("description", String(120), nullable=False),
+        Column("amount_excl_vat", Float, nullable=False),
+    )
+    Table(
+        "payments",
+        metadata,
+        _key("episode_id"),
+        _key("payment_id"),
+        Column("account_id", String(_ID), nullable=False),
+        Column("invoice_id", String(_ID)),
+        Column("paid_at", String(19), nullable=False),
+        Column("amount", Float, nullable=False),
+        Column("method", String(20), nullable=False),
+        Column(
+            "status",
+            String(20),
+            CheckConstraint("status IN ('settled', 'failed', 'reversed')"),
+            nullable=False,
+        ),
+        Column("failure_reason", String(80)),
+    )
+    Table(
+        "credit_notes",
+        metadata,
+        _key("episode_id"),
+        _key("credit_note_id"),
+        Column("account_id", String(_ID), nullable=False),
+        Column("invoice_id", String(_ID)),
+        Column("issued_at", String(19), nullable=False),
+        Column("amount", Float, CheckConstraint("amount < 0"), nullable=False),  # negative
+        Column("reason", String(120), nullable=False),
+    )
+    Table(
+        "usage_records",
+        metadata,
+        _key("episode_id"),
+        _key("msisdn"),
+        _key("month"),
+        Column("data_gb", Float),  # NULL: not collected (a mediation gap), 0: nothing used
+        Column("voice_min", Integer),
+        Column("sms", Integer),
+        Column("roaming_data_gb", Float),
+        Column("roaming_zone", String(20)),
+    )
+    Table(
+        "family_groups",
+        metadata,
+        _key("episode_id"),
+        _key("group_id"),
+        Column("owner_account_id", String(_ID), nullable=False),
+        Column("shared_data_gb", Float, nullable=False),
+    )
+    Table(
+        "family_members",
+        metadata,
+        _key("episode_id"),
+        _key("group_id"),
+        _key("msisdn"),
+        Column("role", String(20), nullable=False),  # owner, member
+    )
+    Table(
+        "tickets",
+        metadata,
+        _key("episode_id"),
+        _key("ticket_id"),
+        Column("customer_id", String(_ID), nullable=False),
+        Column("category", String(40), nullable=False),
+        Column("summary", String(2000), nullable=False),
+        Column("status", String(20), nullable=False),
+        Column("created_at", String(19), nullable=False),
+    )
+    for table in metadata.tables.values():
+        table.dialect_options["sqlite"]["with_rowid"] = False
+    return metadata
