@@ -144,8 +144,12 @@ class Catalog:
         return [self.tools[name].openai() for name in sorted(self.tools)]
 
 
-def load_tools(tools_dir: Path) -> dict[str, ToolSpec]:
-    """Load and validate every ``*.json`` tool spec of a folder."""
+def load_tools(tools_dir: Path, domain: str = "network") -> dict[str, ToolSpec]:
+    """Load and validate every ``*.json`` tool spec of a folder; keep those of ``domain``.
+
+    Every spec is validated, whatever its domain; a spec without ``x-telcoenv.domain`` belongs
+    to the network domain.
+    """
     if not tools_dir.is_dir():
         raise CatalogError(str(tools_dir), "", "tools folder not found")
     tools: dict[str, ToolSpec] = {}
@@ -173,14 +177,16 @@ def load_tools(tools_dir: Path) -> dict[str, ToolSpec]:
                 "function.parameters." + _field(exc.absolute_path),
                 f"not a valid JSON Schema: {exc.message}",
             ) from exc
-        tools[path.stem] = ToolSpec(
+        spec = ToolSpec(
             name=path.stem,
             description=function["description"],
             parameters=function["parameters"],
             **document["x-telcoenv"],
         )
+        if spec.domain == domain:
+            tools[path.stem] = spec
     if not tools:
-        raise CatalogError(str(tools_dir), "", "no tool spec (*.json) found")
+        raise CatalogError(str(tools_dir), "", f"no {domain} tool spec (*.json) found")
     return tools
 
 

@@ -157,6 +157,7 @@ class ToolSpec(_Frozen):
     kind: Literal["core", "distractor", "reserved"]
     effect: Literal["read", "write", "control"]
     approval: bool = False  # changes the network: gated when the engineer must approve
+    domain: Literal["network", "bss"] = "network"  # the catalogue that loads it
 
     def openai(self) -> dict[str, Any]:
         """The spec in OpenAI function-calling format."""

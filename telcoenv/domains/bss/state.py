@@ -1,0 +1,95 @@
+"""The BSS data of one episode in the episode database, and the context BSS tools run in.
+
+:class:`BssState` loads a :class:`~telcoenv.domains.bss.generator.BssData` into the environment's
+:class:`~telcoenv.database.EpisodeDatabase` (one transaction per episode, like the network
+domain) and gives tools bound-parameter access to it: :meth:`BssState.rows` runs a declarative
+:class:`~telcoenv.database.Query` for this episode, :meth:`BssState.update` and
+:meth:`BssState.insert` change rows inside :meth:`BssState.change` (all or nothing). The
+database is the one source of the current state; the generated rows stay as the starting
+snapshot that a verification can diff against.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from sqlalchemy import bindparam, update
+from sqlalchemy.sql import ClauseElement
+
+from telcoenv.database import EpisodeDatabase, Query
+from telcoenv.domains.bss.generator import BssData
+from telcoenv.errors import ToolError
+
+TODAY = "2026-11-30"  # the episode's date: the last billed month is the one before
+
+
+class BssState:
+    """Everything BSS tools may read or change in one episode."""
+
+    def __init__(self, db: EpisodeDatabase, data: BssData, episode_id: str) -> None:
+        self.db, self.data, self.episode_id = db, data, episode_id
+        self.today = TODAY
+        db.start_episode(self._load)
+
+    def _load(self, db: EpisodeDatabase) -> None:
+        for table, rows in self.data.rows.items():
+            db.insert_values(table, rows)
+
+    def rows(self, query: Query, *keys: Any) -> list[dict[str, Any]]:
+        """The rows of ``query`` for this episode (``keys``: the query's key values, bound)."""
+        found = self.db.select(query, (self.episode_id, *keys))
+        return [dict(zip(query.columns, row, strict=True)) for row in found]
+
+    def one(self, query: Query, *keys: Any, missing: str) -> dict[str, Any]:
+        """The single row of ``query``, or a ``not_found`` ToolError saying ``missing``."""
+        found = self.rows(query, *keys)
+        if not found:
+            raise ToolError(missing, kind="not_found")
+        return found[0]
+
+    @contextmanager
+    def change(self) -> Iterator[None]:
+        """Changes inside happen together or not at all; a constraint refusal is a ToolError."""
+        try:
+            with self.db.change():
+                yield
+        except self.db.integrity_error as exc:
+            raise ToolError(
+                f"the BSS refused the change: {exc} (nothing was changed)", kind="rejected"
+            ) from None
+
+    def insert(self, table: str, **values: Any) -> None:
+        """Insert one row (the episode id is added); use inside :meth:`change`."""
+        columns = self.db.metadata.tables[table].columns.keys()
+        row = {"episode_id": self.episode_id, **values}
+        self.db.insert_values(table, [tuple(row.get(c) for c in columns)])
+
+    def update(self, table: str, key: str, key_value: Any, **values: Any) -> int:
+        """Set ``values`` on the row whose ``key`` is ``key_value``; the number of rows changed."""
+        changed = 0
+        for name, value in values.items():
+
+            def build(name: str = name) -> ClauseElement:
+                t = self.db.metadata.tables[table]
+                return (
+                    update(t)
+                    .where(t.c.episode_id == bindparam("episode_id"), t.c[key] == bindparam("key"))
+                    .values({name: bindparam("value")})
+                )
+
+            prepared = self.db.statement(f"update:{table}:{key}:{name}", build)
+            params = {"episode_id": self.episode_id, "key": key_value, "value": value}
+            changed = max(changed, self.db.execute(prepared, params))
+        return changed
+
+    def snapshot(self) -> str:
+        """Every table's rows as canonical JSON (for state diffs in tests and verification)."""
+        tables = {}
+        for table in self.db.metadata.tables:
+            columns = self.db.metadata.tables[table].columns.keys()
+            query = Query(table, tuple(columns[1:]))
+            tables[table] = sorted(json.dumps(r, sort_keys=True) for r in self.rows(query))
+        return json.dumps(tables, sort_keys=True)
