@@ -191,10 +191,6 @@ class EpisodeDatabase:
             self._prepared[key] = prepared
         return prepared
 
-    def fetch(self, prepared: Prepared, params: Mapping[str, Any]) -> list[tuple[Any, ...]]:
-        self._cursor.execute(prepared.sql, prepared.bind(params))
-        return self._cursor.fetchall()
-
     def select(self, query: Query, values: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         """The rows of ``query`` for ``values`` (the episode id, then the keys' values)."""
         prepared = self._queries.get(query)
