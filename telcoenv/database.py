@@ -57,7 +57,7 @@ class Prepared:
         return values if isinstance(values, tuple) else (values,)
 
 
-@dataclass(frozen=True, eq=False)  # identity hash: a query is a module constant, looked up often
+@dataclass(frozen=True)
 class Query:
     """``SELECT columns FROM table WHERE episode_id = ? AND <key> = ? ... ORDER BY order``.
 
@@ -74,6 +74,11 @@ class Query:
     @property
     def parameters(self) -> tuple[str, ...]:
         return ("episode_id", *self.keys)
+
+    @property
+    def key(self) -> str:
+        """What the query is, as a cache key (equal queries share their compiled statement)."""
+        return repr((self.table, self.columns, self.keys, self.order, self.count))
 
     def build(self, metadata: MetaData) -> ClauseElement:
         t = metadata.tables[self.table]
@@ -172,7 +177,7 @@ class EpisodeDatabase:
         self._dialect = self._engine.dialect
         self._sqlite = self._dialect.name == "sqlite"
         self._prepared: dict[str, Prepared] = {}
-        self._queries: dict[Query, Prepared] = {}
+        self._queries: dict[Query, Prepared] = {}  # by value: equal queries share an entry
         self._multi_sql: dict[tuple[str, int], str] = {}
         # With a positional paramstyle a multi-row insert repeats one compiled row group.
         self._row_group = self._dialect.paramstyle in ("qmark", "format") or None
@@ -204,7 +209,7 @@ class EpisodeDatabase:
 
     def _prepare_query(self, query: Query) -> Prepared:
         build = functools.partial(query.build, self.metadata)
-        prepared = _prepared_for(self._dialect, f"{self._namespace}:query:{id(query)}", build)
+        prepared = _prepared_for(self._dialect, f"{self._namespace}:query:{query.key}", build)
         if prepared._getter is not None:  # positional: the values must come in this order
             compiled = build().compile(dialect=self._dialect)
             assert tuple(compiled.positiontup or ()) == query.parameters, query

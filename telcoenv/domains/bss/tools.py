@@ -1,0 +1,729 @@
+"""Implementations of the BSS customer-care tools: one typed function per ``tools/<name>.json``
+spec whose ``x-telcoenv.domain`` is ``bss``.
+
+Each function receives a context with ``.state`` (a :class:`~telcoenv.domains.bss.state.BssState`)
+and ``.step``, and the arguments, and returns a JSON-ready dict. Reads return what the BSS stores,
+artefacts included (a double-fired invoice, ``null`` usage, negative credit notes): noticing them
+is the agent's job. Writes check the business rules first and change the database inside
+:meth:`BssState.change`, so a refused call changes nothing. A refused call raises
+:class:`~telcoenv.errors.ToolError`: ``not_found`` naming the unknown id, ``bad_args`` for a
+malformed value, ``rejected`` for a business rule, each with a precise message. Tool arguments
+reach SQL only as bound parameters (module-level :class:`~telcoenv.database.Query` constants).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from telcoenv.database import Query
+from telcoenv.domains.bss.generator import catalogue
+from telcoenv.domains.bss.state import BssState
+from telcoenv.errors import ToolError
+
+ToolFunction = Callable[..., dict[str, Any]]
+IMPLEMENTATIONS: dict[str, ToolFunction] = {}
+
+CREDIT_LIMIT = 200.0  # most one apply_credit call may grant, VAT-inclusive
+MAX_START_AHEAD_DAYS = 90  # how far ahead an add-on may be scheduled
+VAT_RATE: float = catalogue()["vat_rate"]
+_PERIOD = re.compile(r"^[0-9]{4}-(0[1-9]|1[0-2])$")
+_DATE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
+_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[A-Za-z]{2,}$")
+_PHONE = re.compile(r"^\+[1-9][0-9]{7,14}$")
+TICKET_CATEGORIES = (
+    "billing_dispute",
+    "payment",
+    "plan_change",
+    "roaming",
+    "technical",
+    "contact_update",
+    "complaint",
+    "other",
+)
+
+
+class BssContext(Protocol):
+    """What a BSS tool may use: the episode's BSS state and the step number."""
+
+    state: BssState
+    step: int
+
+
+def tool(function: ToolFunction) -> ToolFunction:
+    """Register ``function`` as the implementation of the spec with the same name."""
+    IMPLEMENTATIONS[function.__name__] = function
+    return function
+
+
+# --- queries (module constants: cached by identity) ----------------------------------------------
+
+_CUSTOMER_COLUMNS = ("customer_id", "name", "birth_date", "segment", "language", "email", "phone")
+CUSTOMER = Query("customers", (*_CUSTOMER_COLUMNS, "city"), keys=("customer_id",))
+_ACCOUNT_COLUMNS = ("account_id", "customer_id", "billing_day", "balance", "credit_limit", "status")
+ACCOUNT = Query("accounts", _ACCOUNT_COLUMNS, keys=("account_id",))
+ACCOUNTS_OF_CUSTOMER = Query(
+    "accounts", _ACCOUNT_COLUMNS, keys=("customer_id",), order=("account_id",)
+)
+_LINE_COLUMNS = ("msisdn", "account_id", "plan_id", "payment", "status", "activated_on")
+LINE = Query("lines", _LINE_COLUMNS, keys=("msisdn",))
+LINES_OF_ACCOUNT = Query("lines", _LINE_COLUMNS, keys=("account_id",), order=("msisdn",))
+_PLAN_COLUMNS = (
+    "plan_id",
+    "name_en",
+    "name_ar",
+    "payment",
+    "segment",
+    "price_excl_vat",
+    "price",
+    "data_gb",
+    "voice_min",
+    "sms",
+    "min_age",
+    "max_age",
+)
+PLAN = Query("rate_plans", _PLAN_COLUMNS, keys=("plan_id",))
+PLANS = Query("rate_plans", _PLAN_COLUMNS, order=("plan_id",))
+_ADDON_COLUMNS = (
+    "addon_id",
+    "name_en",
+    "name_ar",
+    "kind",
+    "zone",
+    "price_excl_vat",
+    "price",
+    "data_gb",
+    "voice_min",
+    "validity_days",
+    "payment",
+)
+ADDON = Query("addons", _ADDON_COLUMNS, keys=("addon_id",))
+ADDONS = Query("addons", _ADDON_COLUMNS, order=("addon_id",))
+_SUBSCRIPTION_COLUMNS = (
+    "subscription_id",
+    "msisdn",
+    "addon_id",
+    "start_date",
+    "end_date",
+    "status",
+)
+SUBSCRIPTIONS_OF_LINE = Query(
+    "line_addons", _SUBSCRIPTION_COLUMNS, keys=("msisdn",), order=("start_date", "subscription_id")
+)
+SUBSCRIPTION = Query("line_addons", _SUBSCRIPTION_COLUMNS, keys=("subscription_id",))
+SUBSCRIPTION_COUNT = Query("line_addons", count="subscription_id")
+_INVOICE_COLUMNS = (
+    "invoice_id",
+    "account_id",
+    "period",
+    "issued_at",
+    "amount_excl_vat",
+    "vat",
+    "amount",
+    "status",
+)
+INVOICE = Query("invoices", _INVOICE_COLUMNS, keys=("invoice_id",))
+INVOICES_OF_PERIOD = Query(
+    "invoices", _INVOICE_COLUMNS, keys=("account_id", "period"), order=("issued_at", "invoice_id")
+)
+ITEMS_OF_INVOICE = Query(
+    "invoice_items",
+    ("item_id", "msisdn", "kind", "description", "amount_excl_vat"),
+    keys=("invoice_id",),
+    order=("item_id",),
+)
+PAYMENTS_OF_ACCOUNT = Query(
+    "payments",
+    ("payment_id", "invoice_id", "paid_at", "amount", "method", "status", "failure_reason"),
+    keys=("account_id",),
+    order=("paid_at", "payment_id"),
+)
+_CREDIT_COLUMNS = ("credit_note_id", "account_id", "invoice_id", "issued_at", "amount", "reason")
+CREDITS_OF_ACCOUNT = Query(
+    "credit_notes", _CREDIT_COLUMNS, keys=("account_id",), order=("issued_at", "credit_note_id")
+)
+CREDITS_OF_INVOICE = Query("credit_notes", _CREDIT_COLUMNS, keys=("invoice_id",))
+CREDIT_COUNT = Query("credit_notes", count="credit_note_id")
+_USAGE_COLUMNS = ("month", "data_gb", "voice_min", "sms", "roaming_data_gb", "roaming_zone")
+USAGE_OF_LINE = Query("usage_records", _USAGE_COLUMNS, keys=("msisdn",), order=("month",))
+USAGE_OF_MONTH = Query("usage_records", _USAGE_COLUMNS, keys=("msisdn", "month"))
+_GROUP_COLUMNS = ("group_id", "owner_account_id", "shared_data_gb")
+GROUP = Query("family_groups", _GROUP_COLUMNS, keys=("group_id",))
+GROUPS_OF_OWNER = Query(
+    "family_groups", _GROUP_COLUMNS, keys=("owner_account_id",), order=("group_id",)
+)
+MEMBERS = Query("family_members", ("msisdn", "role"), keys=("group_id",), order=("msisdn",))
+TICKET_COUNT = Query("tickets", count="ticket_id")
+
+
+# --- helpers -------------------------------------------------------------------------------------
+
+
+def _money(value: float) -> float:
+    return round(value + 1e-9, 2)
+
+
+def _period(value: str) -> str:
+    """``value`` if it is a YYYY-MM month, else a ``bad_args`` ToolError."""
+    if not isinstance(value, str) or not _PERIOD.match(value):
+        raise ToolError(f"period must be a month as YYYY-MM, got {value!r}", kind="bad_args")
+    return value
+
+
+def _exactly_one(**candidates: Any) -> tuple[str, Any]:
+    """The one argument given among ``candidates`` (``bad_args`` unless exactly one is)."""
+    given = [(name, value) for name, value in candidates.items() if value is not None]
+    if len(given) != 1:
+        names = " or ".join(candidates)
+        raise ToolError(f"give exactly one of {names}", kind="bad_args")
+    return given[0]
+
+
+def _age(birth_date: str, today: str) -> int:
+    """Completed years between ``birth_date`` and ``today`` (both YYYY-MM-DD)."""
+    born, now = dt.date.fromisoformat(birth_date), dt.date.fromisoformat(today)
+    return now.year - born.year - ((now.month, now.day) < (born.month, born.day))
+
+
+def _line(state: BssState, msisdn: str) -> dict[str, Any]:
+    return state.one(LINE, msisdn, missing=f"unknown msisdn {msisdn!r}")
+
+
+def _account(state: BssState, account_id: str) -> dict[str, Any]:
+    return state.one(ACCOUNT, account_id, missing=f"unknown account_id {account_id!r}")
+
+
+def _customer(state: BssState, customer_id: str) -> dict[str, Any]:
+    return state.one(CUSTOMER, customer_id, missing=f"unknown customer_id {customer_id!r}")
+
+
+def _owner(state: BssState, line: dict[str, Any]) -> dict[str, Any]:
+    """The customer who owns ``line`` (through its account)."""
+    return _customer(state, _account(state, line["account_id"])["customer_id"])
+
+
+def _plan(state: BssState, plan_id: str) -> dict[str, Any]:
+    return state.one(PLAN, plan_id, missing=f"unknown plan_id {plan_id!r}")
+
+
+def _addon(state: BssState, addon_id: str) -> dict[str, Any]:
+    row = state.one(ADDON, addon_id, missing=f"unknown addon_id {addon_id!r}")
+    return {**row, "payment": row["payment"].split(",")}
+
+
+def _refuse_internal(customer: dict[str, Any]) -> None:
+    """Internal test accounts are not customers: no change on them."""
+    if customer["segment"] == "internal":
+        raise ToolError(
+            f"customer {customer['customer_id']} is an internal test account; "
+            "its subscriptions and billing cannot be changed by customer care",
+            kind="rejected",
+        )
+
+
+def _require_active(line: dict[str, Any]) -> None:
+    """Only an active line may be changed (suspended and terminated lines are refused)."""
+    if line["status"] != "active":
+        raise ToolError(
+            f"line {line['msisdn']} is {line['status']}; only an active line can be changed",
+            kind="rejected",
+        )
+
+
+def _next_id(state: BssState, count: Query, prefix: str) -> str:
+    """A new id ``<prefix><n>`` (n: rows of the table + 1; generated ids use other prefixes)."""
+    number = state.db.select(count, (state.episode_id,))[0][0] + 1
+    return f"{prefix}{number:06d}"
+
+
+def _active_subscriptions(state: BssState, msisdn: str) -> list[dict[str, Any]]:
+    return [s for s in state.rows(SUBSCRIPTIONS_OF_LINE, msisdn) if s["status"] == "active"]
+
+
+# --- reads ---------------------------------------------------------------------------------------
+
+
+def _line_view(state: BssState, line: dict[str, Any]) -> dict[str, Any]:
+    plan = _plan(state, line["plan_id"])
+    return {
+        "msisdn": line["msisdn"],
+        "payment": line["payment"],
+        "status": line["status"],
+        "activated_on": line["activated_on"],
+        "plan": {k: plan[k] for k in ("plan_id", "name_en", "price", "data_gb", "voice_min")},
+        "active_addons": _active_subscriptions(state, line["msisdn"]),
+    }
+
+
+@tool
+def get_customer(
+    ctx: BssContext, msisdn: str | None = None, customer_id: str | None = None
+) -> dict[str, Any]:
+    """Profile, age on ``today``, accounts and their lines; exactly one of the two keys."""
+    state = ctx.state
+    name, value = _exactly_one(msisdn=msisdn, customer_id=customer_id)
+    customer = _owner(state, _line(state, value)) if name == "msisdn" else _customer(state, value)
+    accounts = []
+    for account in state.rows(ACCOUNTS_OF_CUSTOMER, customer["customer_id"]):
+        lines = state.rows(LINES_OF_ACCOUNT, account["account_id"])
+        view = {k: account[k] for k in _ACCOUNT_COLUMNS if k != "customer_id"}
+        accounts.append({**view, "lines": [_line_view(state, line) for line in lines]})
+    age = _age(customer["birth_date"], state.today)
+    return {"customer": {**customer, "age": age}, "accounts": accounts}
+
+
+@tool
+def get_bill(ctx: BssContext, account_id: str, period: str) -> dict[str, Any]:
+    """Every invoice stored for the account and month (a double-fired one too), with items."""
+    state = ctx.state
+    _account(state, account_id)
+    invoices = []
+    for invoice in state.rows(INVOICES_OF_PERIOD, account_id, _period(period)):
+        items = state.rows(ITEMS_OF_INVOICE, invoice["invoice_id"])
+        invoices.append({**invoice, "items": items})
+    return {"account_id": account_id, "period": period, "invoices": invoices}
+
+
+@tool
+def get_realtime_charges(ctx: BssContext, msisdn: str) -> dict[str, Any]:
+    """Unbilled charges of the current month: add-ons (not cancelled) starting in it, and the
+    month's usage collected so far (``null`` when none was collected)."""
+    state = ctx.state
+    line = _line(state, msisdn)
+    month = state.today[:7]
+    charges = []
+    for subscription in state.rows(SUBSCRIPTIONS_OF_LINE, msisdn):
+        if subscription["start_date"][:7] != month or subscription["status"] == "cancelled":
+            continue
+        addon = _addon(state, subscription["addon_id"])
+        charges.append(
+            {
+                "subscription_id": subscription["subscription_id"],
+                "description": addon["name_en"],
+                "amount_excl_vat": addon["price_excl_vat"],
+            }
+        )
+    net = _money(sum(c["amount_excl_vat"] for c in charges))
+    usage = state.rows(USAGE_OF_MONTH, msisdn, month)
+    return {
+        "msisdn": msisdn,
+        "period": month,
+        "as_of": state.today,
+        "payment": line["payment"],
+        "charges": charges,
+        "total_excl_vat": net,
+        "vat": _money(net * VAT_RATE),
+        "total": _money(net * (1 + VAT_RATE)),
+        "usage_so_far": {k: v for k, v in usage[0].items() if k != "month"} if usage else None,
+    }
+
+
+@tool
+def get_usage(
+    ctx: BssContext, msisdn: str, period: str | None = None, months: int | None = None
+) -> dict[str, Any]:
+    """Usage per month as stored (``null``: not collected, 0: not used), oldest first."""
+    state = ctx.state
+    line = _line(state, msisdn)
+    records = state.rows(USAGE_OF_LINE, msisdn)
+    if period is not None and months is not None:
+        raise ToolError("give period or months, not both", kind="bad_args")
+    if period is not None:
+        records = [r for r in records if r["month"] == _period(period)]
+    elif months is not None:
+        if isinstance(months, bool) or not isinstance(months, int) or not 1 <= months <= 12:
+            raise ToolError(f"months must be an integer 1-12, got {months!r}", kind="bad_args")
+        records = records[-months:]
+    plan = _plan(state, line["plan_id"])
+    allowance = {k: plan[k] for k in ("data_gb", "voice_min", "sms")}
+    return {"msisdn": msisdn, "plan_allowance": allowance, "usage": records}
+
+
+@tool
+def list_plans(
+    ctx: BssContext, payment: str | None = None, segment: str | None = None
+) -> dict[str, Any]:
+    """Catalogue plans matching the optional filters, by plan id."""
+    plans = [
+        p
+        for p in ctx.state.rows(PLANS)
+        if payment in (None, p["payment"]) and segment in (None, p["segment"])
+    ]
+    return {"plans": plans}
+
+
+@tool
+def get_plan(ctx: BssContext, plan_id: str) -> dict[str, Any]:
+    """One catalogue plan."""
+    return {"plan": _plan(ctx.state, plan_id)}
+
+
+@tool
+def list_addons(
+    ctx: BssContext, kind: str | None = None, zone: str | None = None
+) -> dict[str, Any]:
+    """Catalogue add-ons matching the optional filters; ``payment`` as a list."""
+    addons = [_addon(ctx.state, row["addon_id"]) for row in ctx.state.rows(ADDONS)]
+    return {
+        "addons": [a for a in addons if kind in (None, a["kind"]) and zone in (None, a["zone"])]
+    }
+
+
+def _group(state: BssState, account_id: str | None, group_id: str | None) -> dict[str, Any]:
+    name, value = _exactly_one(account_id=account_id, group_id=group_id)
+    if name == "group_id":
+        return state.one(GROUP, value, missing=f"unknown group_id {value!r}")
+    _account(state, value)
+    return state.one(GROUPS_OF_OWNER, value, missing=f"account {value!r} owns no family group")
+
+
+@tool
+def get_family_usage(
+    ctx: BssContext,
+    account_id: str | None = None,
+    group_id: str | None = None,
+    period: str | None = None,
+) -> dict[str, Any]:
+    """Members' data use in ``period`` (default: current month) vs the shared allowance.
+    ``total_data_gb`` sums collected months only; ``not_collected`` lists the NULL members."""
+    state = ctx.state
+    group = _group(state, account_id, group_id)
+    month = _period(period) if period is not None else state.today[:7]
+    members, missing, total = [], [], 0.0
+    for member in state.rows(MEMBERS, group["group_id"]):
+        usage = state.rows(USAGE_OF_MONTH, member["msisdn"], month)
+        data = usage[0]["data_gb"] if usage else None
+        members.append({**member, "data_gb": data})
+        if data is None:
+            missing.append(member["msisdn"])
+        else:
+            total += data
+    shared = group["shared_data_gb"]
+    return {
+        **group,
+        "period": month,
+        "members": members,
+        "total_data_gb": _money(total),
+        "not_collected": missing,
+        "remaining_shared_gb": _money(shared - total),
+    }
+
+
+@tool
+def get_payment_history(ctx: BssContext, account_id: str) -> dict[str, Any]:
+    """Payments (failed ones with their reason) and credit notes (negative), oldest first."""
+    state = ctx.state
+    _account(state, account_id)
+    return {
+        "account_id": account_id,
+        "payments": state.rows(PAYMENTS_OF_ACCOUNT, account_id),
+        "credit_notes": state.rows(CREDITS_OF_ACCOUNT, account_id),
+    }
+
+
+# --- writes --------------------------------------------------------------------------------------
+
+
+def _start(value: str, today: str) -> dt.date:
+    """A valid start date from ``today`` to :data:`MAX_START_AHEAD_DAYS` ahead."""
+    try:
+        if not isinstance(value, str) or not _DATE.match(value):
+            raise ValueError
+        start = dt.date.fromisoformat(value)
+    except ValueError:
+        raise ToolError(
+            f"start_date must be a date as YYYY-MM-DD, got {value!r}", kind="bad_args"
+        ) from None
+    first = dt.date.fromisoformat(today)
+    if not first <= start <= first + dt.timedelta(days=MAX_START_AHEAD_DAYS):
+        raise ToolError(
+            f"start_date {value} must be from {today} to {MAX_START_AHEAD_DAYS} days ahead",
+            kind="rejected",
+        )
+    return start
+
+
+def _check_addon_purchase(
+    state: BssState, line: dict[str, Any], addon: dict[str, Any], start: dt.date
+) -> None:
+    """Payment type allowed; no overlapping active subscription of the same add-on; a prepaid
+    line's account balance (credit left) covers the price incl. VAT."""
+    if line["payment"] not in addon["payment"]:
+        allowed = ", ".join(addon["payment"])
+        raise ToolError(
+            f"add-on {addon['addon_id']} is for {allowed} lines only; "
+            f"line {line['msisdn']} is {line['payment']}",
+            kind="rejected",
+        )
+    for subscription in _active_subscriptions(state, line["msisdn"]):
+        if subscription["addon_id"] == addon["addon_id"] and subscription["end_date"] >= str(start):
+            raise ToolError(
+                f"line {line['msisdn']} already has add-on {addon['addon_id']} active until "
+                f"{subscription['end_date']} (subscription {subscription['subscription_id']})",
+                kind="rejected",
+            )
+    if line["payment"] == "prepaid":
+        balance = _account(state, line["account_id"])["balance"]
+        if balance < addon["price"]:
+            raise ToolError(
+                f"prepaid balance {balance:.2f} is below the add-on price {addon['price']:.2f} "
+                "(incl. VAT); the customer must recharge first",
+                kind="rejected",
+            )
+
+
+@tool
+def subscribe_addon(ctx: BssContext, msisdn: str, addon_id: str, start_date: str) -> dict[str, Any]:
+    """Subscribe the line; valid for ``validity_days`` from ``start_date``. A prepaid line pays
+    the price incl. VAT from its account balance now; a postpaid line is billed later."""
+    state = ctx.state
+    line = _line(state, msisdn)
+    addon = _addon(state, addon_id)
+    start = _start(start_date, state.today)
+    _refuse_internal(_owner(state, line))
+    _require_active(line)
+    _check_addon_purchase(state, line, addon, start)
+    end = start + dt.timedelta(days=addon["validity_days"] - 1)
+    subscription_id = _next_id(state, SUBSCRIPTION_COUNT, "SUB")
+    with state.change():
+        state.insert(
+            "line_addons",
+            subscription_id=subscription_id,
+            msisdn=msisdn,
+            addon_id=addon_id,
+            start_date=str(start),
+            end_date=str(end),
+            status="active",
+        )
+        if line["payment"] == "prepaid":
+            balance = _account(state, line["account_id"])["balance"]
+            state.update(
+                "accounts",
+                "account_id",
+                line["account_id"],
+                balance=_money(balance - addon["price"]),
+            )
+    return {
+        "subscription_id": subscription_id,
+        "msisdn": msisdn,
+        "addon_id": addon_id,
+        "start_date": str(start),
+        "end_date": str(end),
+        "price": addon["price"],
+        "charged_to": "prepaid balance" if line["payment"] == "prepaid" else "next invoice",
+    }
+
+
+@tool
+def cancel_addon(ctx: BssContext, msisdn: str, subscription_id: str) -> dict[str, Any]:
+    """Cancel an active subscription of this line (no refund)."""
+    state = ctx.state
+    line = _line(state, msisdn)
+    subscription = state.one(
+        SUBSCRIPTION, subscription_id, missing=f"unknown subscription_id {subscription_id!r}"
+    )
+    if subscription["msisdn"] != msisdn:
+        raise ToolError(
+            f"subscription {subscription_id} does not belong to line {msisdn}", kind="rejected"
+        )
+    if subscription["status"] != "active":
+        raise ToolError(
+            f"subscription {subscription_id} is {subscription['status']}, not active",
+            kind="rejected",
+        )
+    _refuse_internal(_owner(state, line))
+    _require_active(line)
+    with state.change():
+        state.update("line_addons", "subscription_id", subscription_id, status="cancelled")
+    return {"subscription_id": subscription_id, "msisdn": msisdn, "status": "cancelled"}
+
+
+def _check_plan_change(
+    customer: dict[str, Any], line: dict[str, Any], plan: dict[str, Any], today: str
+) -> None:
+    """Same payment type, another plan, the customer's segment and age on ``today``."""
+    plan_id = plan["plan_id"]
+    if plan_id == line["plan_id"]:
+        raise ToolError(f"line {line['msisdn']} is already on plan {plan_id}", kind="rejected")
+    if plan["payment"] != line["payment"]:
+        raise ToolError(
+            f"plan {plan_id} is {plan['payment']} but line {line['msisdn']} is {line['payment']}; "
+            "a prepaid/postpaid migration needs a new contract (open a care ticket)",
+            kind="rejected",
+        )
+    if plan["segment"] != customer["segment"]:
+        raise ToolError(
+            f"plan {plan_id} is for {plan['segment']} customers; customer "
+            f"{customer['customer_id']} is {customer['segment']}",
+            kind="rejected",
+        )
+    age = _age(customer["birth_date"], today)
+    low, high = plan["min_age"], plan["max_age"]
+    if age < low or (high is not None and age > high):
+        limits = f"{low}-{high}" if high is not None else f"{low} or older"
+        raise ToolError(
+            f"customer {customer['customer_id']} is {age}; plan {plan_id} requires age {limits}",
+            kind="rejected",
+        )
+
+
+@tool
+def change_plan(ctx: BssContext, msisdn: str, plan_id: str) -> dict[str, Any]:
+    """Move the line to ``plan_id`` today, if the customer is eligible."""
+    state = ctx.state
+    line = _line(state, msisdn)
+    plan = _plan(state, plan_id)
+    customer = _owner(state, line)
+    _refuse_internal(customer)
+    _require_active(line)
+    _check_plan_change(customer, line, plan, state.today)
+    old = _plan(state, line["plan_id"])
+    with state.change():
+        state.update("lines", "msisdn", msisdn, plan_id=plan_id)
+    return {
+        "msisdn": msisdn,
+        "old_plan_id": old["plan_id"],
+        "new_plan_id": plan_id,
+        "effective": state.today,
+        "monthly_price_change": _money(plan["price"] - old["price"]),
+    }
+
+
+def _credit_amount(amount: float) -> float:
+    """A positive amount of at most :data:`CREDIT_LIMIT` with at most two decimals."""
+    if isinstance(amount, bool) or not isinstance(amount, (int, float)):
+        raise ToolError(f"amount must be a number, got {amount!r}", kind="bad_args")
+    if not 0 < amount <= CREDIT_LIMIT:
+        raise ToolError(
+            f"credit amount {amount} must be above 0 and at most {CREDIT_LIMIT:.2f}; "
+            "a larger credit needs a billing_dispute ticket",
+            kind="rejected",
+        )
+    if abs(round(amount, 2) - amount) > 1e-9:
+        raise ToolError(f"amount {amount} has more than two decimals", kind="bad_args")
+    return round(amount, 2)
+
+
+def _check_invoice_credit(state: BssState, account_id: str, invoice_id: str, value: float) -> None:
+    """The invoice is the account's, and its credits stay within its amount."""
+    invoice = state.one(INVOICE, invoice_id, missing=f"unknown invoice_id {invoice_id!r}")
+    if invoice["account_id"] != account_id:
+        raise ToolError(
+            f"invoice {invoice_id} belongs to account {invoice['account_id']}, not {account_id}",
+            kind="rejected",
+        )
+    credited = -sum(c["amount"] for c in state.rows(CREDITS_OF_INVOICE, invoice_id))
+    if value + credited > invoice["amount"] + 1e-9:
+        raise ToolError(
+            f"invoice {invoice_id} is {invoice['amount']:.2f} and already credited "
+            f"{credited:.2f}; at most {invoice['amount'] - credited:.2f} more can be credited",
+            kind="rejected",
+        )
+
+
+@tool
+def apply_credit(
+    ctx: BssContext, account_id: str, amount: float, reason: str, invoice_id: str | None = None
+) -> dict[str, Any]:
+    """Insert a credit note of ``-amount`` (``amount`` > 0, at most :data:`CREDIT_LIMIT`; with
+    ``invoice_id``, the invoice's credits stay within its amount)."""
+    state = ctx.state
+    account = _account(state, account_id)
+    value = _credit_amount(amount)
+    if not isinstance(reason, str) or not 3 <= len(reason.strip()) <= 120:
+        raise ToolError("reason must be 3-120 characters", kind="bad_args")
+    _refuse_internal(_customer(state, account["customer_id"]))
+    if invoice_id is not None:
+        _check_invoice_credit(state, account_id, invoice_id, value)
+    credit_note_id = _next_id(state, CREDIT_COUNT, "CNC")
+    with state.change():
+        state.insert(
+            "credit_notes",
+            credit_note_id=credit_note_id,
+            account_id=account_id,
+            invoice_id=invoice_id,
+            issued_at=f"{state.today}T12:00:00",
+            amount=-value,
+            reason=reason,
+        )
+    return {"credit_note_id": credit_note_id, "account_id": account_id, "amount": -value}
+
+
+@tool
+def update_contact(
+    ctx: BssContext, customer_id: str, email: str | None = None, phone: str | None = None
+) -> dict[str, Any]:
+    """Set the email and/or phone (both validated) of the customer."""
+    state = ctx.state
+    customer = _customer(state, customer_id)
+    if email is None and phone is None:
+        raise ToolError("give email and/or phone", kind="bad_args")
+    if email is not None and not (
+        isinstance(email, str) and len(email) <= 120 and _EMAIL.match(email)
+    ):
+        raise ToolError(f"email {email!r} is not a valid email address", kind="bad_args")
+    if phone is not None and not (isinstance(phone, str) and _PHONE.match(phone)):
+        raise ToolError(
+            f"phone {phone!r} is not an E.164 number like +966512345678", kind="bad_args"
+        )
+    _refuse_internal(customer)
+    values = {k: v for k, v in (("email", email), ("phone", phone)) if v is not None}
+    with state.change():
+        state.update("customers", "customer_id", customer_id, **values)
+    return {"customer_id": customer_id, "updated": values}
+
+
+@tool
+def open_care_ticket(
+    ctx: BssContext, customer_id: str, category: str, summary: str
+) -> dict[str, Any]:
+    """Open a ticket (summary stored verbatim); returns its id."""
+    state = ctx.state
+    _customer(state, customer_id)
+    if category not in TICKET_CATEGORIES:
+        valid = ", ".join(TICKET_CATEGORIES)
+        raise ToolError(f"unknown category {category!r}; valid: {valid}", kind="bad_args")
+    if not isinstance(summary, str) or not 1 <= len(summary) <= 2000:
+        raise ToolError("summary must be 1-2000 characters", kind="bad_args")
+    ticket_id = _next_id(state, TICKET_COUNT, "TCK")
+    with state.change():
+        state.insert(
+            "tickets",
+            ticket_id=ticket_id,
+            customer_id=customer_id,
+            category=category,
+            summary=summary,
+            status="open",
+            created_at=f"{state.today}T12:00:00",
+        )
+    return {"ticket_id": ticket_id, "customer_id": customer_id, "status": "open"}
+
+
+# --- distractors ---------------------------------------------------------------------------------
+
+_STORES = {
+    "riyadh": ("Olaya Street flagship", "Kingdom Centre kiosk"),
+    "jeddah": ("Tahlia Street store", "Red Sea Mall kiosk"),
+    "dammam": ("King Saud Street store",),
+}
+
+
+@tool
+def get_store_locations(ctx: BssContext, city: str) -> dict[str, Any]:
+    """Retail stores of a city (static; no customer data)."""
+    stores = _STORES.get(str(city).strip().lower(), ())
+    hours = "Sat-Thu 09:00-23:00"
+    return {"city": city, "stores": [{"name": name, "hours": hours} for name in stores]}
+
+
+@tool
+def get_device_offers(ctx: BssContext, msisdn: str) -> dict[str, Any]:
+    """Handset instalment offers for a line (static catalogue)."""
+    _line(ctx.state, msisdn)
+    offers = [
+        {"device": "Galaxy S26 256 GB", "monthly": 189.0, "months": 24},
+        {"device": "iPhone 18 128 GB", "monthly": 215.0, "months": 24},
+    ]
+    return {"msisdn": msisdn, "offers": offers}

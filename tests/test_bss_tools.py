@@ -1,0 +1,658 @@
+"""BSS customer-care tools: reads return what is stored (traps included), every business rule
+refuses with a precise message and changes nothing, and hostile strings never reach SQL."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import fastjsonschema
+import numpy as np
+import pytest
+
+from telcoenv.catalog import default_catalog, load_tools
+from telcoenv.database import EpisodeDatabase, Query
+from telcoenv.domains.bss.generator import Focal, generate
+from telcoenv.domains.bss.schema import bss_metadata
+from telcoenv.domains.bss.state import BssState
+from telcoenv.domains.bss.tools import CREDIT_LIMIT, IMPLEMENTATIONS
+from telcoenv.errors import ToolError
+
+TOOLS = Path(__file__).resolve().parent.parent / "tools"
+FOCAL = Focal(
+    age=34,
+    family_size=3,
+    duplicate_month="2026-09",
+    roaming_month="2026-10",
+    failed_payment=True,
+)
+HOSTILE = (
+    "'; DROP TABLE customers;--",
+    "x' OR '1'='1",
+    '" OR ""="',
+    "1; DELETE FROM lines",
+    "C000001' --",
+)
+
+
+# BssState.snapshot() builds a new Query per call, but compiled queries are cached process-wide
+# by id(query): once a snapshot's Query is collected, a later one reusing its id gets the old
+# table's SQL. The tests snapshot through module-level queries instead (same content).
+SNAPSHOT = {
+    name: Query(name, tuple(table.columns.keys()[1:]))
+    for name, table in bss_metadata().tables.items()
+}
+
+
+def snapshot(ctx: Ctx) -> str:
+    """Every table's rows as canonical JSON (what ``BssState.snapshot`` returns)."""
+    tables = {
+        name: sorted(json.dumps(r, sort_keys=True) for r in ctx.state.rows(query))
+        for name, query in SNAPSHOT.items()
+    }
+    return json.dumps(tables, sort_keys=True)
+
+
+@dataclass
+class Ctx:
+    state: BssState
+    step: int = 0
+
+
+@pytest.fixture
+def env():
+    data = generate(np.random.default_rng(11), "ep-tools", FOCAL)
+    db = EpisodeDatabase(bss_metadata())
+    ctx = Ctx(BssState(db, data, "ep-tools"))
+    yield ctx, data
+    db.close()
+
+
+def call(ctx: Ctx, name: str, **args):
+    return IMPLEMENTATIONS[name](ctx, **args)
+
+
+def rows(data, table: str) -> list[dict]:
+    columns = bss_metadata().tables[table].columns.keys()
+    return [dict(zip(columns, row, strict=True)) for row in data.rows[table]]
+
+
+def refused(ctx: Ctx, name: str, kind: str, match: str, **args) -> None:
+    """The call raises a ToolError of ``kind`` matching ``match`` and changes nothing."""
+    before = snapshot(ctx)
+    with pytest.raises(ToolError, match=match) as info:
+        call(ctx, name, **args)
+    assert info.value.kind == kind, info.value
+    assert snapshot(ctx) == before
+
+
+def other_customer(data, segment: str) -> dict:
+    return next(
+        c
+        for c in rows(data, "customers")
+        if c["segment"] == segment and c["customer_id"] != data.customer_id
+    )
+
+
+def line_of(data, customer_id: str) -> dict:
+    account = next(a for a in rows(data, "accounts") if a["customer_id"] == customer_id)
+    return next(x for x in rows(data, "lines") if x["account_id"] == account["account_id"])
+
+
+# --- specs ---------------------------------------------------------------------------------------
+
+
+def test_specs_load_and_match_the_implementations():
+    specs = load_tools(TOOLS, domain="bss")
+    assert set(specs) == set(IMPLEMENTATIONS)
+    kinds = {name: (spec.kind, spec.effect) for name, spec in specs.items()}
+    assert kinds["get_store_locations"] == ("distractor", "read")
+    assert kinds["apply_credit"] == ("core", "write")
+    for spec in specs.values():
+        assert spec.parameters.get("additionalProperties") is False, spec.name
+        fastjsonschema.compile(spec.parameters, use_default=False)  # what the tooling compiles
+
+
+def test_the_network_catalogue_has_no_bss_tool():
+    bss = set(load_tools(TOOLS, domain="bss"))
+    assert not bss & set(default_catalog().tools)
+    assert not bss & set(load_tools(TOOLS))
+
+
+# --- reads ---------------------------------------------------------------------------------------
+
+
+def test_get_customer_by_msisdn_and_by_id(env):
+    ctx, data = env
+    by_line = call(ctx, "get_customer", msisdn=data.msisdns[1])
+    by_id = call(ctx, "get_customer", customer_id=data.customer_id)
+    assert by_line == by_id
+    assert by_id["customer"]["age"] == FOCAL.age
+    (account,) = by_id["accounts"]
+    assert account["account_id"] == data.account_id
+    assert sorted(x["msisdn"] for x in account["lines"]) == sorted(data.msisdns)
+    assert {x["plan"]["plan_id"] for x in account["lines"]} == {FOCAL.plan_id}
+    refused(ctx, "get_customer", "bad_args", "exactly one", msisdn=data.msisdns[0], customer_id="C")
+    refused(ctx, "get_customer", "bad_args", "exactly one")
+
+
+def test_get_bill_returns_the_double_fired_invoice(env):
+    ctx, data = env
+    bill = call(ctx, "get_bill", account_id=data.account_id, period=FOCAL.duplicate_month)
+    ids = [invoice["invoice_id"] for invoice in bill["invoices"]]
+    original = data.facts["invoices"][FOCAL.duplicate_month][0]
+    assert ids == [original, data.facts["duplicate_invoice"]]
+    assert bill["invoices"][0]["amount"] == bill["invoices"][1]["amount"]
+    assert bill["invoices"][0]["items"] and all(i["kind"] for i in bill["invoices"][0]["items"])
+    normal = call(ctx, "get_bill", account_id=data.account_id, period="2026-08")
+    assert len(normal["invoices"]) == 1
+    assert normal["invoices"][0]["amount"] == data.facts["invoices"]["2026-08"][1]
+    roaming = call(ctx, "get_bill", account_id=data.account_id, period=FOCAL.roaming_month)
+    charges = [i for i in roaming["invoices"][0]["items"] if i["kind"] == "roaming"]
+    assert charges[0]["amount_excl_vat"] == data.facts["roaming_charge"]
+    assert call(ctx, "get_bill", account_id=data.account_id, period="2020-01")["invoices"] == []
+    refused(ctx, "get_bill", "bad_args", "YYYY-MM", account_id=data.account_id, period="2026-13")
+
+
+def test_get_usage_keeps_null_apart_from_zero(env):
+    ctx, data = env
+    msisdn = data.msisdns[0]  # the focal line has one uncollected month
+    usage = call(ctx, "get_usage", msisdn=msisdn)["usage"]
+    stored = {r["month"]: r for r in rows(data, "usage_records") if r["msisdn"] == msisdn}
+    assert [u["month"] for u in usage] == data.months
+    assert all(u["data_gb"] == stored[u["month"]]["data_gb"] for u in usage)
+    gap = next(u["month"] for u in usage if u["data_gb"] is None)
+    assert call(ctx, "get_usage", msisdn=msisdn, period=gap)["usage"][0]["voice_min"] is None
+    assert [u["month"] for u in call(ctx, "get_usage", msisdn=msisdn, months=3)["usage"]] == (
+        data.months[-3:]
+    )
+    refused(ctx, "get_usage", "bad_args", "not both", msisdn=msisdn, period=gap, months=2)
+
+
+def test_catalogue_reads_and_filters(env):
+    ctx, _ = env
+    business = call(ctx, "list_plans", segment="business")["plans"]
+    assert {p["plan_id"] for p in business} == {"BIZ-PRO", "BIZ-ELITE"}
+    prepaid = call(ctx, "list_plans", payment="prepaid")["plans"]
+    assert {p["plan_id"] for p in prepaid} == {"PRE-STARTER", "PRE-FLEX"}
+    assert len(call(ctx, "list_plans")["plans"]) == 9
+    youth = call(ctx, "get_plan", plan_id="YOUTH-25")["plan"]
+    assert (youth["min_age"], youth["max_age"], youth["price"]) == (18, 25, 90.85)
+    assert call(ctx, "get_plan", plan_id="POST-UNLIMITED")["plan"]["data_gb"] is None
+    europe = call(ctx, "list_addons", zone="EUROPE")["addons"]
+    assert [(a["addon_id"], a["payment"]) for a in europe] == [("ROAM-EU-14", ["postpaid"])]
+    assert len(call(ctx, "list_addons", kind="data_coupon")["addons"]) == 3
+
+
+def test_family_usage_against_the_shared_allowance(env):
+    ctx, data = env
+    month = data.months[-1]
+    family = call(ctx, "get_family_usage", account_id=data.account_id)
+    assert family["period"] == month and family["shared_data_gb"] == 50.0
+    assert sorted(m["msisdn"] for m in family["members"]) == sorted(data.msisdns)
+    stored = {r["msisdn"]: r["data_gb"] for r in rows(data, "usage_records") if r["month"] == month}
+    assert all(m["data_gb"] == stored[m["msisdn"]] for m in family["members"])
+    collected = [stored[m] for m in data.msisdns if stored[m] is not None]
+    assert family["total_data_gb"] == pytest.approx(sum(collected), abs=0.01)
+    by_group = call(ctx, "get_family_usage", group_id=family["group_id"])
+    assert by_group == family
+    lone = other_customer(data, "consumer")
+    account = next(a for a in rows(data, "accounts") if a["customer_id"] == lone["customer_id"])
+    refused(
+        ctx,
+        "get_family_usage",
+        "not_found",
+        "owns no family group",
+        account_id=account["account_id"],
+    )
+
+
+def test_payment_history_has_failed_payments_and_negative_credits(env):
+    ctx, data = env
+    history = call(ctx, "get_payment_history", account_id=data.account_id)
+    failed = [p for p in history["payments"] if p["status"] == "failed"]
+    assert len(failed) == 1 and failed[0]["failure_reason"] == "card expired"
+    assert [c["amount"] for c in history["credit_notes"]] == [data.facts["credit_note"]]
+    assert history["credit_notes"][0]["amount"] < 0
+
+
+def test_distractors_answer_plausibly(env):
+    ctx, data = env
+    assert call(ctx, "get_store_locations", city="Riyadh")["stores"]
+    assert call(ctx, "get_device_offers", msisdn=data.msisdns[0])["offers"]
+
+
+# --- writes --------------------------------------------------------------------------------------
+
+
+def test_subscribe_cancel_and_realtime_charges(env):
+    ctx, data = env
+    msisdn = data.msisdns[0]
+    assert call(ctx, "get_realtime_charges", msisdn=msisdn)["charges"] == []
+    sub = call(
+        ctx, "subscribe_addon", msisdn=msisdn, addon_id="ROAM-EU-14", start_date="2026-11-30"
+    )
+    assert (sub["end_date"], sub["charged_to"]) == ("2026-12-13", "next invoice")
+    charges = call(ctx, "get_realtime_charges", msisdn=msisdn)
+    assert [c["subscription_id"] for c in charges["charges"]] == [sub["subscription_id"]]
+    assert charges["total"] == 148.35
+    line = call(ctx, "get_customer", msisdn=msisdn)["accounts"][0]["lines"]
+    active = next(x for x in line if x["msisdn"] == msisdn)["active_addons"]
+    assert [a["addon_id"] for a in active] == ["ROAM-EU-14"]
+    refused(
+        ctx,
+        "subscribe_addon",
+        "rejected",
+        "already has add-on ROAM-EU-14",
+        msisdn=msisdn,
+        addon_id="ROAM-EU-14",
+        start_date="2026-12-05",
+    )
+    other = data.msisdns[1]
+    refused(
+        ctx,
+        "cancel_addon",
+        "rejected",
+        "does not belong to line",
+        msisdn=other,
+        subscription_id=sub["subscription_id"],
+    )
+    done = call(ctx, "cancel_addon", msisdn=msisdn, subscription_id=sub["subscription_id"])
+    assert done["status"] == "cancelled"
+    assert call(ctx, "get_realtime_charges", msisdn=msisdn)["charges"] == []
+    refused(
+        ctx,
+        "cancel_addon",
+        "rejected",
+        "is cancelled, not active",
+        msisdn=msisdn,
+        subscription_id=sub["subscription_id"],
+    )
+    refused(
+        ctx,
+        "cancel_addon",
+        "not_found",
+        "unknown subscription_id 'SUB999'",
+        msisdn=msisdn,
+        subscription_id="SUB999",
+    )
+
+
+def test_add_on_rules(env):
+    ctx, data = env
+    msisdn = data.msisdns[0]
+    for start, match in (("2026-11-29", "must be from"), ("2027-06-01", "must be from")):
+        refused(
+            ctx,
+            "subscribe_addon",
+            "rejected",
+            match,
+            msisdn=msisdn,
+            addon_id="DATA-1GB",
+            start_date=start,
+        )
+    refused(
+        ctx,
+        "subscribe_addon",
+        "bad_args",
+        "YYYY-MM-DD",
+        msisdn=msisdn,
+        addon_id="DATA-1GB",
+        start_date="2026-02-30",
+    )
+    refused(
+        ctx,
+        "subscribe_addon",
+        "not_found",
+        "unknown addon_id 'NOPE'",
+        msisdn=msisdn,
+        addon_id="NOPE",
+        start_date="2026-11-30",
+    )
+
+
+def prepaid_line(ctx: Ctx, data) -> dict:
+    """A consumer's line moved to prepaid for the test (the generator draws plans at random)."""
+    customer = other_customer(data, "consumer")
+    line = line_of(data, customer["customer_id"])
+    with ctx.state.change():
+        ctx.state.update(
+            "lines", "msisdn", line["msisdn"], payment="prepaid", plan_id="PRE-STARTER"
+        )
+    return line
+
+
+def test_prepaid_payment_type_and_balance(env):
+    ctx, data = env
+    line = prepaid_line(ctx, data)
+    msisdn = line["msisdn"]
+    refused(
+        ctx,
+        "subscribe_addon",
+        "rejected",
+        "for postpaid lines only; line .* is prepaid",
+        msisdn=msisdn,
+        addon_id="ROAM-EU-14",
+        start_date="2026-11-30",
+    )
+    refused(  # DATA-5GB costs 40.25 incl. VAT; generated balances are 0.00
+        ctx,
+        "subscribe_addon",
+        "rejected",
+        "prepaid balance 0.00 is below the add-on price 40.25",
+        msisdn=msisdn,
+        addon_id="DATA-5GB",
+        start_date="2026-11-30",
+    )
+    with ctx.state.change():
+        ctx.state.update("accounts", "account_id", line["account_id"], balance=50.0)
+    sub = call(ctx, "subscribe_addon", msisdn=msisdn, addon_id="DATA-5GB", start_date="2026-11-30")
+    assert sub["charged_to"] == "prepaid balance"
+    account = call(ctx, "get_customer", msisdn=msisdn)["accounts"][0]
+    assert account["balance"] == 9.75
+
+
+def test_change_plan_and_its_rules(env):
+    ctx, data = env
+    msisdn = data.msisdns[0]
+    refused(
+        ctx,
+        "change_plan",
+        "rejected",
+        "already on plan POST-ESSENTIAL",
+        msisdn=msisdn,
+        plan_id="POST-ESSENTIAL",
+    )
+    refused(
+        ctx,
+        "change_plan",
+        "rejected",
+        r"is 34; plan YOUTH-25 requires age 18-25",
+        msisdn=msisdn,
+        plan_id="YOUTH-25",
+    )
+    refused(
+        ctx,
+        "change_plan",
+        "rejected",
+        "requires age 60 or older",
+        msisdn=msisdn,
+        plan_id="SENIOR-CARE",
+    )
+    refused(
+        ctx, "change_plan", "rejected", "for business customers", msisdn=msisdn, plan_id="BIZ-PRO"
+    )
+    refused(
+        ctx,
+        "change_plan",
+        "rejected",
+        "prepaid/postpaid migration",
+        msisdn=msisdn,
+        plan_id="PRE-FLEX",
+    )
+    refused(
+        ctx, "change_plan", "not_found", "unknown plan_id 'GOLD'", msisdn=msisdn, plan_id="GOLD"
+    )
+    done = call(ctx, "change_plan", msisdn=msisdn, plan_id="POST-PLUS")
+    assert (done["old_plan_id"], done["new_plan_id"], done["monthly_price_change"]) == (
+        "POST-ESSENTIAL",
+        "POST-PLUS",
+        90.85,
+    )
+    assert (
+        next(x for x in rows_now(ctx, "lines") if x["msisdn"] == msisdn)["plan_id"] == "POST-PLUS"
+    )
+
+
+def rows_now(ctx: Ctx, table: str) -> list[dict]:
+    """The table's current rows (stable module-level queries, see :func:`snapshot`)."""
+    return ctx.state.rows(SNAPSHOT[table])
+
+
+def test_suspended_lines_and_internal_accounts_are_refused(env):
+    ctx, data = env
+    msisdn = data.msisdns[2]
+    with ctx.state.change():
+        ctx.state.update("lines", "msisdn", msisdn, status="suspended")
+    refused(
+        ctx,
+        "change_plan",
+        "rejected",
+        f"line {msisdn} is suspended",
+        msisdn=msisdn,
+        plan_id="POST-PLUS",
+    )
+    refused(
+        ctx,
+        "subscribe_addon",
+        "rejected",
+        "is suspended",
+        msisdn=msisdn,
+        addon_id="DATA-1GB",
+        start_date="2026-11-30",
+    )
+    internal = other_customer(data, "internal")
+    test_line = line_of(data, internal["customer_id"])
+    account = test_line["account_id"]
+    for name, args in (
+        ("change_plan", {"msisdn": test_line["msisdn"], "plan_id": "POST-PLUS"}),
+        (
+            "subscribe_addon",
+            {"msisdn": test_line["msisdn"], "addon_id": "DATA-1GB", "start_date": "2026-11-30"},
+        ),
+        ("apply_credit", {"account_id": account, "amount": 10.0, "reason": "goodwill"}),
+        ("update_contact", {"customer_id": internal["customer_id"], "email": "a@b.sa"}),
+    ):
+        refused(ctx, name, "rejected", "internal test account", **args)
+
+
+def test_apply_credit_inserts_a_negative_note_within_limits(env):
+    ctx, data = env
+    account = data.account_id
+    duplicate = data.facts["duplicate_invoice"]
+    for amount in (0, -5.0, CREDIT_LIMIT + 0.01):
+        refused(
+            ctx,
+            "apply_credit",
+            "rejected",
+            "at most 200.00",
+            account_id=account,
+            amount=amount,
+            reason="dispute",
+        )
+    refused(
+        ctx,
+        "apply_credit",
+        "bad_args",
+        "two decimals",
+        account_id=account,
+        amount=1.005,
+        reason="dispute",
+    )
+    refused(
+        ctx,
+        "apply_credit",
+        "not_found",
+        "unknown invoice_id 'INV0'",
+        account_id=account,
+        amount=5.0,
+        reason="dispute",
+        invoice_id="INV0",
+    )
+    foreign = next(i for i in rows(data, "invoices") if i["account_id"] != account)
+    refused(
+        ctx,
+        "apply_credit",
+        "rejected",
+        "belongs to account",
+        account_id=account,
+        amount=5.0,
+        reason="dispute",
+        invoice_id=foreign["invoice_id"],
+    )
+    note = call(
+        ctx,
+        "apply_credit",
+        account_id=account,
+        amount=12.5,
+        reason="Duplicate invoice",
+        invoice_id=duplicate,
+    )
+    assert note["amount"] == -12.5
+    stored = [
+        c for c in rows_now(ctx, "credit_notes") if c["credit_note_id"] == note["credit_note_id"]
+    ]
+    assert stored[0]["amount"] == -12.5 and stored[0]["invoice_id"] == duplicate
+    history = call(ctx, "get_payment_history", account_id=account)["credit_notes"]
+    assert len(history) == 2
+
+
+def test_apply_credit_is_capped_at_the_invoice_amount(env):
+    ctx, data = env
+    account, month = data.account_id, data.months[0]
+    invoice, amount = data.facts["invoices"][month]
+    remaining = amount
+    while remaining > 0:  # credits of at most CREDIT_LIMIT each, up to the invoice amount
+        step = min(CREDIT_LIMIT, round(remaining, 2))
+        call(
+            ctx,
+            "apply_credit",
+            account_id=account,
+            amount=step,
+            reason="refund",
+            invoice_id=invoice,
+        )
+        remaining = round(remaining - step, 2)
+    refused(
+        ctx,
+        "apply_credit",
+        "rejected",
+        f"invoice {invoice} is {amount:.2f} and already credited {amount:.2f}",
+        account_id=account,
+        amount=0.01,
+        reason="more",
+        invoice_id=invoice,
+    )
+
+
+def test_update_contact_validates_formats(env):
+    ctx, data = env
+    customer = data.customer_id
+    refused(ctx, "update_contact", "bad_args", "email and/or phone", customer_id=customer)
+    refused(
+        ctx,
+        "update_contact",
+        "bad_args",
+        "not a valid email",
+        customer_id=customer,
+        email="no-at-sign",
+    )
+    refused(ctx, "update_contact", "bad_args", "E.164", customer_id=customer, phone="0501234567")
+    refused(
+        ctx, "update_contact", "bad_args", "E.164", customer_id=customer, email="a@b.sa", phone="x"
+    )
+    call(
+        ctx,
+        "update_contact",
+        customer_id=customer,
+        email="new.mail@example.sa",
+        phone="+966512345678",
+    )
+    profile = call(ctx, "get_customer", customer_id=customer)["customer"]
+    assert (profile["email"], profile["phone"]) == ("new.mail@example.sa", "+966512345678")
+
+
+def test_open_care_ticket_returns_sequential_ids(env):
+    ctx, data = env
+    first = call(
+        ctx,
+        "open_care_ticket",
+        customer_id=data.customer_id,
+        category="billing_dispute",
+        summary="Charged twice in September",
+    )
+    second = call(
+        ctx,
+        "open_care_ticket",
+        customer_id=data.customer_id,
+        category="roaming",
+        summary="Trip to France",
+    )
+    assert (first["ticket_id"], second["ticket_id"]) == ("TCK000001", "TCK000002")
+    refused(
+        ctx,
+        "open_care_ticket",
+        "bad_args",
+        "unknown category",
+        customer_id=data.customer_id,
+        category="spam",
+        summary="x",
+    )
+    refused(
+        ctx,
+        "open_care_ticket",
+        "bad_args",
+        "1-2000",
+        customer_id=data.customer_id,
+        category="other",
+        summary="",
+    )
+
+
+# --- unknown ids and hostile strings -------------------------------------------------------
+
+
+@pytest.mark.parametrize("bad", HOSTILE)
+def test_hostile_ids_are_unknown_and_change_nothing(env, bad):
+    ctx, data = env
+    calls = {
+        "get_customer": {"msisdn": bad},
+        "get_bill": {"account_id": bad, "period": "2026-09"},
+        "get_realtime_charges": {"msisdn": bad},
+        "get_usage": {"msisdn": bad},
+        "get_plan": {"plan_id": bad},
+        "get_family_usage": {"group_id": bad},
+        "get_payment_history": {"account_id": bad},
+        "subscribe_addon": {"msisdn": data.msisdns[0], "addon_id": bad, "start_date": "2026-11-30"},
+        "cancel_addon": {"msisdn": data.msisdns[0], "subscription_id": bad},
+        "change_plan": {"msisdn": bad, "plan_id": "POST-PLUS"},
+        "apply_credit": {"account_id": bad, "amount": 5.0, "reason": "dispute"},
+        "update_contact": {"customer_id": bad, "email": "a@b.sa"},
+        "open_care_ticket": {"customer_id": bad, "category": "other", "summary": "x"},
+        "get_device_offers": {"msisdn": bad},
+    }
+    for name, args in calls.items():
+        refused(ctx, name, "not_found", "unknown .*" + _quoted(bad), **args)
+    assert call(ctx, "get_customer", customer_id=data.customer_id)["accounts"]
+    refused(
+        ctx,
+        "update_contact",
+        "bad_args",
+        "not a valid email",
+        customer_id=data.customer_id,
+        email=bad,
+    )
+    assert call(ctx, "get_store_locations", city=bad)["stores"] == []
+
+
+def _quoted(value: str) -> str:
+    return re.escape(repr(value))
+
+
+@pytest.mark.parametrize("bad", HOSTILE)
+def test_hostile_free_text_is_stored_verbatim(env, bad):
+    ctx, data = env
+    before = {t: rows_now(ctx, t) for t in ("customers", "lines", "accounts", "invoices")}
+    ticket = call(
+        ctx, "open_care_ticket", customer_id=data.customer_id, category="complaint", summary=bad
+    )
+    note = call(ctx, "apply_credit", account_id=data.account_id, amount=1.0, reason=bad)
+    tickets = rows_now(ctx, "tickets")
+    assert [(t["ticket_id"], t["summary"]) for t in tickets] == [(ticket["ticket_id"], bad)]
+    credit = next(
+        c for c in rows_now(ctx, "credit_notes") if c["credit_note_id"] == note["credit_note_id"]
+    )
+    assert credit["reason"] == bad
+    assert {t: rows_now(ctx, t) for t in before} == before
