@@ -34,6 +34,8 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_core.py
 	$(BIN)/python benchmarks/bench_metrics.py
 	$(BIN)/python benchmarks/bench_evaluate.py
+	$(BIN)/python benchmarks/bench_vector.py
+	$(BIN)/python benchmarks/bench_bss.py
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache
