@@ -57,7 +57,7 @@ class Prepared:
         return values if isinstance(values, tuple) else (values,)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # identity hash: queries are constants, looked up per call
 class Query:
     """``SELECT columns FROM table WHERE episode_id = ? AND <key> = ? ... ORDER BY order``.
 
@@ -177,7 +177,8 @@ class EpisodeDatabase:
         self._dialect = self._engine.dialect
         self._sqlite = self._dialect.name == "sqlite"
         self._prepared: dict[str, Prepared] = {}
-        self._queries: dict[Query, Prepared] = {}  # by value: equal queries share an entry
+        # Keyed by the query object, which the dict keeps alive (its id cannot be reused).
+        self._queries: dict[Query, Prepared] = {}
         self._multi_sql: dict[tuple[str, int], str] = {}
         # With a positional paramstyle a multi-row insert repeats one compiled row group.
         self._row_group = self._dialect.paramstyle in ("qmark", "format") or None

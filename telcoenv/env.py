@@ -287,7 +287,7 @@ class TelcoEnv(gymnasium.Env[str, Any]):
         lang = self._check_lang(options.get("lang", self.lang))
         intent, blueprint = self._episode_choice(options)
         key = self._episode_key(blueprint, options.get("sample_index"))
-        self._start = EpisodeStart(
+        self._start = EpisodeStart.model_construct(  # trusted values: no validation on reset
             seed=seed,
             episode_key=key,
             intent=intent.key,
@@ -327,7 +327,11 @@ class TelcoEnv(gymnasium.Env[str, Any]):
         self._approved = False
         self._reads: set[str] = set()  # successful reads (name + arguments) of this episode
         self._verifiable: set[str] = set()  # reads made before the latest applied change
-        self._shaper = ShapingTracker(intent.gold_tools, self._distractors, self.shaping)
+        self._shaper = (
+            ShapingTracker(intent.gold_tools, self._distractors, self.shaping)
+            if self.reward_mode == "shaped"
+            else None
+        )
         self._counts = {"steps": 0, "tool_calls": 0, "invalid_actions": 0, "engineer_messages": 0}
         # Trusted internal values: construct without re-validation on the reset hot path.
         gold = [
@@ -421,6 +425,15 @@ class TelcoEnv(gymnasium.Env[str, Any]):
     @staticmethod
     def _error(kind: str, message: str) -> str:
         return canonical_json({"error": {"type": kind, "message": message}})
+
+    @staticmethod
+    def _frozen(action: Any) -> str:
+        """The action as sent, as JSON text (its repr when it is not JSON-serialisable): what
+        ``get_state`` replays, unaffected by later changes to the caller's object."""
+        try:
+            return canonical_json(action)
+        except (TypeError, ValueError):
+            return canonical_json(repr(action))
 
     @staticmethod
     def _raw(action: Any) -> Any:
@@ -600,7 +613,7 @@ class TelcoEnv(gymnasium.Env[str, Any]):
             )
             return observation, 0.0, trace.terminated, trace.truncated, self._step_info([])
         self._counts["steps"] += 1
-        self._actions_log.append(self._raw(action))
+        self._actions_log.append(self._frozen(action))
         first_record = len(trace.actions)
         parsed = parse_action(action)
         reward, submitted = 0.0, False
@@ -631,7 +644,7 @@ class TelcoEnv(gymnasium.Env[str, Any]):
         elif self._counts["steps"] >= self.max_steps:
             trace.truncated = True
         components = (
-            self._shaper.step(trace.actions[first_record:]) if self.reward_mode == "shaped" else {}
+            self._shaper.step(trace.actions[first_record:]) if self._shaper is not None else {}
         )
         if trace.terminated or trace.truncated:
             terminal = self._finish()  # verifies the final state, then scores
@@ -692,7 +705,8 @@ class TelcoEnv(gymnasium.Env[str, Any]):
         """A snapshot of the current episode and the actions taken in it (JSON-serialisable)."""
         if self._trace is None:
             raise ResetNeeded("call reset() before get_state()")
-        return EnvState(env_id=self.env_id, start=self._start, actions=list(self._actions_log))
+        actions = [json.loads(text) for text in self._actions_log]
+        return EnvState(env_id=self.env_id, start=self._start, actions=actions)
 
     def set_state(self, state: EnvState | dict[str, Any]) -> None:
         """Put this environment in the snapshot's state: the same episode, the same actions.

@@ -14,9 +14,10 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import cache
 from typing import Any
 
-from sqlalchemy import bindparam, update
+from sqlalchemy import MetaData, bindparam, update
 from sqlalchemy.sql import ClauseElement
 
 from telcoenv.database import EpisodeDatabase, Query
@@ -87,9 +88,18 @@ class BssState:
 
     def snapshot(self) -> str:
         """Every table's rows as canonical JSON (for state diffs in tests and verification)."""
-        tables = {}
-        for table in self.db.metadata.tables:
-            columns = self.db.metadata.tables[table].columns.keys()
-            query = Query(table, tuple(columns[1:]))
-            tables[table] = sorted(json.dumps(r, sort_keys=True) for r in self.rows(query))
+        tables = {
+            table: sorted(json.dumps(row, sort_keys=True) for row in self.rows(query))
+            for table, query in _snapshot_queries(self.db.metadata).items()
+        }
         return json.dumps(tables, sort_keys=True)
+
+
+@cache
+def _snapshot_queries(metadata: MetaData) -> dict[str, Query]:
+    """One query per table, every column but the episode id (built once: queries are cached
+    per object by the database)."""
+    return {
+        name: Query(name, tuple(table.columns.keys())[1:])
+        for name, table in metadata.tables.items()
+    }
