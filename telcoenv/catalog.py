@@ -26,7 +26,7 @@ import yaml
 from pydantic import ValidationError
 
 from telcoenv.errors import CatalogError, UnknownIntentError
-from telcoenv.specs import Blueprint, Intent, ToolSpec
+from telcoenv.specs import Blueprint, CareIntent, Intent, ToolSpec
 
 # Names a gold-chain argument template may use; filled per episode (see telcoenv.scenario).
 GOLD_ARGUMENT_FIELDS = frozenset(
@@ -43,6 +43,29 @@ GOLD_ARGUMENT_FIELDS = frozenset(
     }
 )
 # Names a resolution template may use.
+# Template fields of customer-care gold chains and answers, with a plausible value each (used
+# to validate the templates against the BSS tool specs at load time).
+CARE_EXAMPLE_VALUES: dict[str, Any] = {
+    "msisdn": "966512345678",
+    "customer_id": "C000001",
+    "account_id": "A000002",
+    "group_id": "FG000040",
+    "period": "2026-09",
+    "plan_id": "POST-PLUS",
+    "addon_id": "ROAM-EU-14",
+    "zone": "EUROPE",
+    "start_date": "2026-12-05",
+    "subscription_id": "SUB000001",
+    "email": "new.address@mail.example.sa",
+    "ticket_summary": "Billing run fired twice for the period.",
+    "roaming_charge": 117.2,
+    "duplicate_amount": 414.0,
+    "failure_reason": "card expired",
+    "average_data_gb": 22.83,
+    "family_data_gb": 61.4,
+    "balance": 467.94,
+    "months": 12,
+}
 RESOLUTION_FIELDS = frozenset(
     {"cell_id", "cluster_id", "window", "slice_id", "config_id", "changes"}
 )
@@ -288,8 +311,13 @@ def _strings(value: Any) -> Iterable[str]:
             yield from _strings(v)
 
 
-def _check_gold_chain(intent: Intent, tools: Mapping[str, ToolSpec], file: str, index: int) -> None:
-    values = _example_gold_values(intent)
+def _check_gold_chain(
+    intent: Intent | CareIntent,
+    tools: Mapping[str, ToolSpec],
+    file: str,
+    index: int,
+    values: Mapping[str, Any],
+) -> None:
     for step_no, step in enumerate(intent.gold_chain):
         field = f"intents.{index}.gold_chain.{step_no}"
         spec = tools.get(step.tool)
@@ -345,19 +373,22 @@ def _check_fault(intent: Intent, tools: Mapping[str, ToolSpec], file: str, index
 
 
 def load_intents(
-    path: Path, tools: Mapping[str, ToolSpec]
-) -> tuple[dict[str, Any], tuple[Intent, ...]]:
-    """Load and validate the intent taxonomy file."""
+    path: Path, tools: Mapping[str, ToolSpec], domain: str = "network"
+) -> tuple[dict[str, Any], tuple[Any, ...]]:
+    """Load and validate the intent taxonomy file; return ``domain``'s categories and intents.
+
+    Keys and environment names are unique across domains (they name Gymnasium ids); ``tools``
+    are the domain's tools, which its gold chains must use.
+    """
     file = str(path)
     document = read_yaml(path)
     validate_document(document, "intents.schema.json", file)
     categories = document["categories"]
-    intents: list[Intent] = []
+    intents: list[Any] = []
     seen: dict[str, int] = {}
     for index, raw in enumerate(document["intents"]):
-        intent = _pydantic(Intent, raw, file)
         for attr in ("key", "env_name"):
-            value = getattr(intent, attr)
+            value = raw[attr]
             if value in seen:
                 raise CatalogError(
                     file,
@@ -365,17 +396,58 @@ def load_intents(
                     f"duplicate {attr} {value!r} (also intents.{seen[value]})",
                 )
             seen[value] = index
-        if intent.category not in categories:
+        if raw.get("domain", "network") != domain:
+            continue
+        if raw["category"] not in categories:
             raise CatalogError(
                 file,
                 f"intents.{index}.category",
-                f"unknown category {intent.category!r}; known: {sorted(categories)}",
+                f"unknown category {raw['category']!r}; known: {sorted(categories)}",
             )
-        _check_templates(intent, file, index)
-        _check_fault(intent, tools, file, index)
-        _check_gold_chain(intent, tools, file, index)
+        if domain == "bss":
+            intent = _pydantic(CareIntent, raw, file)
+            _check_care_templates(intent, file, index)
+            _check_gold_chain(intent, tools, file, index, CARE_EXAMPLE_VALUES)
+        else:
+            intent = _pydantic(Intent, raw, file)
+            _check_templates(intent, file, index)
+            _check_fault(intent, tools, file, index)
+            _check_gold_chain(intent, tools, file, index, _example_gold_values(intent))
         intents.append(intent)
-    return categories, tuple(intents)
+    used = {intent.category for intent in intents}
+    return {k: v for k, v in categories.items() if k in used}, tuple(intents)
+
+
+def _check_care_templates(intent: CareIntent, file: str, index: int) -> None:
+    """Every template field of a care intent's chain, answer and opening is a known one."""
+    texts = [
+        (f"gold_chain.{n}.arguments", value)
+        for n, step in enumerate(intent.gold_chain)
+        for value in _strings(step.arguments)
+    ]
+    texts += [("answer", intent.answer)] if intent.answer else []
+    texts += [(f"customer.{lang}", getattr(intent.customer, lang)) for lang in ("en", "ar")]
+    for where, text in texts:
+        try:
+            bad = template_fields(text) - set(CARE_EXAMPLE_VALUES)
+        except ValueError as exc:
+            raise CatalogError(
+                file, f"intents.{index}.{where}", f"malformed template {text!r}: {exc}"
+            ) from exc
+        if bad:
+            raise CatalogError(
+                file,
+                f"intents.{index}.{where}",
+                f"unknown template field(s) {sorted(bad)}; allowed: {sorted(CARE_EXAMPLE_VALUES)}",
+            )
+
+
+def load_care_intents(path: str | Path | None = None) -> tuple[dict[str, Any], tuple[Any, ...]]:
+    """The customer-care (BSS) categories and intents of ``intents.yaml``, validated against
+    the BSS tool specs."""
+    root = data_root()
+    tools = load_tools(root / "tools", domain="bss")
+    return load_intents(Path(path) if path else root / "intents.yaml", tools, domain="bss")
 
 
 def _dependency_cycle(constraints: Mapping[str, Any]) -> list[str] | None:

@@ -1,6 +1,6 @@
 """Gymnasium registration of every telcoenv environment, and ``make`` / ``list_envs``.
 
-Importing :mod:`telcoenv` registers ``telcoenv/<Intent>-v0`` for each intent of intents.yaml and
+Importing :mod:`telcoenv` registers ``telcoenv/<Intent>-v0`` for each network intent of intents.yaml and
 ``telcoenv/Troubleshooting-v0`` over the whole taxonomy. Registration reads only the intent names
 (a fast YAML parse); the full catalogue is loaded and validated when the first environment is made.
 """
@@ -45,6 +45,9 @@ def _entries() -> tuple[EnvEntry, ...]:
             i["category"],
         )
         for i in document["intents"]
+        # Customer-care (BSS) intents get their environments with the BSS domain; until then
+        # only the network intents are registered.
+        if i.get("domain", "network") == "network"
     ]
     entries.append(EnvEntry(TAXONOMY_NAME, f"{NAMESPACE}/Troubleshooting-v{VERSION}", None, None))
     return tuple(entries)

@@ -80,6 +80,26 @@ class ResolutionTemplate(_Frozen):
     ticket: TicketTemplate | None = None
 
 
+class CareIntent(_Frozen):
+    """A customer-care intent of the BSS domain: what the customer wants, the gold API chain
+    (argument templates filled from the episode's data) and, for a question, the exact answer
+    (a template of the episode's facts)."""
+
+    key: str
+    domain: Literal["bss"]
+    env_name: str
+    category: str
+    label: Bilingual
+    description: Bilingual
+    customer: Bilingual  # the customer's opening message (a template)
+    gold_chain: tuple[GoldStep, ...]
+    answer: str | None = None
+
+    @property
+    def gold_tools(self) -> list[str]:
+        return [step.tool for step in self.gold_chain]
+
+
 class Intent(_Frozen):
     """A troubleshooting intent of the taxonomy (one row of the paper's Table I)."""
 
