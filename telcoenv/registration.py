@@ -1,8 +1,9 @@
 """Gymnasium registration of every telcoenv environment, and ``make`` / ``list_envs``.
 
-Importing :mod:`telcoenv` registers ``telcoenv/<Intent>-v0`` for each network intent of intents.yaml and
-``telcoenv/Troubleshooting-v0`` over the whole taxonomy. Registration reads only the intent names
-(a fast YAML parse); the full catalogue is loaded and validated when the first environment is made.
+Importing :mod:`telcoenv` registers ``telcoenv/<Intent>-v0`` for each network intent of
+intents.yaml and ``telcoenv/Troubleshooting-v0`` over the whole taxonomy. Registration reads only
+the intent names (a fast YAML parse); the full catalogue is loaded and validated when the first
+environment is made.
 """
 
 from __future__ import annotations
