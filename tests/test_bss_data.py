@@ -108,3 +108,32 @@ def test_null_usage_is_not_zero_usage(loaded):
     naive = one("SELECT AVG(COALESCE(data_gb, 0)) FROM usage_records WHERE msisdn = ?", line)
     assert careful == pytest.approx(sum(collected) / len(collected))
     assert naive == pytest.approx(sum(collected) / 12) and naive < careful
+
+
+def test_the_exact_answers_are_what_the_careful_queries_give(loaded):
+    data, one = loaded
+    facts, account = data.facts, data.account_id
+    assert facts["duplicate_amount"] == data.facts["invoices"][FOCAL.duplicate_month][1]
+    assert facts["failure_reason"] == one(
+        "SELECT failure_reason FROM payments WHERE account_id = ? AND status = 'failed'", account
+    )
+    assert facts["average_data_gb"] == pytest.approx(
+        one("SELECT AVG(data_gb) FROM usage_records WHERE msisdn = ?", data.msisdns[0]), abs=0.01
+    )
+    month = "2026-10"
+    family = one(
+        "SELECT SUM(u.data_gb) FROM usage_records u JOIN family_members m "
+        "ON m.msisdn = u.msisdn WHERE u.month = ?",
+        month,
+    )
+    assert facts["family_data_gb"][month] == pytest.approx(family, abs=0.01)
+    assert facts["balance"] == pytest.approx(
+        data.facts["invoices"][data.months[-1]][1] + facts["credit_note"], abs=0.01
+    )
+
+
+def test_an_active_add_on_is_on_the_first_line():
+    data = generate(np.random.default_rng(2), "e", Focal(active_addon="ROAM-GCC-7"))
+    (row,) = data.rows["line_addons"]
+    assert row[1] == data.facts["subscription_id"] and row[2] == data.msisdns[0]
+    assert row[3] == "ROAM-GCC-7" and row[6] == "active" and row[5] > row[4]

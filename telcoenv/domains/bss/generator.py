@@ -58,6 +58,7 @@ class Focal:
     roaming_zone: str = "EUROPE"
     duplicate_month: str | None = None  # the month whose invoice was double-fired
     failed_payment: bool = False  # the last payment failed (card expired)
+    active_addon: str | None = None  # an add-on active on the first line (to be cancelled)
 
 
 @dataclass
@@ -332,6 +333,22 @@ def generate(
                 "Goodwill credit for a network outage",
             )
             facts["credit_note"] = credit
+    if focal.active_addon is not None:
+        addon = builder.addons[focal.active_addon]
+        start = dt.date.fromisoformat(f"{months[-1]}-05")
+        end = start + dt.timedelta(days=addon["validity_days"])
+        subscription = builder.next_id("LA")
+        builder.add(
+            "line_addons",
+            subscription,
+            focal_lines[0][0],
+            focal.active_addon,
+            start.isoformat(),
+            end.isoformat(),
+            "active",
+        )
+        facts["subscription_id"] = subscription
+    facts.update(_answers(builder.rows, focal, focal_account, [m for m, _ in focal_lines], facts))
     return BssData(
         builder.rows,
         focal_customer,
@@ -340,3 +357,34 @@ def generate(
         months,
         facts,
     )
+
+
+def _answers(
+    rows: dict[str, list[tuple[Any, ...]]],
+    focal: Focal,
+    account: str,
+    msisdns: list[str],
+    facts: dict[str, Any],
+) -> dict[str, Any]:
+    """The exact answers to the care questions about the focal customer, from the rows as
+    generated (the careful reading: the duplicate counted once, credit notes negative, NULL
+    months skipped, internal accounts irrelevant)."""
+    answers: dict[str, Any] = {}
+    if focal.duplicate_month in facts["invoices"]:
+        answers["duplicate_amount"] = facts["invoices"][focal.duplicate_month][1]
+    if focal.failed_payment:
+        answers["failure_reason"] = "card expired"
+    collected = [
+        row[3] for row in rows["usage_records"] if row[1] == msisdns[0] and row[3] is not None
+    ]
+    answers["average_data_gb"] = _money(sum(collected) / len(collected))
+    family: dict[str, float] = {}
+    for row in rows["usage_records"]:
+        if row[1] in msisdns and row[3] is not None:
+            family[row[2]] = _money(family.get(row[2], 0.0) + row[3])
+    answers["family_data_gb"] = family  # per month
+    invoiced = sum(amount for _, amount in facts["invoices"].values())  # one per period
+    credits = sum(row[5] for row in rows["credit_notes"] if row[2] == account)
+    settled = sum(row[5] for row in rows["payments"] if row[2] == account and row[7] == "settled")
+    answers["balance"] = _money(invoiced + credits - settled)
+    return answers
