@@ -65,6 +65,9 @@ CARE_EXAMPLE_VALUES: dict[str, Any] = {
     "family_data_gb": 61.4,
     "balance": 467.94,
     "months": 12,
+    "destination": "France",
+    "need_gb": 4,
+    "budget": 150,
 }
 RESOLUTION_FIELDS = frozenset(
     {"cell_id", "cluster_id", "window", "slice_id", "config_id", "changes"}
@@ -117,7 +120,8 @@ def read_yaml(path: Path) -> Any:
         raise CatalogError(str(path), "", f"cannot read file: {exc.strerror}") from exc
 
 
-def _pydantic(model: type, data: Any, file: str) -> Any:
+def parse_model(model: type, data: Any, file: str) -> Any:
+    """Validate ``data`` as ``model``; the first error becomes a CatalogError naming the field."""
     try:
         return model.model_validate(data)
     except ValidationError as exc:
@@ -171,7 +175,7 @@ def load_tools(tools_dir: Path, domain: str = "network") -> dict[str, ToolSpec]:
     """Load and validate every ``*.json`` tool spec of a folder; keep those of ``domain``.
 
     Every spec is validated, whatever its domain; a spec without ``x-telcoenv.domain`` belongs
-    to the network domain.
+    to the network domain, one with ``"all"`` (``submit_resolution``) to every domain.
     """
     if not tools_dir.is_dir():
         raise CatalogError(str(tools_dir), "", "tools folder not found")
@@ -206,7 +210,7 @@ def load_tools(tools_dir: Path, domain: str = "network") -> dict[str, ToolSpec]:
             parameters=function["parameters"],
             **document["x-telcoenv"],
         )
-        if spec.domain == domain:
+        if spec.domain in (domain, "all"):
             tools[path.stem] = spec
     if not tools:
         raise CatalogError(str(tools_dir), "", f"no {domain} tool spec (*.json) found")
@@ -266,7 +270,7 @@ def _example_gold_values(intent: Intent) -> dict[str, Any]:
 def _check_templates(intent: Intent, file: str, index: int) -> None:
     where = f"intents.{index}"
     for step_no, step in enumerate(intent.gold_chain):
-        for value in _strings(step.arguments):
+        for value in template_strings(step.arguments):
             try:
                 bad = template_fields(value) - GOLD_ARGUMENT_FIELDS
             except ValueError as exc:
@@ -300,15 +304,16 @@ def _check_templates(intent: Intent, file: str, index: int) -> None:
                 )
 
 
-def _strings(value: Any) -> Iterable[str]:
+def template_strings(value: Any) -> Iterable[str]:
+    """Every string inside a nested argument structure (where templates may be)."""
     if isinstance(value, str):
         yield value
     elif isinstance(value, dict):
         for v in value.values():
-            yield from _strings(v)
+            yield from template_strings(v)
     elif isinstance(value, list):
         for v in value:
-            yield from _strings(v)
+            yield from template_strings(v)
 
 
 def _check_gold_chain(
@@ -405,11 +410,11 @@ def load_intents(
                 f"unknown category {raw['category']!r}; known: {sorted(categories)}",
             )
         if domain == "bss":
-            intent = _pydantic(CareIntent, raw, file)
+            intent = parse_model(CareIntent, raw, file)
             _check_care_templates(intent, file, index)
             _check_gold_chain(intent, tools, file, index, CARE_EXAMPLE_VALUES)
         else:
-            intent = _pydantic(Intent, raw, file)
+            intent = parse_model(Intent, raw, file)
             _check_templates(intent, file, index)
             _check_fault(intent, tools, file, index)
             _check_gold_chain(intent, tools, file, index, _example_gold_values(intent))
@@ -423,7 +428,7 @@ def _check_care_templates(intent: CareIntent, file: str, index: int) -> None:
     texts = [
         (f"gold_chain.{n}.arguments", value)
         for n, step in enumerate(intent.gold_chain)
-        for value in _strings(step.arguments)
+        for value in template_strings(step.arguments)
     ]
     texts += [("answer", intent.answer)] if intent.answer else []
     texts += [(f"customer.{lang}", getattr(intent.customer, lang)) for lang in ("en", "ar")]
@@ -546,7 +551,7 @@ def load_blueprint(
 ) -> Blueprint:
     """Load and check one blueprint file that sits in its intent's folder."""
     file = str(path)
-    blueprint = _pydantic(Blueprint, _validated(path, "blueprint.schema.json"), file)
+    blueprint = parse_model(Blueprint, _validated(path, "blueprint.schema.json"), file)
     if blueprint.intent != path.parent.name:
         raise CatalogError(
             file, "intent", f"{blueprint.intent!r} does not match the folder {path.parent.name!r}"

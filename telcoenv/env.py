@@ -21,7 +21,7 @@ from gymnasium.error import ResetNeeded
 
 from telcoenv.actions import ParseError, PlainMessage, ToolCall, parse_action
 from telcoenv.catalog import fill_gold_arguments
-from telcoenv.domains import Domain, EpisodeSetup
+from telcoenv.domains import Domain, EpisodeSetup, get_domain
 from telcoenv.errors import EmbedderUnavailableError, EpisodeOptionError
 from telcoenv.metrics.embeddings import Embedder, get_embedder
 from telcoenv.metrics.scoring import (
@@ -46,16 +46,6 @@ from telcoenv.trace import ActionRecord, EpisodeTrace, GoldCall, Submission
 
 RESET_OPTIONS = frozenset(
     {"intent", "blueprint", "sample_index", "lang", "privileged", "intent_list", "require_approval"}
-)
-_INSTRUCTIONS = (
-    "You are a network operations agent in a mobile operator's NOC. A network engineer reports a "
-    "problem with the radio access network. Diagnose it with the tools: query the OSS, pull KPI "
-    "time series, inspect coverage and neighbours, and apply or escalate a fix. Use only the tools "
-    "the problem needs, in a sensible order. Tool results are JSON. A message without a tool call "
-    "goes to the engineer, who can confirm the cell, the time window or approve a change.\n"
-    "When you are done, call submit_resolution with the intent (the problem you identified) and a "
-    "resolution summary: root cause, evidence, actions taken and follow-up. Write the summary in "
-    "the engineer's language ({language}).{intent_list}"
 )
 
 
@@ -119,15 +109,12 @@ class TelcoEnv(gymnasium.Env[str, Any]):
         shaping: Shaping | Mapping[str, float] | None = None,
         embedder: str | Embedder | None = "multilingual",
         require_approval: bool = False,
-        domain: Domain | None = None,
+        domain: Domain | str | None = None,
         database_url: str | None = None,
         render_mode: str | None = None,
     ) -> None:
-        if domain is None:
-            from telcoenv.domains.network import network_domain
-
-            domain = network_domain()
-        self.domain = domain
+        domain = get_domain(domain or "network") if isinstance(domain, str | None) else domain
+        self.domain: Domain = domain
         catalog = domain.catalog
         self.lang = self._check_lang(lang)
         self.fixed_intent = catalog.intent(intent) if intent is not None else None
@@ -220,7 +207,7 @@ class TelcoEnv(gymnasium.Env[str, Any]):
     def env_id(self) -> str:
         if self.spec is not None:
             return self.spec.id
-        name = self.fixed_intent.gym_name if self.fixed_intent else "Troubleshooting"
+        name = self.fixed_intent.gym_name if self.fixed_intent else self.domain.taxonomy_env
         return f"telcoenv/{name}-v0"
 
     def instructions(self, lang: Language, intent_list: bool | None = None) -> str:
@@ -236,7 +223,7 @@ class TelcoEnv(gymnasium.Env[str, Any]):
             labels = "\n".join(f"- {i.label.in_lang(lang)}" for i in self.domain.catalog.intents)
             listing = "\nThe intent is one of:\n" + labels
         language = "English" if lang == "en" else "Arabic"
-        return _INSTRUCTIONS.format(language=language, intent_list=listing)
+        return self.domain.instructions.format(language=language, intent_list=listing)
 
     # --- reset ------------------------------------------------------------------------------------
 
@@ -334,15 +321,19 @@ class TelcoEnv(gymnasium.Env[str, Any]):
         )
         self._counts = {"steps": 0, "tool_calls": 0, "invalid_actions": 0, "engineer_messages": 0}
         # Trusted internal values: construct without re-validation on the reset hot path.
+        tools = self.domain.catalog.tools
         gold = [
             GoldCall.model_construct(
-                tool=step.tool, arguments=fill_gold_arguments(step.arguments, setup.gold_values)
+                tool=step.tool,
+                arguments=fill_gold_arguments(step.arguments, setup.gold_values),
+                free_text=list(tools[step.tool].free_text),
             )
             for step in intent.gold_chain
         ]
         self._trace = EpisodeTrace.model_construct(
             episode_id=episode_id,
             env_id=self.env_id,
+            domain=self.domain.name,
             intent=intent.key,
             category=intent.category,
             blueprint_id=blueprint.blueprint_id,
@@ -355,7 +346,8 @@ class TelcoEnv(gymnasium.Env[str, Any]):
             episode_key=self._key,
             problem_statement=setup.problem_statement,
             sampled_kpis=setup.sampled_kpis,
-            network=self.domain.snapshot(setup.state),
+            gold_answer=setup.gold_answer,
+            **{self.domain.snapshot_field: self.domain.snapshot(setup.state)},
             gold_chain=gold,
             actions=[],
             submission=None,
@@ -367,6 +359,7 @@ class TelcoEnv(gymnasium.Env[str, Any]):
         info: dict[str, Any] = {
             "episode_id": episode_id,
             "env_id": self.env_id,
+            "domain": self.domain.name,
             "language": lang,
             "require_approval": self._approval_needed,
             "tools": list(self.tools),
@@ -385,24 +378,15 @@ class TelcoEnv(gymnasium.Env[str, Any]):
 
     def _privileged_info(self) -> dict[str, Any]:
         assert self._trace is not None and self._intent is not None and self._setup is not None
-        values = self._setup.gold_values
         return {
             "intent": self._intent.key,
             "label": self._intent.label.model_dump(),
             "category": self._intent.category,
             "blueprint_id": self._trace.blueprint_id,
             "gold_chain": [c.model_dump() for c in self._trace.gold_chain],
-            "fix": dict(values["fix"]),
             "sampled_kpis": dict(self._trace.sampled_kpis),
-            "root_cause": {
-                lang: self._intent.resolution.root_cause.in_lang(lang).format_map(values)
-                for lang in LANGUAGES
-            },
-            "corrective_action": {
-                lang: self._intent.resolution.corrective_action.in_lang(lang).format_map(values)
-                for lang in LANGUAGES
-            },
             "gold_summary": dict(self._trace.gold_summary),
+            **self.domain.privileged(self._setup, self._intent),
         }
 
     # --- step -------------------------------------------------------------------------------------
@@ -446,7 +430,7 @@ class TelcoEnv(gymnasium.Env[str, Any]):
     def _finish(self) -> float:
         """Score the finished episode; the reward comes from the metrics (never raises)."""
         assert self._trace is not None and self._setup is not None and self._intent is not None
-        self._trace.verification = self.domain.verify(self._setup, self._intent)
+        self._trace.verification = self.domain.verify(self._setup, self._intent, self._trace)
         self._metrics_error = None
         try:
             metrics = score_episode(self._trace, self.embedder)
@@ -519,9 +503,8 @@ class TelcoEnv(gymnasium.Env[str, Any]):
             result = ToolResult(
                 None,
                 "approval_required",
-                f"{call.name} changes the network: ask "
-                "the engineer for approval first (a plain message such as "
-                "'May I apply this change?'), then call it again",
+                f"{call.name} makes a change: ask the {self.domain.counterpart} for approval "
+                "first (a plain message such as 'May I apply this change?'), then call it again",
             )
         else:
             result = self.domain.toolbox.run(call.name, arguments, context)
@@ -790,14 +773,15 @@ class TelcoEnv(gymnasium.Env[str, Any]):
     def render(self) -> str | None:
         if self.render_mode != "ansi" or self._trace is None:
             return None
-        lines = [f"[engineer] {self._trace.problem_statement}"]
+        counterpart = self.domain.counterpart
+        lines = [f"[{counterpart}] {self._trace.problem_statement}"]
         for record in self._trace.actions:
             what = record.tool or record.kind
             if record.arguments is not None:
                 what += " " + canonical_json(record.arguments)
             lines.append(f"[agent:{record.kind}] {what}")
             lines.append(
-                f"[{'engineer' if record.kind == 'message' else 'env'}] {record.observation}"
+                f"[{counterpart if record.kind == 'message' else 'env'}] {record.observation}"
             )
         return "\n".join(lines)
 

@@ -1,9 +1,10 @@
 """Gymnasium registration of every telcoenv environment, and ``make`` / ``list_envs``.
 
-Importing :mod:`telcoenv` registers ``telcoenv/<Intent>-v0`` for each network intent of
-intents.yaml and ``telcoenv/Troubleshooting-v0`` over the whole taxonomy. Registration reads only
+Importing :mod:`telcoenv` registers ``telcoenv/<Intent>-v0`` for each intent of intents.yaml
+(network operations and customer care), ``telcoenv/Troubleshooting-v0`` over the network
+taxonomy and ``telcoenv/CustomerCare-v0`` over the customer-care intents. Registration reads only
 the intent names (a fast YAML parse); the full catalogue is loaded and validated when the first
-environment is made.
+environment of a domain is made.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from telcoenv.specs import gym_name
 NAMESPACE = "telcoenv"
 VERSION = 0
 TAXONOMY_NAME = "troubleshooting"
+CARE_TAXONOMY_NAME = "customer_care"
 ENTRY_POINT = "telcoenv.env:TelcoEnv"
 
 
@@ -31,6 +33,7 @@ class EnvEntry(NamedTuple):
     id: str  # Gymnasium id, e.g. "telcoenv/BeamMisalignment-v0"
     intent: str | None  # intent key, None for the whole taxonomy
     category: str | None
+    domain: str = "network"
 
 
 @cache
@@ -44,13 +47,14 @@ def _entries() -> tuple[EnvEntry, ...]:
             f"{NAMESPACE}/{gym_name(i['env_name'])}-v{VERSION}",
             i["key"],
             i["category"],
+            i.get("domain", "network"),
         )
         for i in document["intents"]
-        # Customer-care (BSS) intents get their environments with the BSS domain; until then
-        # only the network intents are registered.
-        if i.get("domain", "network") == "network"
     ]
     entries.append(EnvEntry(TAXONOMY_NAME, f"{NAMESPACE}/Troubleshooting-v{VERSION}", None, None))
+    entries.append(
+        EnvEntry(CARE_TAXONOMY_NAME, f"{NAMESPACE}/CustomerCare-v{VERSION}", None, None, "bss")
+    )
     return tuple(entries)
 
 
@@ -59,14 +63,17 @@ def register_envs() -> None:
     for entry in _entries():
         if entry.id in gymnasium.registry:
             continue
-        kwargs = {"intent": entry.intent} if entry.intent else {}
+        kwargs: dict[str, Any] = {"intent": entry.intent} if entry.intent else {}
+        if entry.domain != "network":
+            kwargs["domain"] = entry.domain
         gymnasium.register(
             id=entry.id, entry_point=ENTRY_POINT, kwargs=kwargs, nondeterministic=False
         )
 
 
 def list_envs() -> list[EnvEntry]:
-    """Every telcoenv environment: 20 intents and the whole-taxonomy environment."""
+    """Every telcoenv environment: one per intent (20 network, 12 customer care) and one per
+    domain over all its intents."""
     return list(_entries())
 
 

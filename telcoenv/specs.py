@@ -96,8 +96,47 @@ class CareIntent(_Frozen):
     answer: str | None = None
 
     @property
-    def gold_tools(self) -> list[str]:
-        return [step.tool for step in self.gold_chain]
+    def gym_name(self) -> str:
+        """CamelCase name used in the Gymnasium id, e.g. ``BillShock``."""
+        return gym_name(self.env_name)
+
+    @property
+    def gold_tools(self) -> tuple[str, ...]:
+        return tuple(step.tool for step in self.gold_chain)
+
+
+class CareCustomer(_Frozen):
+    """Who calls in a care blueprint: ranges are inclusive ``[min, max]``."""
+
+    age: tuple[int, int]
+    segment: Literal["consumer", "business"] = "consumer"
+    plans: tuple[str, ...]  # the line's current plan, drawn uniformly
+    family_size: tuple[int, int] = (1, 1)  # lines in the family group (1: none)
+    data_use: tuple[float, float]  # monthly data use as a share of the plan's allowance
+
+
+class CareBlueprint(_Frozen):
+    """One scenario family of a customer-care intent: who calls and what is in their data.
+
+    Every field is data the episode sampler draws from (see ``telcoenv.domains.bss.scenario``);
+    a field left out plants nothing.
+    """
+
+    intent: str
+    blueprint_id: str
+    description: str
+    customer: CareCustomer
+    period: tuple[int, int] = (0, 0)  # the month concerned, in months before the latest bill
+    roaming_bill: bool = False  # pay-as-you-go roaming on the period's bill (destinations)
+    destinations: tuple[str, ...] = ()  # countries of the catalogue (the trip's or the bill's)
+    trip_days_ahead: tuple[int, int] | None = None  # a trip starting this many days from today
+    duplicate_invoice: bool = False  # the period's billing run fired twice
+    failed_payment: bool = False  # the latest payment failed
+    active_addons: tuple[str, ...] = ()  # one of them is active on the line
+    data_need_gb: tuple[int, int] | None = None  # extra data the customer asks for
+    budget_slack: tuple[float, float] | None = None  # budget above the cheapest fitting plan
+    target_plans: tuple[str, ...] = ()  # the plan the customer asks to move to
+    new_email: bool = False  # the customer gives a new email address
 
 
 class Intent(_Frozen):
@@ -177,7 +216,9 @@ class ToolSpec(_Frozen):
     kind: Literal["core", "distractor", "reserved"]
     effect: Literal["read", "write", "control"]
     approval: bool = False  # changes the network: gated when the engineer must approve
-    domain: Literal["network", "bss"] = "network"  # the catalogue that loads it
+    domain: Literal["network", "bss", "all"] = "network"  # the catalogue that loads it
+    # Parameters in the agent's own words (a ticket summary): argument accuracy skips them.
+    free_text: tuple[str, ...] = ()
 
     def openai(self) -> dict[str, Any]:
         """The spec in OpenAI function-calling format."""

@@ -20,6 +20,7 @@ class GoldCall(BaseModel):
 
     tool: str
     arguments: dict[str, Any]
+    free_text: list[str] = []  # arguments in the agent's own words: not compared
 
 
 class ActionRecord(BaseModel):
@@ -47,6 +48,7 @@ class Submission(BaseModel):
 
     intent: str
     summary: str
+    answer: str | None = None  # the exact answer to the customer's question (customer care)
 
 
 class EpisodeTrace(BaseModel):
@@ -56,6 +58,7 @@ class EpisodeTrace(BaseModel):
 
     episode_id: str
     env_id: str
+    domain: str = "network"
     intent: str
     category: str
     blueprint_id: str
@@ -68,8 +71,10 @@ class EpisodeTrace(BaseModel):
     gold_label: dict[str, str]
     gold_summary: dict[str, str]
     sampled_kpis: dict[str, float]
-    network: dict[str, Any]
+    network: dict[str, Any] = {}  # the network at the start (network operations)
+    customer: dict[str, Any] | None = None  # who called (customer care)
     gold_chain: list[GoldCall]
+    gold_answer: str | None = None  # the exact answer, when the counterpart asked a question
     actions: list[ActionRecord] = []
     submission: Submission | None = None
     verification: dict[str, Any] | None = None  # verified resolution of the final state

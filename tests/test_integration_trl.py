@@ -103,8 +103,10 @@ def test_json_schema_matches_the_spec(troubleshooting: type, specs: dict, name: 
 
 def test_submit_resolution_signature(troubleshooting: type) -> None:
     signature = inspect.signature(troubleshooting().submit_resolution)
-    assert list(signature.parameters) == ["intent", "summary"]
-    assert all(p.annotation is str for p in signature.parameters.values())
+    assert list(signature.parameters) == ["intent", "summary", "answer"]
+    intent, summary, answer = signature.parameters.values()
+    assert intent.annotation is str and summary.annotation is str
+    assert answer.default is None  # optional: customer care only
     assert signature.return_annotation is str
 
 

@@ -37,8 +37,11 @@ def test_wheel_contains_the_data_files(wheel):
     names = zipfile.ZipFile(wheel).namelist()
     assert "telcoenv/_data/intents.yaml" in names
     assert (
-        sum(n.startswith("telcoenv/_data/blueprints/") and n.endswith(".yaml") for n in names) == 49
+        sum(n.startswith("telcoenv/_data/blueprints/") and n.endswith(".yaml") for n in names)
+        == 49 + len(list((ROOT / "blueprints" / "bss").glob("*/*.yaml")))
     )
+    assert "telcoenv/domains/bss/customer.yaml" in names
+    assert "telcoenv/domains/bss/catalogue.yaml" in names
     tools = sum(n.startswith("telcoenv/_data/tools/") for n in names)
     assert tools == len(list((ROOT / "tools").glob("*.json"))) >= 16
     assert "telcoenv/schemas/blueprint.schema.json" in names
@@ -58,4 +61,4 @@ def test_installed_wheel_runs_outside_the_checkout(wheel, tmp_path):
     )
     assert result.returncode == 0, result.stderr
     location, reward, count = result.stdout.split()
-    assert location.startswith(str(site)) and reward == "1.0" and count == "21"
+    assert location.startswith(str(site)) and reward == "1.0" and count == "34"

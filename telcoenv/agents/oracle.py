@@ -1,7 +1,10 @@
 """The oracle: the gold chain with correct arguments, and a resolution written from the outputs.
 
 It reads ``info["privileged"]`` (the environment must be made with ``privileged=True``), so it
-is an upper bound for the metrics, not a baseline: any score below the maximum is a bug.
+is an upper bound for the metrics, not a baseline: any score below the maximum is a bug. In a
+customer-care episode it first asks the customer for what they know (their line number, a trip,
+a budget; as an agent without privileges must), then runs the gold chain and submits the gold
+answer.
 """
 
 from __future__ import annotations
@@ -9,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from telcoenv.catalog import default_catalog
+from telcoenv.domains import get_domain
 from telcoenv.tooling import RESERVED_SUBMIT
 
 
@@ -29,18 +32,25 @@ class OracleAgent:
         privileged = info.get("privileged")
         if privileged is None:
             raise ValueError("the oracle needs an environment made with privileged=True")
+        self._tools = get_domain(info.get("domain", "network")).catalog.tools
         self._plan = [
             {"name": c["tool"], "arguments": c["arguments"]} for c in privileged["gold_chain"]
         ]
-        self._plan += self._remeasurement(self._plan)
         self._language = info["language"]
         self._label = privileged["label"][self._language]
-        # The gold summary is the intent's template filled with this episode's values; the
-        # oracle states it and adds what the write tools returned (change and ticket ids).
-        self._summary = privileged["gold_summary"][self._language]
+        self._answer = privileged.get("gold_answer")
         self._notes = []
-        if info.get("require_approval"):  # ask the engineer before every change
-            tools = default_catalog().tools
+        questions: list[Any] = []
+        if "customer_knows" in privileged:  # customer care: ask what only the customer knows
+            questions = self._questions(privileged["customer_knows"])
+            self._summary = self._label + "."
+        else:
+            self._plan += self._remeasurement(self._plan)
+            # The gold summary is the intent's template filled with this episode's values; the
+            # oracle states it and adds what the write tools returned (change and ticket ids).
+            self._summary = privileged["gold_summary"][self._language]
+        if info.get("require_approval"):  # ask for approval before every change
+            tools = self._tools
             self._plan = [
                 step
                 for action in self._plan
@@ -48,15 +58,29 @@ class OracleAgent:
                     [self._ask(action), action] if tools[action["name"]].approval else [action]
                 )
             ]
+        self._plan = [*questions, *self._plan]
 
-    @staticmethod
-    def _remeasurement(plan: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def _questions(self, known: list[str]) -> list[str]:
+        """Plain messages asking the customer for each thing they know but the BSS does not."""
+        asks = {
+            "msisdn": ("What is your mobile number?", "ما رقم جوالك؟"),
+            "trip": (
+                "Where are you travelling, and on what date?",
+                "إلى أين ستسافر، وفي أي تاريخ؟",
+            ),
+            "budget": ("What is your monthly budget?", "ما ميزانيتك الشهرية؟"),
+            "need_gb": ("How much data do you need?", "كم من البيانات تحتاج؟"),
+        }
+        index = 0 if self._language == "en" else 1
+        return [asks[topic][index] for topic in known if topic in asks]
+
+    def _remeasurement(self, plan: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """After a configuration change, repeat the chain's last measurement to verify it.
 
         The repeat is a re-measurement (see ``ActionRecord.remeasure``): it does not count in
         the tool-sequence metrics, so the oracle stays at their maximum.
         """
-        tools = default_catalog().tools
+        tools = self._tools
         changed = any(tools[a["name"]].approval for a in plan)  # a network change
         # The current counters (oss_query) show the effect; the series tool, if that is all
         # the chain has, shows it as its newest points.
@@ -69,8 +93,13 @@ class OracleAgent:
     def _ask(self, action: dict[str, Any]) -> str:
         """The plain message that asks the engineer to approve a change."""
         arguments = action["arguments"]
-        target = (
-            arguments.get("cell_id") or arguments.get("slice_id") or arguments.get("config_id", "")
+        target = next(
+            (
+                arguments[k]
+                for k in ("cell_id", "slice_id", "config_id", "msisdn")
+                if k in arguments
+            ),
+            arguments.get("customer_id", ""),
         )
         if self._language == "en":
             return f"May I apply {action['name']} on {target}?"
@@ -81,16 +110,15 @@ class OracleAgent:
             self._note(observation)
         if self._plan:
             return self._plan.pop(0)
-        return {
-            "name": RESERVED_SUBMIT,
-            "arguments": {
-                "intent": self._label,
-                "summary": " ".join([self._summary, *self._notes]),
-            },
-        }
+        arguments = {"intent": self._label, "summary": " ".join([self._summary, *self._notes])}
+        if self._answer is not None:
+            arguments["answer"] = self._answer
+        return {"name": RESERVED_SUBMIT, "arguments": arguments}
 
     def _note(self, observation: str) -> None:
-        if '"ticket_id"' not in observation and '"change_id"' not in observation:
+        if not any(
+            f'"{key}"' in observation for key in ("ticket_id", "change_id", "subscription_id")
+        ):
             return  # only tickets and applied changes make it into the summary
         output = json.loads(observation)
         if "ticket_id" in output:
@@ -99,6 +127,8 @@ class OracleAgent:
                 if self._language == "en"
                 else f"التذكرة {output['ticket_id']}."
             )
+        elif "subscription_id" in output:
+            self._notes.append(f"{output['subscription_id']}: {output.get('status', 'active')}.")
         elif output.get("change_id"):
             self._notes.append(
                 f"Change {output['change_id']}."

@@ -1,8 +1,9 @@
 """Domains: what a telcoenv environment simulates.
 
 A domain is data (intents, blueprints, tool specs in a :class:`~telcoenv.catalog.Catalog`) plus
-a seeded state, tool implementations and a simulated counterpart (here the network engineer).
-The environment drives any object that satisfies :class:`Domain`.
+a seeded state, tool implementations and a simulated counterpart (the network engineer of
+:mod:`telcoenv.domains.network`, the customer of :mod:`telcoenv.domains.bss`). The environment
+drives any object that satisfies :class:`Domain`.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import numpy as np
 from telcoenv.catalog import Catalog
 from telcoenv.specs import Blueprint, Intent, Language
 from telcoenv.tooling import Toolbox
+from telcoenv.trace import EpisodeTrace
 
 
 @dataclass(slots=True)
@@ -27,10 +29,15 @@ class EpisodeSetup:
     gold_values: dict[str, Any]
     problem_statement: str
     gold_summary: dict[str, str]  # per language: the reference RA compares summaries with
+    gold_answer: str | None = None  # the exact answer to the counterpart's question, if any
 
 
 class Domain(Protocol):
     name: str
+    taxonomy_env: str  # the Gymnasium name of the environment over all its intents
+    counterpart: str  # who the agent talks to ("engineer", "customer")
+    snapshot_field: str  # the EpisodeTrace field that holds the starting state
+    instructions: str  # the agent's system prompt: a template of {language} and {intent_list}
     catalog: Catalog
     toolbox: Toolbox
 
@@ -65,10 +72,32 @@ class Domain(Protocol):
         ended: bool,
     ) -> str: ...
 
-    def snapshot(self, state: Any) -> dict[str, Any]: ...
+    def snapshot(self, state: Any) -> dict[str, Any]:
+        """The episode's starting state as JSON-ready data (for the trace)."""
+
+    def privileged(self, setup: EpisodeSetup, intent: Any) -> dict[str, Any]:
+        """Domain-specific privileged information (the gold fix, the gold answer, ...)."""
 
     def asks_approval(self, message: str) -> bool:
         """Whether a plain agent message asks the counterpart to approve a change."""
 
-    def verify(self, setup: EpisodeSetup, intent: Intent) -> dict[str, Any]:
+    def verify(self, setup: EpisodeSetup, intent: Any, trace: EpisodeTrace) -> dict[str, Any]:
         """Verdict on the final state: ``resolved``, ``checks``, ``collateral_changes``."""
+
+
+DOMAINS = ("network", "bss")
+
+
+def get_domain(name: str) -> Domain:
+    """The packaged domain of that name (``"network"`` or ``"bss"``), shared per process."""
+    if name == "network":
+        from telcoenv.domains.network import network_domain
+
+        return network_domain()
+    if name == "bss":
+        from telcoenv.domains.bss import bss_domain
+
+        return bss_domain()
+    from telcoenv.errors import EpisodeOptionError
+
+    raise EpisodeOptionError(f"unknown domain {name!r}; valid domains: {list(DOMAINS)}")

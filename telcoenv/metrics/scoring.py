@@ -1,4 +1,5 @@
-"""Score an episode trace: IRA, MSC, EAP, SAS and RA, and turn the scores into a reward.
+"""Score an episode trace: IRA, MSC, EAP, SAS, RA, argument and answer accuracy, and turn the
+scores into a reward.
 
 Scoring is a pure function of the trace (:func:`score_episode`), so a stored episode can be
 re-scored later without the environment. :func:`score_episodes` batches the texts of many
@@ -12,20 +13,26 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from telcoenv.metrics.answers import answers_match
+from telcoenv.metrics.arguments import argument_accuracy
 from telcoenv.metrics.embeddings import Embedder, get_embedder
 from telcoenv.metrics.semantic import similarities
 from telcoenv.metrics.sequence import eap, msc, sas
 from telcoenv.trace import EpisodeTrace
 
 #: Metric names a weighted reward may combine.
-REWARD_COMPONENTS = ("ira", "msc", "eap", "sas", "ra", "resolved")
+REWARD_COMPONENTS = ("ira", "msc", "eap", "sas", "ra", "resolved", "args", "answer")
 
 
 class EpisodeMetrics(BaseModel):
     """The TelcoAgent-Metrics of one episode.
 
-    ``ira`` and ``ra`` are ``None`` when no embedder was used. The predicted chain holds every
-    tool-call attempt under the name the agent used (``submit_resolution`` excluded).
+    ``ira`` and ``ra`` are ``None`` when no embedder was used; ``ra`` also when the episode has
+    no reference summary (customer care, which is scored by its exact answer instead). ``args``
+    is the argument accuracy of the gold calls (:mod:`telcoenv.metrics.arguments`); ``answer``
+    whether the submitted answer matches the gold answer (:mod:`telcoenv.metrics.answers`),
+    ``None`` when the counterpart asked no question. The predicted chain holds every tool-call
+    attempt under the name the agent used (``submit_resolution`` excluded).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -36,6 +43,8 @@ class EpisodeMetrics(BaseModel):
     sas: float
     ra: float | None
     resolved: bool | None  # verified resolution of the final state (None: not verified)
+    args: float | None = None
+    answer: bool | None = None
     predicted_chain: list[str]
     gold_chain: list[str]
     embedder: str | None
@@ -45,10 +54,12 @@ class EpisodeMetrics(BaseModel):
 
     def component(self, name: str) -> float:
         value = getattr(self, name)
-        if name == "resolved" and value is not None:
+        if isinstance(value, bool):
             return 1.0 if value else 0.0
         if value is None:
-            raise ValueError(f"metric {name!r} needs an embedder; none was configured")
+            if name in ("ira", "ra") and self.embedder is None:
+                raise ValueError(f"metric {name!r} needs an embedder; none was configured")
+            raise ValueError(f"metric {name!r} does not apply to this episode")
         return float(value)
 
 
@@ -64,17 +75,27 @@ def _sequence_metrics(trace: EpisodeTrace) -> dict[str, Any]:
         "intent_list": trace.intent_list,
         "submitted": trace.submission is not None,
         "resolved": (trace.verification or {}).get("resolved"),
+        "args": argument_accuracy(trace.gold_chain, trace.actions),
+        "answer": _answer(trace),
     }
 
 
+def _answer(trace: EpisodeTrace) -> bool | None:
+    if trace.gold_answer is None:
+        return None
+    submitted = trace.submission.answer if trace.submission is not None else None
+    return submitted is not None and answers_match(submitted, trace.gold_answer)
+
+
 def text_pairs(trace: EpisodeTrace) -> list[tuple[str, str]]:
-    """The (prediction, reference) texts of IRA and RA for one episode, in its language."""
+    """The (prediction, reference) texts of IRA and, when there is a reference summary, RA for
+    one episode, in its language."""
     lang = trace.language
     submission = trace.submission
-    return [
-        (submission.intent if submission else "", trace.gold_label[lang]),
-        (submission.summary if submission else "", trace.gold_summary[lang]),
-    ]
+    pairs = [(submission.intent if submission else "", trace.gold_label[lang])]
+    if lang in trace.gold_summary:
+        pairs.append((submission.summary if submission else "", trace.gold_summary[lang]))
+    return pairs
 
 
 def score_episodes(
@@ -91,17 +112,16 @@ def score_episodes(
             EpisodeMetrics(ira=None, ra=None, embedder=None, **_sequence_metrics(t)) for t in traces
         ]
     resolved = get_embedder(embedder)
-    pairs = [pair for trace in traces for pair in text_pairs(trace)]
-    scores = similarities(pairs, resolved)
-    return [
-        EpisodeMetrics(
-            ira=scores[2 * i],
-            ra=scores[2 * i + 1],
-            embedder=resolved.name,
-            **_sequence_metrics(trace),
+    per_trace = [text_pairs(trace) for trace in traces]
+    scores = iter(similarities([pair for pairs in per_trace for pair in pairs], resolved))
+    metrics = []
+    for trace, pairs in zip(traces, per_trace, strict=True):
+        ira = next(scores)
+        ra = next(scores) if len(pairs) > 1 else None
+        metrics.append(
+            EpisodeMetrics(ira=ira, ra=ra, embedder=resolved.name, **_sequence_metrics(trace))
         )
-        for i, trace in enumerate(traces)
-    ]
+    return metrics
 
 
 def score_episode(

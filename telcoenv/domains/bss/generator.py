@@ -36,6 +36,7 @@ _LAST = ("Al-Harbi", "Al-Qahtani", "Al-Otaibi", "Al-Shammari", "Al-Dossary", "Al
 _CITIES = ("Riyadh", "Jeddah", "Dammam", "Makkah", "Madinah", "Khobar")
 OVERAGE_PER_GB = 15.0  # price of data beyond the allowance, VAT-exclusive
 ROAMING_PER_GB = {"GCC": 25.0, "EUROPE": 40.0, "WORLD": 60.0}  # pay-as-you-go roaming
+PREPAID_CREDIT = 120.0  # credit left on a prepaid account (pays add-ons on the spot)
 
 
 @cache
@@ -164,6 +165,11 @@ class _Builder:
         plan = self.plans[plan_id]
         start = f"20{int(self.rng.integers(19, 25))}-{int(self.rng.integers(1, 13)):02d}-01"
         self.add("lines", msisdn, account_id, plan_id, plan["payment"], "active", start)
+        if plan["payment"] == "prepaid":  # a prepaid account carries credit, not a debt
+            accounts = self.rows["accounts"]
+            index = next(i for i, row in enumerate(accounts) if row[1] == account_id)
+            row = accounts[index]
+            accounts[index] = (*row[:4], PREPAID_CREDIT, *row[5:])
         return msisdn
 
     def usage(self, msisdn: str, plan_id: str, share: float, gaps: int) -> dict[str, float]:

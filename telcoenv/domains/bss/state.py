@@ -86,17 +86,24 @@ class BssState:
             changed = max(changed, self.db.execute(prepared, params))
         return changed
 
+    def current_rows(self) -> dict[str, list[tuple[Any, ...]]]:
+        """Every table's rows as stored now, episode id first (the generator's row format)."""
+        return {
+            name: [(self.episode_id, *row) for row in self.db.select(query, (self.episode_id,))]
+            for name, query in table_queries(self.db.metadata).items()
+        }
+
     def snapshot(self) -> str:
         """Every table's rows as canonical JSON (for state diffs in tests and verification)."""
         tables = {
             table: sorted(json.dumps(row, sort_keys=True) for row in self.rows(query))
-            for table, query in _snapshot_queries(self.db.metadata).items()
+            for table, query in table_queries(self.db.metadata).items()
         }
         return json.dumps(tables, sort_keys=True)
 
 
 @cache
-def _snapshot_queries(metadata: MetaData) -> dict[str, Query]:
+def table_queries(metadata: MetaData) -> dict[str, Query]:
     """One query per table, every column but the episode id (built once: queries are cached
     per object by the database)."""
     return {

@@ -21,8 +21,20 @@ from telcoenv.domains.network.tools import IMPLEMENTATIONS, ToolContext
 from telcoenv.domains.network.topology import InitialNetwork, baseline_id, build_network
 from telcoenv.domains.network.verification import verify
 from telcoenv.sampling import SamplingPlan, compile_plan, sample_kpis
-from telcoenv.specs import Blueprint, Intent, Language
+from telcoenv.specs import LANGUAGES, Blueprint, Intent, Language
 from telcoenv.tooling import Toolbox
+from telcoenv.trace import EpisodeTrace
+
+INSTRUCTIONS = (
+    "You are a network operations agent in a mobile operator's NOC. A network engineer reports a "
+    "problem with the radio access network. Diagnose it with the tools: query the OSS, pull KPI "
+    "time series, inspect coverage and neighbours, and apply or escalate a fix. Use only the tools "
+    "the problem needs, in a sensible order. Tool results are JSON. A message without a tool call "
+    "goes to the engineer, who can confirm the cell, the time window or approve a change.\n"
+    "When you are done, call submit_resolution with the intent (the problem you identified) and a "
+    "resolution summary: root cause, evidence, actions taken and follow-up. Write the summary in "
+    "the engineer's language ({language}).{intent_list}"
+)
 
 
 def _render_changes(fix: dict[str, Any]) -> str:
@@ -33,6 +45,10 @@ class NetworkDomain:
     """Seeded network state, network tools and the bilingual engineer for a catalogue."""
 
     name = "network"
+    counterpart = "engineer"
+    taxonomy_env = "Troubleshooting"
+    snapshot_field = "network"
+    instructions = INSTRUCTIONS
 
     def __init__(self, catalog: Catalog | None = None) -> None:
         self.catalog = catalog or default_catalog()
@@ -97,7 +113,22 @@ class NetworkDomain:
     def asks_approval(self, message: str) -> bool:
         return engineer.classify_message(message) == "approval"
 
-    def verify(self, setup: EpisodeSetup, intent: Intent) -> dict[str, Any]:
+    def privileged(self, setup: EpisodeSetup, intent: Intent) -> dict[str, Any]:
+        """The corrective change and the intent's root cause and action, filled, per language."""
+        values = setup.gold_values
+        return {
+            "fix": dict(values["fix"]),
+            "root_cause": {
+                lang: intent.resolution.root_cause.in_lang(lang).format_map(values)
+                for lang in LANGUAGES
+            },
+            "corrective_action": {
+                lang: intent.resolution.corrective_action.in_lang(lang).format_map(values)
+                for lang in LANGUAGES
+            },
+        }
+
+    def verify(self, setup: EpisodeSetup, intent: Intent, trace: EpisodeTrace) -> dict[str, Any]:
         """The verified-resolution verdict on the episode's final state (JSON-ready)."""
         state = setup.state
         return verify(intent, state, setup.gold_values["fix"]).model_dump()

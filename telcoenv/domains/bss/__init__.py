@@ -1,0 +1,171 @@
+"""The BSS customer-care domain: subscribers, plans, billing, usage and add-ons.
+
+A care episode is a customer calling about one intent of intents.yaml (``domain: bss``): the
+sampler draws the caller from a care blueprint, the generator builds the operator's BSS data
+around them (with its production artefacts) in the episode database, the agent answers with the
+BSS tools and the simulated customer, and the verification replays the gold chain to check the
+final state and the exact answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+import numpy as np
+
+from telcoenv.catalog import Catalog
+from telcoenv.database import EpisodeDatabase
+from telcoenv.domains import EpisodeSetup
+from telcoenv.domains.bss import customer
+from telcoenv.domains.bss.blueprints import default_care_catalog
+from telcoenv.domains.bss.generator import generate
+from telcoenv.domains.bss.scenario import gold_values, sample_scenario
+from telcoenv.domains.bss.schema import bss_metadata
+from telcoenv.domains.bss.state import BssState
+from telcoenv.domains.bss.tools import IMPLEMENTATIONS
+from telcoenv.domains.bss.verification import verify
+from telcoenv.specs import CareBlueprint, CareIntent, Language
+from telcoenv.tooling import Toolbox
+from telcoenv.trace import EpisodeTrace
+
+INSTRUCTIONS = (
+    "You are a customer-care agent of a mobile operator. A customer contacts you with a question "
+    "or a request about their account, bill, usage, plan or add-ons. Use the BSS tools to look "
+    "the customer up, read their data and make the changes they ask for; the data can contain "
+    "artefacts (a duplicated invoice, months not collected, test accounts), so read it carefully. "
+    "Tool results are JSON. A message without a tool call goes to the customer, who can give "
+    "their line number and other details you cannot look up, or approve a change: ask rather "
+    "than guess.\n"
+    "When you are done, call submit_resolution with the intent (what the customer wanted), a "
+    "short summary of what you found and did, and, when the customer asked a question, the exact "
+    "answer as the BSS states it (a number without units, an id or the stored text). Write to "
+    "the customer in their language ({language}).{intent_list}"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class CareToolContext:
+    """What a BSS tool receives: the episode's state and the step number."""
+
+    state: BssState
+    step: int
+
+
+class BssDomain:
+    """Seeded BSS data, BSS tools and the bilingual customer for a care catalogue."""
+
+    name = "bss"
+    counterpart = "customer"
+    taxonomy_env = "CustomerCare"
+    snapshot_field = "customer"
+    instructions = INSTRUCTIONS
+
+    def __init__(self, catalog: Catalog | None = None) -> None:
+        self.catalog = catalog or default_care_catalog()
+        self.toolbox = Toolbox(self.catalog.tools, IMPLEMENTATIONS)
+        self.write_tools = {n for n, spec in self.catalog.tools.items() if spec.effect == "write"}
+
+    def connect(self, url: str | None = None) -> EpisodeDatabase:
+        """A BSS database for one environment: private and in memory unless ``url``."""
+        return EpisodeDatabase(bss_metadata(), url)
+
+    def start_episode(
+        self,
+        intent: CareIntent,
+        blueprint: CareBlueprint,
+        rng: np.random.Generator,
+        lang: Language,
+        database: EpisodeDatabase,
+        episode_id: str,
+    ) -> EpisodeSetup:
+        scenario = sample_scenario(blueprint, rng)
+        data = generate(rng, episode_id, scenario.focal)
+        values = gold_values(scenario, data)
+        state = BssState(database, data, episode_id)
+        focal = scenario.focal
+        sampled = {
+            "age": float(focal.age),
+            "family_size": float(focal.family_size),
+            "data_use": round(focal.data_use, 4),
+        }
+        for name in ("need_gb", "budget"):
+            if values.get(name) is not None:
+                sampled[name] = float(values[name])
+        return EpisodeSetup(
+            sampled_kpis=sampled,
+            state=state,
+            gold_values=values,
+            problem_statement=customer.opening(intent, values, lang, rng),
+            gold_summary={},
+            gold_answer=intent.answer.format_map(values) if intent.answer else None,
+        )
+
+    def tool_context(
+        self, state: BssState, seed: Callable[[], list[int]], step: int
+    ) -> CareToolContext:
+        return CareToolContext(state, step)
+
+    def reply(
+        self,
+        setup: EpisodeSetup,
+        blueprint: CareBlueprint,
+        message: str,
+        lang: Language,
+        rng: np.random.Generator,
+        *,
+        ended: bool,
+    ) -> str:
+        intent = self.catalog.intent(blueprint.intent)
+        return customer.reply(intent, setup.gold_values, message, lang, rng, ended=ended)
+
+    def asks_approval(self, message: str) -> bool:
+        return "approval" in customer.asked_topics(message)
+
+    def snapshot(self, state: BssState) -> dict[str, Any]:
+        """Who called, for the trace: ids, profile and the months of data."""
+        data = state.data
+        profile = next(r for r in data.rows["customers"] if r[1] == data.customer_id)
+        plan = next(r for r in data.rows["lines"] if r[1] == data.msisdns[0])[3]
+        return {
+            "customer_id": data.customer_id,
+            "account_id": data.account_id,
+            "msisdns": list(data.msisdns),
+            "birth_date": profile[3],
+            "segment": profile[4],
+            "language": profile[5],
+            "plan_id": plan,
+            "months": [data.months[0], data.months[-1]],
+            "today": state.today,
+        }
+
+    def privileged(self, setup: EpisodeSetup, intent: CareIntent) -> dict[str, Any]:
+        """The gold answer and the values the customer and the gold chain use."""
+        values = setup.gold_values
+        keep = ("msisdn", "customer_id", "account_id", "period", "plan_id", "addon_id")
+        return {
+            "gold_answer": setup.gold_answer,
+            "values": {k: values[k] for k in keep if values.get(k) is not None},
+            "customer_knows": sorted(customer.knowledge(intent, values)),
+        }
+
+    def verify(
+        self, setup: EpisodeSetup, intent: CareIntent, trace: EpisodeTrace
+    ) -> dict[str, Any]:
+        """The final state against the gold chain replayed, and the submitted answer."""
+        submission = trace.submission
+        return verify(
+            setup.state,
+            trace.gold_chain,
+            self.write_tools,
+            setup.gold_answer,
+            submission.answer if submission is not None else None,
+        ).model_dump()
+
+
+@cache
+def bss_domain() -> BssDomain:
+    """The packaged BSS domain, built once per process and shared by environments."""
+    return BssDomain()

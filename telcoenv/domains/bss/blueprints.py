@@ -1,0 +1,219 @@
+"""Load and check the customer-care blueprints (``blueprints/bss/<INTENT>/*.yaml``) and build
+the BSS :class:`~telcoenv.catalog.Catalog`.
+
+A care blueprint is validated by its pydantic model (field names, types, ``[min, max]`` pairs)
+and then against the product catalogue and its intent, so that every episode it can produce is
+solvable: the plans exist and the customer may hold them at every age of the range, a trip's
+zone has a pack the line may buy, a target plan is open to the customer, and every value the
+intent's templates use is planted. Problems raise :class:`~telcoenv.errors.CatalogError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from telcoenv.catalog import (
+    Catalog,
+    data_root,
+    load_intents,
+    load_tools,
+    parse_model,
+    read_yaml,
+    template_fields,
+    template_strings,
+)
+from telcoenv.domains.bss.generator import catalogue
+from telcoenv.domains.bss.scenario import FACT_SOURCES, cheapest_plan, eligible
+from telcoenv.errors import CatalogError
+from telcoenv.specs import CareBlueprint, CareIntent
+
+BSS_FOLDER = "bss"  # inside blueprints/: the network loader reads <INTENT>/*.yaml only
+
+
+def _ranges(blueprint: CareBlueprint) -> list[tuple[str, tuple[float, float]]]:
+    pairs = [
+        ("customer.age", blueprint.customer.age),
+        ("customer.family_size", blueprint.customer.family_size),
+        ("customer.data_use", blueprint.customer.data_use),
+        ("period", blueprint.period),
+    ]
+    for name in ("trip_days_ahead", "data_need_gb", "budget_slack"):
+        value = getattr(blueprint, name)
+        if value is not None:
+            pairs.append((name, value))
+    return pairs
+
+
+def _check_ranges(blueprint: CareBlueprint, file: str) -> None:
+    for field, (low, high) in _ranges(blueprint):
+        if low > high:
+            raise CatalogError(file, field, f"min ({low:g}) must not exceed max ({high:g})")
+        if low < 0:
+            raise CatalogError(file, field, f"must not be negative, got {low:g}")
+    if blueprint.customer.age[0] < 16 or blueprint.customer.family_size[0] < 1:
+        raise CatalogError(file, "customer", "ages start at 16 and a family has 1 line or more")
+    if blueprint.period[1] > 11:
+        raise CatalogError(file, "period", "the data covers 12 months: at most 11 months back")
+
+
+def _check_plans(blueprint: CareBlueprint, file: str) -> None:
+    plans = {p["plan_id"]: p for p in catalogue()["plans"]}
+    customer = blueprint.customer
+    for field, ids in (
+        ("customer.plans", customer.plans),
+        ("target_plans", blueprint.target_plans),
+    ):
+        for plan_id in ids:
+            if plan_id not in plans:
+                raise CatalogError(file, field, f"unknown plan {plan_id!r}; known: {sorted(plans)}")
+    for plan_id in customer.plans:
+        for age in customer.age:
+            if not eligible(plans[plan_id], age, customer.segment):
+                raise CatalogError(
+                    file,
+                    "customer.plans",
+                    f"a {age}-year-old {customer.segment} customer cannot hold {plan_id}",
+                )
+            payment = plans[plan_id]["payment"]
+            if blueprint.target_plans and not any(
+                t != plan_id
+                and eligible(plans[t], age, customer.segment)
+                and plans[t]["payment"] == payment
+                for t in blueprint.target_plans
+            ):
+                raise CatalogError(
+                    file,
+                    "target_plans",
+                    f"no target plan is open to a {age}-year-old on {plan_id}",
+                )
+            if blueprint.budget_slack and cheapest_plan(age, customer.segment, 1e9) is None:
+                raise CatalogError(file, "budget_slack", f"no plan fits a {age}-year-old")
+
+
+def _check_addons(blueprint: CareBlueprint, file: str) -> None:
+    addons = {a["addon_id"]: a for a in catalogue()["addons"]}
+    destinations = catalogue()["destinations"]
+    payments = {p["plan_id"]: p["payment"] for p in catalogue()["plans"]}
+    line_payments = {payments[p] for p in blueprint.customer.plans}
+    for name in blueprint.destinations:
+        if name not in destinations:
+            raise CatalogError(
+                file, "destinations", f"unknown destination {name!r}; known: {sorted(destinations)}"
+            )
+        if blueprint.trip_days_ahead is None:
+            continue
+        for payment in line_payments:
+            if not any(
+                a["kind"] == "roaming"
+                and a["zone"] == destinations[name]
+                and payment in a["payment"]
+                for a in addons.values()
+            ):
+                raise CatalogError(
+                    file, "destinations", f"no roaming pack for {name} sold to {payment} lines"
+                )
+    for addon_id in blueprint.active_addons:
+        if addon_id not in addons:
+            raise CatalogError(file, "active_addons", f"unknown add-on {addon_id!r}")
+        if not line_payments <= set(addons[addon_id]["payment"]):
+            raise CatalogError(file, "active_addons", f"{addon_id} is not sold to every line type")
+    if blueprint.data_need_gb is not None:
+        need = blueprint.data_need_gb[1]
+        for payment in line_payments:
+            if not any(
+                a["kind"] == "data_coupon" and payment in a["payment"] and a["data_gb"] >= need
+                for a in addons.values()
+            ):
+                raise CatalogError(file, "data_need_gb", f"no coupon of {need} GB for {payment}")
+    if blueprint.trip_days_ahead is not None and not blueprint.destinations:
+        raise CatalogError(file, "destinations", "a trip needs destinations")
+
+
+def _planted(blueprint: CareBlueprint, source: str) -> bool:
+    if source == "customer.family_size":
+        return blueprint.customer.family_size[0] >= 2
+    return bool(getattr(blueprint, source))
+
+
+def _check_intent_values(blueprint: CareBlueprint, intent: CareIntent, file: str) -> None:
+    """Every value the intent's templates use is planted by the blueprint."""
+    texts = [v for step in intent.gold_chain for v in template_strings(step.arguments)]
+    texts += [intent.answer or "", intent.customer.en]
+    used = set().union(*(template_fields(t) for t in texts))
+    needs = {field: FACT_SOURCES[field] for field in used if field in FACT_SOURCES}
+    if "plan_id" in used and not (blueprint.budget_slack or blueprint.target_plans):
+        raise CatalogError(file, "", f"{intent.key} needs budget_slack or target_plans")
+    if "addon_id" in used and not (blueprint.trip_days_ahead or blueprint.data_need_gb):
+        raise CatalogError(file, "", f"{intent.key} needs trip_days_ahead or data_need_gb")
+    if "ticket_summary" in used:
+        needs["ticket_summary"] = "duplicate_invoice"
+    for field, source in sorted(needs.items()):
+        if not _planted(blueprint, source):
+            raise CatalogError(
+                file, source, f"{intent.key} uses {{{field}}}: the blueprint must set {source}"
+            )
+
+
+def load_care_blueprint(path: Path, intents: Mapping[str, CareIntent]) -> CareBlueprint:
+    """Load and check one care blueprint file that sits in its intent's folder."""
+    file = str(path)
+    blueprint = parse_model(CareBlueprint, read_yaml(path), file)
+    if blueprint.intent not in intents:
+        raise CatalogError(file, "intent", f"unknown care intent {blueprint.intent!r}")
+    if blueprint.intent != path.parent.name:
+        raise CatalogError(
+            file, "intent", f"{blueprint.intent!r} does not match the folder {path.parent.name!r}"
+        )
+    _check_ranges(blueprint, file)
+    _check_plans(blueprint, file)
+    _check_addons(blueprint, file)
+    _check_intent_values(blueprint, intents[blueprint.intent], file)
+    return blueprint
+
+
+def load_care_blueprints(
+    folder: Path, intents: tuple[CareIntent, ...]
+) -> dict[str, tuple[CareBlueprint, ...]]:
+    """``<folder>/<INTENT>/*.yaml`` for every care intent (each needs one at least)."""
+    if not folder.is_dir():
+        raise CatalogError(str(folder), "", "care blueprints folder not found")
+    by_key = {intent.key: intent for intent in intents}
+    found: dict[str, list[CareBlueprint]] = {key: [] for key in by_key}
+    ids: dict[str, str] = {}
+    for path in sorted(folder.glob("*/*.yaml")):
+        blueprint = load_care_blueprint(path, by_key)
+        if blueprint.blueprint_id in ids:
+            raise CatalogError(
+                str(path), "blueprint_id", f"duplicate id (also {ids[blueprint.blueprint_id]})"
+            )
+        ids[blueprint.blueprint_id] = str(path)
+        found[blueprint.intent].append(blueprint)
+    missing = [key for key, family in found.items() if not family]
+    if missing:
+        raise CatalogError(str(folder), "", f"no blueprint for care intent(s) {missing}")
+    return {key: tuple(family) for key, family in found.items()}
+
+
+def load_care_catalog(
+    intents_path: str | Path | None = None,
+    blueprints_dir: str | Path | None = None,
+    tools_dir: str | Path | None = None,
+) -> Catalog:
+    """The customer-care catalogue; paths left out come from the packaged data."""
+    root = data_root()
+    tools = load_tools(Path(tools_dir) if tools_dir else root / "tools", domain="bss")
+    categories, intents = load_intents(
+        Path(intents_path) if intents_path else root / "intents.yaml", tools, domain="bss"
+    )
+    folder = Path(blueprints_dir) if blueprints_dir else root / "blueprints" / BSS_FOLDER
+    blueprints: Any = load_care_blueprints(folder, intents)
+    return Catalog(categories=categories, intents=intents, blueprints=blueprints, tools=tools)
+
+
+@cache
+def default_care_catalog() -> Catalog:
+    """The packaged customer-care catalogue, loaded and validated once per process."""
+    return load_care_catalog()

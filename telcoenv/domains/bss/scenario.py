@@ -1,0 +1,202 @@
+"""From a care blueprint to an episode: what the caller is like and what the gold values are.
+
+:func:`sample_scenario` draws, with the episode's generator, the focal customer and the choices
+of a :class:`~telcoenv.specs.CareBlueprint` (the month concerned, a trip, a data need, a budget,
+a target plan, a new email); :func:`gold_values` reads the generated data and returns every
+value a care intent's templates may use (gold-chain arguments, the exact answer, the customer's
+words). Nothing here depends on the intent: the blueprint says what to plant, the intent's
+templates pick the values they need.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from telcoenv.domains.bss.generator import BssData, Focal, catalogue
+from telcoenv.domains.bss.state import TODAY
+from telcoenv.specs import CareBlueprint
+
+END_MONTH = "2026-11"  # the latest billed month of every episode
+# Template fields a blueprint must plant: field -> the blueprint field that provides it.
+FACT_SOURCES: dict[str, str] = {
+    "roaming_charge": "roaming_bill",
+    "duplicate_amount": "duplicate_invoice",
+    "failure_reason": "failed_payment",
+    "subscription_id": "active_addons",
+    "zone": "trip_days_ahead",
+    "destination": "destinations",
+    "need_gb": "data_need_gb",
+    "budget": "budget_slack",
+    "email": "new_email",
+    "group_id": "customer.family_size",
+    "family_data_gb": "customer.family_size",
+}
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """What the sampler drew for one episode besides the generated data."""
+
+    focal: Focal
+    period: str
+    destination: str | None = None
+    start_date: str | None = None
+    need_gb: int | None = None
+    budget_slack: float | None = None
+    target_plan: str | None = None
+    email: str | None = None
+
+
+def _uniform_int(bounds: tuple[int, int], rng: np.random.Generator) -> int:
+    return int(rng.integers(bounds[0], bounds[1] + 1))
+
+
+def _month_before(end: str, months: int) -> str:
+    year, month = map(int, end.split("-"))
+    index = year * 12 + month - 1 - months
+    return f"{index // 12:04d}-{index % 12 + 1:02d}"
+
+
+def eligible(plan: dict[str, Any], age: int, segment: str) -> bool:
+    """The catalogue's eligibility rule: the customer's segment and age."""
+    high = plan["max_age"]
+    return plan["segment"] == segment and plan["min_age"] <= age and (high is None or age <= high)
+
+
+def _pick(choices: tuple[str, ...] | list[str], rng: np.random.Generator) -> str:
+    return choices[int(rng.integers(len(choices)))]
+
+
+def sample_scenario(blueprint: CareBlueprint, rng: np.random.Generator) -> Scenario:
+    """Draw the focal customer and the blueprint's choices for one episode."""
+    spec = blueprint.customer
+    age = _uniform_int(spec.age, rng)
+    plan_id = _pick(spec.plans, rng)
+    period = _month_before(END_MONTH, _uniform_int(blueprint.period, rng))
+    destination = _pick(blueprint.destinations, rng) if blueprint.destinations else None
+    zone = catalogue()["destinations"][destination] if destination else "EUROPE"
+    start_date = None
+    if blueprint.trip_days_ahead is not None:
+        ahead = _uniform_int(blueprint.trip_days_ahead, rng)
+        start_date = str(dt.date.fromisoformat(TODAY) + dt.timedelta(days=ahead))
+    elif blueprint.data_need_gb is not None:
+        start_date = TODAY
+    focal = Focal(
+        age=age,
+        segment=spec.segment,
+        plan_id=plan_id,
+        family_size=_uniform_int(spec.family_size, rng),
+        data_use=float(rng.uniform(*spec.data_use)),
+        roaming_month=period if blueprint.roaming_bill else None,
+        roaming_zone=zone,
+        duplicate_month=period if blueprint.duplicate_invoice else None,
+        failed_payment=blueprint.failed_payment,
+        active_addon=_pick(blueprint.active_addons, rng) if blueprint.active_addons else None,
+    )
+    plans = {p["plan_id"]: p for p in catalogue()["plans"]}
+    targets = [
+        p
+        for p in blueprint.target_plans
+        if p != plan_id
+        and eligible(plans[p], age, spec.segment)
+        and plans[p]["payment"] == plans[plan_id]["payment"]
+    ]
+    return Scenario(
+        focal=focal,
+        period=period,
+        destination=destination,
+        start_date=start_date,
+        need_gb=_uniform_int(blueprint.data_need_gb, rng) if blueprint.data_need_gb else None,
+        budget_slack=float(rng.uniform(*blueprint.budget_slack))
+        if blueprint.budget_slack
+        else None,
+        target_plan=_pick(targets, rng) if targets else None,
+        email=f"{_pick(('contact', 'mail', 'me', 'inbox'), rng)}"
+        f"{int(rng.integers(10, 99))}@mail.example.sa"
+        if blueprint.new_email
+        else None,
+    )
+
+
+def cheapest_plan(
+    age: int, segment: str, data_gb: float, payment: str = "postpaid"
+) -> dict[str, Any] | None:
+    """The cheapest catalogue plan the customer may take whose allowance covers ``data_gb``."""
+    fitting = [
+        p
+        for p in catalogue()["plans"]
+        if p["payment"] == payment
+        and eligible(p, age, segment)
+        and (p["data_gb"] is None or p["data_gb"] >= data_gb)
+    ]
+    return min(fitting, key=lambda p: p["price"]) if fitting else None
+
+
+def _addon_for(kind: str, line_payment: str, *, zone: str | None = None, need: int = 0) -> str:
+    """The add-on of the gold chain: the zone's roaming pack, or the cheapest coupon covering
+    ``need`` GB, among those sold to the line's payment type."""
+    candidates = [
+        a
+        for a in catalogue()["addons"]
+        if a["kind"] == kind
+        and line_payment in a["payment"]
+        and (zone is None or a["zone"] == zone)
+        and (a["data_gb"] or 0) >= need
+    ]
+    if not candidates:
+        raise ValueError(f"no {kind} add-on for a {line_payment} line (zone {zone}, {need} GB)")
+    return min(candidates, key=lambda a: a["price"])["addon_id"]
+
+
+def gold_values(scenario: Scenario, data: BssData) -> dict[str, Any]:
+    """Every template value of the episode (see ``CARE_EXAMPLE_VALUES`` in the catalogue)."""
+    focal, facts = scenario.focal, data.facts
+    plans = {p["plan_id"]: p for p in catalogue()["plans"]}
+    payment = plans[focal.plan_id]["payment"]
+    vat = catalogue()["vat_rate"]
+    values: dict[str, Any] = {
+        "msisdn": data.msisdns[0],
+        "customer_id": data.customer_id,
+        "account_id": data.account_id,
+        "period": scenario.period,
+        "months": len(data.months),
+        "plan_id": scenario.target_plan,
+        "current_plan_id": focal.plan_id,
+        "average_data_gb": facts["average_data_gb"],
+        "balance": facts["balance"],
+        "family_data_gb": facts["family_data_gb"].get(scenario.period),
+        "destination": scenario.destination,
+        "start_date": scenario.start_date,
+        "need_gb": scenario.need_gb,
+        "email": scenario.email,
+        "zone": None,
+        "addon_id": None,
+        "budget": None,
+        **{k: facts.get(k) for k in ("roaming_charge", "duplicate_amount", "failure_reason")},
+        "subscription_id": facts.get("subscription_id"),
+        "group_id": data.rows["family_groups"][0][1] if data.rows["family_groups"] else None,
+    }
+    if scenario.destination is not None and scenario.start_date is not None:
+        values["zone"] = catalogue()["destinations"][scenario.destination]
+        values["addon_id"] = _addon_for("roaming", payment, zone=values["zone"])
+    elif scenario.need_gb is not None:
+        values["addon_id"] = _addon_for("data_coupon", payment, need=scenario.need_gb)
+    if scenario.budget_slack is not None:
+        best = cheapest_plan(focal.age, focal.segment, facts["average_data_gb"])
+        if best is None:
+            raise ValueError(f"no plan fits a {focal.age}-year-old {focal.segment} customer")
+        values["plan_id"] = best["plan_id"]
+        values["budget"] = math.ceil(best["price"] * (1 + vat) + scenario.budget_slack)
+    if scenario.focal.duplicate_month is not None:
+        original, amount = facts["invoices"][scenario.period]
+        values["ticket_summary"] = (
+            f"Invoice {facts['duplicate_invoice']} duplicates invoice {original} for "
+            f"{scenario.period} ({amount:.2f} SAR): the billing run fired twice; please cancel "
+            "it and refund any payment taken for it."
+        )
+    return values

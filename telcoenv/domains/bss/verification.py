@@ -1,0 +1,163 @@
+"""Verify a customer-care episode on the final state of its BSS database.
+
+The reference is the gold chain replayed, not a hand-written rule per intent: the episode's
+generated data is loaded into a private database, the gold chain's write calls run against it,
+and the changes they make (rows inserted, deleted, columns updated) are the *expected* changes.
+The episode is resolved when the agent's database shows exactly those changes (every expected
+change is there, nothing else changed) and, when the customer asked a question, the submitted
+answer matches the gold answer (see :mod:`telcoenv.metrics.answers`). Text in the agent's own
+words (a ticket summary, a credit reason) is not compared.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel
+
+from telcoenv.database import EpisodeDatabase
+from telcoenv.domains.bss.generator import BssData
+from telcoenv.domains.bss.schema import bss_metadata
+from telcoenv.domains.bss.state import BssState
+from telcoenv.metrics.answers import answers_match
+from telcoenv.trace import GoldCall
+
+# Columns written from the agent's own words (``free_text`` parameters of the tool specs).
+FREE_TEXT_COLUMNS = frozenset({("tickets", "summary"), ("credit_notes", "reason")})
+
+
+class Check(BaseModel):
+    name: str
+    passed: bool
+    detail: str
+
+
+class CareVerdict(BaseModel):
+    """The verdict on one care episode's final state (JSON-ready via ``model_dump``)."""
+
+    resolved: bool
+    checks: list[Check]
+    expected_changes: list[dict[str, Any]]
+    collateral_changes: list[dict[str, Any]]
+    answer_correct: bool | None  # None: the customer asked no question
+
+
+@dataclass(frozen=True)
+class _Context:
+    state: BssState
+    step: int = 0
+
+
+def _normal(value: Any) -> Any:
+    return round(value, 2) if isinstance(value, float) else value
+
+
+def _table_rows(
+    metadata: Any, rows: Mapping[str, Iterable[tuple[Any, ...]]]
+) -> dict[str, dict[tuple, dict[str, Any]]]:
+    """Rows per table, keyed by primary key (the episode id left out)."""
+    out: dict[str, dict[tuple, dict[str, Any]]] = {}
+    for name, table_rows in rows.items():
+        table = metadata.tables[name]
+        columns = list(table.columns.keys())
+        keys = [c.name for c in table.primary_key.columns if c.name != "episode_id"]
+        indexed: dict[tuple, dict[str, Any]] = {}
+        for row in table_rows:
+            record = {c: _normal(v) for c, v in zip(columns, row, strict=True)}
+            record.pop("episode_id", None)
+            indexed[tuple(record[k] for k in keys)] = record
+        out[name] = indexed
+    return out
+
+
+def diff(
+    before: Mapping[str, Iterable[tuple[Any, ...]]], after: Mapping[str, Iterable[tuple[Any, ...]]]
+) -> list[dict[str, Any]]:
+    """The changes from ``before`` to ``after``: inserted and deleted rows, updated columns."""
+    metadata = bss_metadata()
+    old, new = _table_rows(metadata, before), _table_rows(metadata, after)
+    changes: list[dict[str, Any]] = []
+    for table in sorted(new):
+        rows_before, rows_after = old.get(table, {}), new[table]
+        for key in sorted(set(rows_before) | set(rows_after), key=repr):
+            was, now = rows_before.get(key), rows_after.get(key)
+            where = {"table": table, "key": list(key)}
+            if was is None:
+                row = {c: v for c, v in now.items() if (table, c) not in FREE_TEXT_COLUMNS}
+                changes.append({**where, "inserted": row})
+            elif now is None:
+                changes.append({**where, "deleted": was})
+            else:
+                for column in now:
+                    if now[column] != was[column] and (table, column) not in FREE_TEXT_COLUMNS:
+                        changes.append(
+                            {**where, "column": column, "before": was[column], "after": now[column]}
+                        )
+    return changes
+
+
+def expected_changes(
+    data: BssData, episode_id: str, gold_chain: Iterable[GoldCall], write_tools: set[str]
+) -> list[dict[str, Any]]:
+    """The changes of the gold chain's write calls, replayed on a private copy of the data."""
+    writes = [call for call in gold_chain if call.tool in write_tools]
+    if not writes:
+        return []
+    from telcoenv.domains.bss.tools import IMPLEMENTATIONS
+
+    database = EpisodeDatabase(bss_metadata())
+    try:
+        replay = BssState(database, data, episode_id)
+        for call in writes:
+            IMPLEMENTATIONS[call.tool](_Context(replay), **call.arguments)
+        return diff(data.rows, replay.current_rows())
+    finally:
+        database.close()
+
+
+def _describe(change: Mapping[str, Any]) -> str:
+    where = f"{change['table']} {'/'.join(map(str, change['key']))}"
+    if "inserted" in change:
+        return f"{where} inserted"
+    if "deleted" in change:
+        return f"{where} deleted"
+    return f"{where}.{change['column']}: {change['before']!r} -> {change['after']!r}"
+
+
+def verify(
+    state: BssState,
+    gold_chain: Iterable[GoldCall],
+    write_tools: set[str],
+    gold_answer: str | None,
+    submitted_answer: str | None,
+) -> CareVerdict:
+    """Compare the episode's final database with the gold replay, and the answer with gold."""
+    expected = expected_changes(state.data, state.episode_id, gold_chain, write_tools)
+    made = diff(state.data.rows, state.current_rows())
+    checks = [
+        Check(name=_describe(change), passed=change in made, detail="expected change")
+        for change in expected
+    ]
+    collateral = [change for change in made if change not in expected]
+    answer_correct = None
+    if gold_answer is not None:
+        answer_correct = submitted_answer is not None and answers_match(
+            submitted_answer, gold_answer
+        )
+        checks.append(
+            Check(
+                name="answer",
+                passed=answer_correct,
+                detail=f"submitted {submitted_answer!r}, gold {gold_answer!r}",
+            )
+        )
+    resolved = all(check.passed for check in checks) and not collateral
+    return CareVerdict(
+        resolved=resolved,
+        checks=checks,
+        expected_changes=expected,
+        collateral_changes=collateral,
+        answer_correct=answer_correct,
+    )
