@@ -1,4 +1,5 @@
-"""The ``telcoenv`` command line: list environments, validate data folders, run the demo."""
+"""The ``telcoenv`` command line: list environments, validate data folders, run the demo,
+evaluate agents and report (network operations and customer care)."""
 
 from __future__ import annotations
 
@@ -26,12 +27,17 @@ def _cmd_list(_: argparse.Namespace) -> int:
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
-    from telcoenv.catalog import load_catalog
-    from telcoenv.domains.network.kpis import kpi_catalogue
+    if args.domain == "bss":
+        from telcoenv.domains.bss.blueprints import load_care_catalog
 
-    catalog = load_catalog(
-        args.intents, args.blueprints, args.tools, known_kpis=kpi_catalogue().kpis
-    )
+        catalog = load_care_catalog(args.intents, args.blueprints, args.tools)
+    else:
+        from telcoenv.catalog import load_catalog
+        from telcoenv.domains.network.kpis import kpi_catalogue
+
+        catalog = load_catalog(
+            args.intents, args.blueprints, args.tools, known_kpis=kpi_catalogue().kpis
+        )
     count = sum(len(family) for family in catalog.blueprints.values())
     print(f"ok: {len(catalog.intents)} intents, {count} blueprints, {len(catalog.tools)} tools")
     return 0
@@ -39,14 +45,16 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
 def _cmd_demo(args: argparse.Namespace) -> int:
     from telcoenv.agents import OracleAgent
-    from telcoenv.catalog import default_catalog
+    from telcoenv.domains import get_domain
     from telcoenv.env import TelcoEnv
 
     agent = OracleAgent()
     episodes = 0
-    for intent in default_catalog().intents:
+    domain = get_domain(args.domain)
+    label = f"{domain.counterpart}: "
+    for intent in domain.catalog.intents:
         for lang in args.lang.split(","):
-            env = TelcoEnv(intent.env_name, lang=lang, privileged=True)
+            env = TelcoEnv(intent.env_name, lang=lang, privileged=True, domain=domain)
             observation, info = env.reset(seed=args.seed)
             agent.reset(observation, info)
             print(f"\n=== {intent.key} [{lang}] {info['episode_id']}")
@@ -54,8 +62,8 @@ def _cmd_demo(args: argparse.Namespace) -> int:
                 textwrap.fill(
                     _short(observation, args.width * 3),
                     args.width,
-                    initial_indent="engineer: ",
-                    subsequent_indent="          ",
+                    initial_indent=label,
+                    subsequent_indent=" " * len(label),
                 )
             )
             done, reward = False, 0.0
@@ -63,16 +71,22 @@ def _cmd_demo(args: argparse.Namespace) -> int:
                 action = agent.act(observation, info)
                 observation, reward, terminated, truncated, info = env.step(action)
                 done = terminated or truncated
-                arguments = json.dumps(action["arguments"], ensure_ascii=False)
-                print(f"  -> {action['name']}({_short(arguments, args.width - 10)})")
+                if isinstance(action, str):  # a message to the counterpart
+                    print(f"  -> (message) {_short(action, args.width - 15)}")
+                else:
+                    arguments = json.dumps(action["arguments"], ensure_ascii=False)
+                    print(f"  -> {action['name']}({_short(arguments, args.width - 10)})")
                 print(f"     {_short(observation, args.width - 5)}")
             metrics = info["metrics"]
             scores = " ".join(
-                f"{name.upper()}={metrics[name]:.2f}"
-                for name in ("ira", "msc", "eap", "sas", "ra")
+                f"{name.upper()}={float(metrics[name]):.2f}"
+                for name in ("ira", "msc", "eap", "sas", "ra", "args", "answer")
                 if metrics[name] is not None
             )
-            print(f"  reward={reward:.2f} {scores} chain={' > '.join(info['predicted_chain'])}")
+            print(
+                f"  reward={reward:.2f} {scores} resolved={info['resolved']} "
+                f"chain={' > '.join(info['predicted_chain'])}"
+            )
             episodes += 1
     print(f"\n{episodes} episodes completed; IRA/RA embedder: {metrics['embedder']}")
     return 0
@@ -112,7 +126,11 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         raise EpisodeOptionError(f"--intent-list takes with and/or without, got {unknown}")
     intents = "all" if args.intents == "all" else _split(args.intents)
     grid = build_grid(
-        intents, args.samples, _split(args.lang), [conditions[c] for c in _split(args.intent_list)]
+        intents,
+        args.samples,
+        _split(args.lang),
+        [conditions[c] for c in _split(args.intent_list)],
+        domain=args.domain,
     )
     options = json.loads(args.agent_options) if args.agent_options else {}
     config = RunConfig(
@@ -174,43 +192,69 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_show(args: argparse.Namespace) -> int:
-    from telcoenv.catalog import default_catalog
+    from telcoenv.domains import DOMAINS, get_domain
 
-    catalog = default_catalog()
-    name = args.name
+    for domain in DOMAINS:
+        if _show(args.name, get_domain(domain).catalog):
+            return 0
+    valid = sorted(
+        name
+        for domain in DOMAINS
+        for name in [
+            *(i.env_name for i in get_domain(domain).catalog.intents),
+            *get_domain(domain).catalog.tools,
+        ]
+    )
+    raise TelcoEnvError(
+        f"nothing named {args.name!r}: give an intent, blueprint id or tool ({valid})"
+    )
+
+
+def _show(name: str, catalog: Any) -> bool:
+    """Print the tool, blueprint or intent of ``catalog`` called ``name``; False if none."""
     if name in catalog.tools:
         print(json.dumps(catalog.tools[name].openai(), indent=2, ensure_ascii=False))
-        return 0
+        return True
     try:
         blueprint = catalog.blueprint(name)
     except TelcoEnvError:
         blueprint = None
     if blueprint is not None:
         print(f"{blueprint.blueprint_id} ({blueprint.intent}): {blueprint.description}")
-        print(f"context: {blueprint.context.model_dump()}")
-        print(f"priors: {blueprint.priors}")
-        for kpi, rule in blueprint.constraints.items():
-            extra = f" {rule.dist}" if rule.dist != "uniform" else ""
-            if rule.parent:
-                extra += f" <- {rule.parent} ({rule.corr or f'slope {rule.slope:g}'})"
-            print(f"  {kpi:<26} [{rule.min:g}, {rule.max:g}]{extra}")
-        return 0
-    intent = catalog.intent(_intent_name(name, catalog))
+        if hasattr(blueprint, "constraints"):
+            _show_network_blueprint(blueprint)
+        else:
+            fields = blueprint.model_dump(exclude={"intent", "blueprint_id", "description"})
+            for field, value in fields.items():
+                print(f"  {field:<18} {value}")
+        return True
+    intent = next(
+        (i for i in catalog.intents if name in (i.key, i.env_name, f"telcoenv/{i.gym_name}-v0")),
+        None,
+    )
+    if intent is None:
+        return False
     print(f"{intent.key} / {intent.env_name} ({catalog.categories[intent.category]['en']})")
     print(f"  {intent.label.en} | {intent.label.ar}")
     print(f"  {intent.description.en}")
     print(f"  gold chain: {' -> '.join(intent.gold_tools)}")
-    print(f"  fault: {intent.fault.target} {dict(intent.fault.parameters)}")
+    if hasattr(intent, "fault"):
+        print(f"  fault: {intent.fault.target} {dict(intent.fault.parameters)}")
+    else:
+        print(f"  customer: {intent.customer.en}")
+        print(f"  answer: {intent.answer or '(a request: verified on the final state)'}")
     print(f"  blueprints: {', '.join(b.blueprint_id for b in catalog.blueprints[intent.key])}")
-    return 0
+    return True
 
 
-def _intent_name(name: str, catalog: Any) -> str:
-    for intent in catalog.intents:
-        if name in (intent.key, intent.env_name, f"telcoenv/{intent.gym_name}-v0"):
-            return intent.key
-    valid = sorted([i.env_name for i in catalog.intents] + list(catalog.tools))
-    raise TelcoEnvError(f"nothing named {name!r}: give an intent, blueprint id or tool ({valid})")
+def _show_network_blueprint(blueprint: Any) -> None:
+    print(f"context: {blueprint.context.model_dump()}")
+    print(f"priors: {blueprint.priors}")
+    for kpi, rule in blueprint.constraints.items():
+        extra = f" {rule.dist}" if rule.dist != "uniform" else ""
+        if rule.parent:
+            extra += f" <- {rule.parent} ({rule.corr or f'slope {rule.slope:g}'})"
+        print(f"  {kpi:<26} [{rule.min:g}, {rule.max:g}]{extra}")
 
 
 def _cmd_generate(args: argparse.Namespace) -> int:
@@ -232,6 +276,9 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("--intents", help="intents YAML file (default: packaged)")
     validate.add_argument("--blueprints", help="blueprints folder (default: packaged)")
     validate.add_argument("--tools", help="tool specs folder (default: packaged)")
+    validate.add_argument(
+        "--domain", default="network", choices=["network", "bss"], help="which catalogue"
+    )
     validate.set_defaults(func=_cmd_validate)
     rescore = commands.add_parser(
         "rescore", help="recompute the metrics of a TelcoAgent-Bench release from its predictions"
@@ -256,7 +303,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--agent", required=True, help="oracle, random, heuristic, openai, or module:factory"
     )
     evaluate.add_argument("--agent-options", default="", help="JSON object of agent options")
-    evaluate.add_argument("--intents", default="all", help="all, or comma-separated intents")
+    evaluate.add_argument(
+        "--intents", default="all", help="all (of --domain), or comma-separated intents"
+    )
+    evaluate.add_argument(
+        "--domain",
+        default="network",
+        choices=["network", "bss", "all"],
+        help="network operations, customer care (bss) or both",
+    )
     evaluate.add_argument("--samples", type=int, default=30, help="samples per blueprint")
     evaluate.add_argument("--lang", default="en,ar")
     evaluate.add_argument("--intent-list", default="with", help="with, without, or with,without")
@@ -302,6 +357,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--lang", default="en,ar", help="comma-separated languages (en,ar)")
     demo.add_argument("--seed", type=int, default=0)
     demo.add_argument("--width", type=int, default=110, help="characters per printed line")
+    demo.add_argument("--domain", default="network", choices=["network", "bss"])
     demo.set_defaults(func=_cmd_demo)
     return parser
 

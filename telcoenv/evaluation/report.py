@@ -1,10 +1,14 @@
 """Paper-style reports from stored episodes: tables (Markdown, CSV, JSON) and PNG plots.
 
-For each run: IRA in the two conditions (with / without the intent list) x EN / AR; MSC, EAP
-and SAS per language; GPC-0, GPC-1, SD and BRS per language (blueprint groups of the with-list
-condition, or of the only condition run); RA per language; and per-intent and per-category
-breakdowns. Several runs sit side by side. A failed episode (agent error or timeout) scores 0
-on every metric and is counted.
+For each run, over its network-operations episodes: IRA in the two conditions (with / without
+the intent list) x EN / AR; MSC, EAP and SAS per language; GPC-0, GPC-1, SD and BRS per language
+(blueprint groups of the with-list condition, or of the only condition run); RA and the verified
+resolution rate per language. Over its customer-care episodes, per language: MSC, EAP, SAS,
+argument accuracy, exact-answer accuracy (over the episodes that ask a question) and the
+verified resolution rate. Then per-intent and per-category breakdowns of every metric. Several
+runs sit side by side. A failed episode (agent error or timeout) scores 0 on every metric that
+applies to it and is counted; a metric that does not apply (RA in customer care, the answer of
+a request without a question) is left out of its mean.
 """
 
 from __future__ import annotations
@@ -20,7 +24,10 @@ from typing import Any
 
 from telcoenv.metrics.reliability import ChainRecord, reliability
 
-METRICS = ("ira", "msc", "eap", "sas", "ra")
+METRICS = ("ira", "msc", "eap", "sas", "ra", "args", "answer", "resolved")
+CARE_METRICS = ("msc", "eap", "sas", "args", "answer", "resolved")
+# Metrics that may not apply to an episode (None when they do not): means skip those episodes.
+_OPTIONAL = frozenset({"ra", "args", "answer", "resolved"})
 LANGS = ("en", "ar")
 
 
@@ -30,7 +37,18 @@ def _value(record: Mapping[str, Any], metric: str) -> float:
 
 
 def _mean(records: Sequence[Mapping[str, Any]], metric: str) -> float | None:
+    if metric in _OPTIONAL:  # failed episodes count 0; episodes it does not apply to are left out
+        values = [
+            _value(r, metric)
+            for r in records
+            if r["status"] == "failed" or r.get(metric) is not None
+        ]
+        return fmean(values) if values else None
     return fmean(_value(r, metric) for r in records) if records else None
+
+
+def _is_care(record: Mapping[str, Any]) -> bool:
+    return record.get("domain") == "bss"
 
 
 def _breakdown(records: Sequence[Mapping[str, Any]], field: str) -> dict[str, dict[str, Any]]:
@@ -45,6 +63,9 @@ def _breakdown(records: Sequence[Mapping[str, Any]], field: str) -> dict[str, di
 
 def run_report(records: Sequence[Mapping[str, Any]], weights: str = "equal") -> dict[str, Any]:
     """All the tables of one run, as plain data."""
+    everything = records
+    care = [r for r in records if _is_care(r)]
+    records = [r for r in records if not _is_care(r)]  # the paper's tables: network operations
     by_lang = {lang: [r for r in records if r["language"] == lang] for lang in LANGS}
     conditions = {True: "with_list", False: "without_list"}
     ira = {
@@ -72,18 +93,29 @@ def run_report(records: Sequence[Mapping[str, Any]], weights: str = "equal") -> 
                 "brs": rel.mean_brs,
                 "blueprints": len(rel.groups),
             }
+    care_by_lang = {lang: [r for r in care if r["language"] == lang] for lang in LANGS}
     return {
-        "episodes": len(records),
-        "failed": sum(r["status"] == "failed" for r in records),
-        "embedders": sorted({r["embedder"] for r in records if r.get("embedder")}),
+        "episodes": len(everything),
+        "care_episodes": len(care),
+        "failed": sum(r["status"] == "failed" for r in everything),
+        "embedders": sorted({r["embedder"] for r in everything if r.get("embedder")}),
         "ira": ira,
         "sequence": {
             lang: {m: _mean(by_lang[lang], m) for m in ("msc", "eap", "sas")} for lang in LANGS
         },
         "reliability": stability,
         "ra": {lang: _mean(by_lang[lang], "ra") for lang in LANGS},
-        "per_intent": _breakdown(records, "intent"),
-        "per_category": _breakdown(records, "category"),
+        "resolved": {lang: _mean(by_lang[lang], "resolved") for lang in LANGS},
+        "care": {
+            lang: {
+                "n": len(care_by_lang[lang]),
+                **{m: _mean(care_by_lang[lang], m) for m in CARE_METRICS},
+            }
+            for lang in LANGS
+            if care_by_lang[lang]
+        },
+        "per_intent": _breakdown(everything, "intent"),
+        "per_category": _breakdown(everything, "category"),
     }
 
 
@@ -177,12 +209,30 @@ def to_markdown(report: Mapping[str, Any]) -> str:
     ]
     out += [
         "",
-        "## Resolution accuracy (RA)",
+        "## Resolution accuracy (RA) and verified resolution",
         "",
         *_table(
-            ["run", "RA EN", "RA AR"], [[n, r["ra"]["en"], r["ra"]["ar"]] for n, r in runs.items()]
+            ["run", "RA EN", "RA AR", "resolved EN", "resolved AR"],
+            [
+                [n, r["ra"]["en"], r["ra"]["ar"], r["resolved"]["en"], r["resolved"]["ar"]]
+                for n, r in runs.items()
+            ],
         ),
     ]
+    care_rows = [
+        [n, lang, values["n"], *(values[m] for m in CARE_METRICS)]
+        for n, r in runs.items()
+        for lang, values in r["care"].items()
+    ]
+    if care_rows:
+        out += [
+            "",
+            "## Customer care (BSS): API chain, arguments, exact answers, verified state",
+            "",
+            *_table(
+                ["run", "lang", "n", "MSC", "EAP", "SAS", "Args", "Answer", "Resolved"], care_rows
+            ),
+        ]
     for scope, title in (("per_category", "category"), ("per_intent", "intent")):
         out += ["", f"## Per {title} (both languages and conditions)", ""]
         out += _table(
@@ -213,6 +263,11 @@ def to_csv(report: Mapping[str, Any]) -> str:
                 writer.writerow([name, "reliability", "", lang, "", metric, value])
         for lang, value in r["ra"].items():
             writer.writerow([name, "ra", "", lang, "", "ra", value])
+        for lang, value in r["resolved"].items():
+            writer.writerow([name, "resolved", "", lang, "", "resolved", value])
+        for lang, values in r["care"].items():
+            for metric, value in values.items():
+                writer.writerow([name, "care", "", lang, "", metric, value])
         for scope in ("per_category", "per_intent"):
             for group, values in r[scope].items():
                 for metric, value in values.items():
@@ -257,8 +312,9 @@ def write_plots(report: Mapping[str, Any], out_dir: Path) -> list[Path]:
     plt.close(figure)
     for name, r in runs.items():
         intents = list(r["per_intent"])
-        grid = np.array([[r["per_intent"][i][m] or 0.0 for m in METRICS] for i in intents])
-        figure, ax = plt.subplots(figsize=(6, 0.32 * len(intents) + 1.5))
+        values = [[r["per_intent"][i][m] for m in METRICS] for i in intents]
+        grid = np.array([[np.nan if v is None else v for v in row] for row in values])
+        figure, ax = plt.subplots(figsize=(8, 0.32 * len(intents) + 1.5))
         image = ax.imshow(grid, vmin=0, vmax=1, cmap="viridis", aspect="auto")
         ax.set_xticks(range(len(METRICS)), [m.upper() for m in METRICS])
         ax.set_yticks(range(len(intents)), intents, fontsize=7)
@@ -266,7 +322,7 @@ def write_plots(report: Mapping[str, Any], out_dir: Path) -> list[Path]:
             ax.text(
                 col,
                 row,
-                f"{value:.2f}",
+                "-" if np.isnan(value) else f"{value:.2f}",
                 ha="center",
                 va="center",
                 fontsize=6,

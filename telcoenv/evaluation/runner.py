@@ -1,6 +1,7 @@
 """Run an agent over the benchmark grid and commit every finished episode to the results store.
 
-The grid is blueprint x sample x language x IRA condition. An episode is fixed by
+The grid is blueprint x sample x language x IRA condition, over the network intents, the
+customer-care intents or both (``domain``). An episode is fixed by
 ``(blueprint, sample_index)``, so re-running a run resumes it: episodes already stored are
 skipped, and every finished episode is committed at once, so a run killed at any moment (SIGKILL
 included) loses only the episodes in flight. Ctrl-C stops cleanly after saving what finished.
@@ -24,9 +25,9 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from telcoenv.agents import Agent, load_agent
-from telcoenv.catalog import default_catalog
+from telcoenv.domains import DOMAINS, get_domain
 from telcoenv.env import TelcoEnv
-from telcoenv.errors import EpisodeOptionError, TelcoEnvError
+from telcoenv.errors import EpisodeOptionError, TelcoEnvError, UnknownIntentError
 from telcoenv.evaluation.store import ResultStore
 from telcoenv.metrics.embeddings import MULTILINGUAL, USEEmbedder
 
@@ -41,6 +42,7 @@ class EpisodeSpec:
     sample_index: int
     language: str
     intent_list: bool
+    domain: str = "network"
 
     @property
     def key(self) -> str:
@@ -60,24 +62,56 @@ class RunConfig:
     episode_timeout: float = 300.0
 
 
+def _domains(domain: str) -> list[str]:
+    if domain == "all":
+        return list(DOMAINS)
+    if domain not in DOMAINS:
+        raise EpisodeOptionError(f"unknown domain {domain!r}; use {', '.join(DOMAINS)} or all")
+    return [domain]
+
+
+def _chosen(intents: str | Sequence[str], domain: str) -> list[tuple[str, Any]]:
+    """(domain, intent) pairs: every intent of the domains, or the named ones (any domain)."""
+    if intents == "all":
+        return [(d, i) for d in _domains(domain) for i in get_domain(d).catalog.intents]
+    chosen = []
+    for name in intents:
+        for candidate in DOMAINS:
+            try:
+                chosen.append((candidate, get_domain(candidate).catalog.intent(name)))
+                break
+            except UnknownIntentError:
+                continue
+        else:
+            valid = [i.env_name for d in DOMAINS for i in get_domain(d).catalog.intents]
+            raise UnknownIntentError(f"unknown intent {name!r}; valid intents: {', '.join(valid)}")
+    return chosen
+
+
 def build_grid(
     intents: str | Sequence[str] = "all",
     samples: int = 30,
     languages: Sequence[str] = ("en", "ar"),
     conditions: Sequence[bool] = (True,),
+    domain: str = "network",
 ) -> list[EpisodeSpec]:
-    """The grid in a fixed order; unknown intents or languages fail at once."""
-    catalog = default_catalog()
-    chosen = catalog.intents if intents == "all" else [catalog.intent(i) for i in intents]
+    """The grid in a fixed order; unknown intents, domains or languages fail at once.
+
+    ``intents="all"`` takes every intent of ``domain`` (``"network"``, ``"bss"`` or ``"all"``);
+    named intents are looked up in every domain.
+    """
+    chosen = _chosen(intents, domain)
     for lang in languages:
         if lang not in ("en", "ar"):
             raise EpisodeOptionError(f"unknown language {lang!r}; use en and/or ar")
     if samples < 1:
         raise EpisodeOptionError(f"samples must be at least 1, got {samples}")
     return [
-        EpisodeSpec(intent.key, intent.category, blueprint.blueprint_id, index, lang, condition)
-        for intent in chosen
-        for blueprint in catalog.blueprints[intent.key]
+        EpisodeSpec(
+            intent.key, intent.category, blueprint.blueprint_id, index, lang, condition, name
+        )
+        for name, intent in chosen
+        for blueprint in get_domain(name).catalog.blueprints[intent.key]
         for index in range(samples)
         for lang in languages
         for condition in conditions
@@ -98,15 +132,23 @@ class _Worker:
     def __init__(self, config: RunConfig, threads: int) -> None:
         self.config = config
         self.agent: Agent = load_agent(config.agent, **config.agent_options)
-        embedder: Any = config.embedder
-        if embedder == MULTILINGUAL:  # its own instance: BLAS threads sized to the workers
-            embedder = USEEmbedder(threads=threads)
-        self.env = TelcoEnv(
-            None,
-            privileged=getattr(self.agent, "needs_privileged", False),
-            embedder=embedder,
-            max_steps=config.max_steps,
-        )
+        self.embedder: Any = config.embedder
+        if self.embedder == MULTILINGUAL:  # its own instance: BLAS threads sized to the workers
+            self.embedder = USEEmbedder(threads=threads)
+        self.envs: dict[str, TelcoEnv] = {}
+        self.env: TelcoEnv | None = None
+
+    def _env(self, domain: str) -> TelcoEnv:
+        """This worker's environment of a domain (made at its first episode)."""
+        if domain not in self.envs:
+            self.envs[domain] = TelcoEnv(
+                None,
+                privileged=getattr(self.agent, "needs_privileged", False),
+                embedder=self.embedder,
+                max_steps=self.config.max_steps,
+                domain=domain,
+            )
+        return self.envs[domain]
 
     def run(self, spec: EpisodeSpec) -> dict[str, Any]:
         started = time.perf_counter()
@@ -140,12 +182,15 @@ class _Worker:
                         "eap",
                         "sas",
                         "ra",
+                        "args",
+                        "answer",
                         "embedder",
                         "predicted_chain",
                         "gold_chain",
                     )
                 }
             )
+            record["resolved"] = info["resolved"]
             record["steps"] = info["steps"]
             record["trace"] = info["trace"].model_dump_json()
             if info.get("metrics_error"):
@@ -163,10 +208,13 @@ class _Worker:
         finally:
             if use_alarm:
                 signal.setitimer(signal.ITIMER_REAL, 0)
-        if self.env.trace is not None and record["status"] == "failed":
-            record["predicted_chain"] = self.env.trace.predicted_chain
-            record["gold_chain"] = self.env.trace.gold_tools
-            record["trace"] = self.env.trace.model_dump_json()
+        trace = self.env.trace if self.env is not None else None
+        if trace is not None and record["status"] == "failed":
+            record["predicted_chain"] = trace.predicted_chain
+            record["gold_chain"] = trace.gold_tools
+            record["trace"] = trace.model_dump_json()
+            if trace.gold_answer is not None:  # a question left unanswered
+                record["answer"] = False
         record["duration_s"] = time.perf_counter() - started
         usage = getattr(self.agent, "usage", None)  # tokens and cost, where the agent counts them
         record["agent_usage"] = dict(usage) if usage else None
@@ -179,10 +227,11 @@ class _Worker:
             "lang": spec.language,
             "intent_list": spec.intent_list,
         }
-        observation, info = self.env.reset(seed=self.config.seed, options=options)
+        self.env = env = self._env(spec.domain)
+        observation, info = env.reset(seed=self.config.seed, options=options)
         self.agent.reset(observation, info)
         while True:
-            observation, _, terminated, truncated, info = self.env.step(
+            observation, _, terminated, truncated, info = env.step(
                 self.agent.act(observation, info)
             )
             if terminated or truncated:

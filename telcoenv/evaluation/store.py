@@ -3,7 +3,8 @@
 SQLAlchemy, so any URL works (PostgreSQL for a shared database); the embedded default is a
 SQLite file. Each episode is committed on its own, so a run killed at any moment keeps every
 episode it finished. ``(run, key)`` is unique: an episode is stored once, also when two
-processes evaluate the same run.
+processes evaluate the same run. A database written by an earlier telcoenv gets the columns
+added since (``domain``, ``resolved``, ``args``, ``answer``) when it is opened; its rows stay.
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ from sqlalchemy import (
     UniqueConstraint,
     create_engine,
     event,
+    inspect,
     select,
+    text,
 )
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import ArgumentError, IntegrityError, OperationalError
@@ -57,6 +60,7 @@ class EpisodeRow(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     run: Mapped[str] = mapped_column(String(200), index=True)
     key: Mapped[str] = mapped_column(String(300))
+    domain: Mapped[str | None] = mapped_column(String(16), nullable=True)  # None: network
     intent: Mapped[str] = mapped_column(String(100))
     category: Mapped[str] = mapped_column(String(100))
     blueprint_id: Mapped[str] = mapped_column(String(100))
@@ -70,6 +74,9 @@ class EpisodeRow(Base):
     eap: Mapped[float | None] = mapped_column(Float, nullable=True)
     sas: Mapped[float | None] = mapped_column(Float, nullable=True)
     ra: Mapped[float | None] = mapped_column(Float, nullable=True)
+    resolved: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
+    args: Mapped[float | None] = mapped_column(Float, nullable=True)
+    answer: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
     embedder: Mapped[str | None] = mapped_column(String(200), nullable=True)
     predicted_chain: Mapped[list[str]] = mapped_column(JSON)
     gold_chain: Mapped[list[str]] = mapped_column(JSON)
@@ -81,6 +88,19 @@ class EpisodeRow(Base):
 
 
 COLUMNS = [c.name for c in EpisodeRow.__table__.columns if c.name != "id"]
+# Columns added after the first release: an older database gets them (nullable) when opened.
+ADDED_COLUMNS = ("domain", "resolved", "args", "answer")
+
+
+def _add_missing_columns(engine: Engine) -> None:
+    present = {c["name"] for c in inspect(engine).get_columns(EpisodeRow.__tablename__)}
+    table = EpisodeRow.__table__
+    with engine.begin() as connection:
+        for name in ADDED_COLUMNS:
+            if name not in present:
+                column = table.c[name]
+                kind = column.type.compile(dialect=engine.dialect)
+                connection.execute(text(f"ALTER TABLE {table.name} ADD COLUMN {name} {kind}"))
 
 
 def _sqlite_pragmas(engine: Engine) -> None:
@@ -107,6 +127,7 @@ class ResultStore:
             _sqlite_pragmas(self.engine)
         try:
             Base.metadata.create_all(self.engine)
+            _add_missing_columns(self.engine)
         except OperationalError as exc:
             raise StoreError(f"cannot open the database {url!r}: {exc.orig}") from None
         self.url = url
