@@ -36,10 +36,9 @@ def wheel(tmp_path_factory) -> Path:
 def test_wheel_contains_the_data_files(wheel):
     names = zipfile.ZipFile(wheel).namelist()
     assert "telcoenv/_data/intents.yaml" in names
-    assert (
-        sum(n.startswith("telcoenv/_data/blueprints/") and n.endswith(".yaml") for n in names)
-        == 49 + len(list((ROOT / "blueprints" / "bss").glob("*/*.yaml")))
-    )
+    assert sum(
+        n.startswith("telcoenv/_data/blueprints/") and n.endswith(".yaml") for n in names
+    ) == 49 + len(list((ROOT / "blueprints" / "bss").glob("*/*.yaml")))
     assert "telcoenv/domains/bss/customer.yaml" in names
     assert "telcoenv/domains/bss/catalogue.yaml" in names
     tools = sum(n.startswith("telcoenv/_data/tools/") for n in names)

@@ -103,11 +103,13 @@ def reply(
     if "trip" in asked and "destination" in known:  # a past trip: where they were
         asked.append("destination")
     info = [t for t in (*_ALWAYS_KNOWN, *_NAMED_IN_OPENING) if t in asked and t in known]
+    if "approval" in asked and info:
+        info.append("approval")
     if info:
         return " ".join(_pick(bank["answers"][t][lang], rng).format_map(values) for t in info)
-    if "approval" in asked:
-        return _pick(bank["answers"]["approval"][lang], rng)
-    if asked:
+    if any(topic != "approval" for topic in asked):  # asked for something they cannot tell
         return _pick(bank["unknown"][lang], rng)
+    if asked:
+        return _pick(bank["answers"]["approval"][lang], rng)
     restated = intent.customer.in_lang(lang).format_map(values)
     return _pick(bank["unclear"][lang], rng).format(opening=restated)
