@@ -1,66 +1,87 @@
-"""BSS customer-care data: the cost of starting an episode and of a read API call.
+"""Customer care (BSS): the cost of a reset, of a read API call and of a whole oracle episode.
 
-Run with ``python benchmarks/bench_bss.py``. "Reset" is what a BSS episode's reset will do with
-its data: generate the customer base from the episode's generator and load it into the
-environment's in-memory database (rolling the previous episode back). Read calls are timed on
-the implementations with the episode's focal ids, one by one. Medians over 300 episodes.
+Run with ``python benchmarks/bench_bss.py``. Everything goes through the environment
+(``TelcoEnv(domain="bss")``, no embedder), so the figures include what a training loop pays:
+
+* reset: sample the caller from a care blueprint, generate the customer base, load it into the
+  environment's in-memory database (rolling the previous episode back), write the opening;
+* read call: ``env.step`` of one read API (argument validation, bound-parameter queries,
+  the JSON observation and the trace record), per tool;
+* oracle episode: reset, the customer questions, the gold chain, submit, the verification
+  (which replays the gold writes on a private copy of the data) and the scoring.
+
+Medians over every care blueprint x ``--samples`` samples, cycling through the blueprints.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import statistics
 import time
-from types import SimpleNamespace
 
-import numpy as np
-
-from telcoenv.database import EpisodeDatabase
-from telcoenv.domains.bss import tools
-from telcoenv.domains.bss.generator import Focal, generate
-from telcoenv.domains.bss.schema import bss_metadata
-from telcoenv.domains.bss.state import BssState
-
-FOCAL = Focal(family_size=3, duplicate_month="2026-09", roaming_month="2026-10")
+from telcoenv.agents import OracleAgent
+from telcoenv.domains.bss import bss_domain
+from telcoenv.env import TelcoEnv
 
 
-def _reads(state: BssState) -> dict[str, dict]:
-    data = state.data
+def _reads(values: dict) -> dict[str, dict]:
     return {
-        "get_customer": {"customer_id": data.customer_id},
-        "get_bill": {"account_id": data.account_id, "period": "2026-09"},
-        "get_usage": {"msisdn": data.msisdns[0], "period": "2026-10"},
-        "get_payment_history": {"account_id": data.account_id},
-        "get_family_usage": {"account_id": data.account_id},
-        "list_plans": {},
-        "get_realtime_charges": {"msisdn": data.msisdns[0]},
+        "get_customer": {"msisdn": values["msisdn"]},
+        "get_bill": {"account_id": values["account_id"], "period": values["period"]},
+        "get_usage": {"msisdn": values["msisdn"], "months": 12},
+        "get_payment_history": {"account_id": values["account_id"]},
+        "list_plans": {"payment": "postpaid"},
+        "list_addons": {"kind": "roaming"},
+        "get_realtime_charges": {"msisdn": values["msisdn"]},
     }
 
 
-def main(episodes: int = 300) -> None:
-    db = EpisodeDatabase(bss_metadata())
+def _ms(times: list[float]) -> float:
+    return round(1000 * statistics.median(times), 3)
+
+
+def main(samples: int = 12) -> dict[str, float]:
+    blueprints = [b for family in bss_domain().catalog.blueprints.values() for b in family]
+    env = TelcoEnv(domain="bss", embedder=None, privileged=True)
     resets: list[float] = []
     calls: dict[str, list[float]] = {}
-    for episode in range(episodes):
-        start = time.perf_counter()
-        state = BssState(db, generate(np.random.default_rng(episode), "ep", FOCAL), "ep")
-        resets.append(time.perf_counter() - start)
-        context = SimpleNamespace(state=state, step=1)
-        for name, arguments in _reads(state).items():
+    episodes: list[float] = []
+    for index in range(samples):
+        for blueprint in blueprints:
+            options = {"blueprint": blueprint.blueprint_id, "sample_index": index}
             start = time.perf_counter()
-            tools.IMPLEMENTATIONS[name](context, **arguments)
-            calls.setdefault(name, []).append(time.perf_counter() - start)
+            _, info = env.reset(options=options)
+            resets.append(time.perf_counter() - start)
+            for name, arguments in _reads(info["privileged"]["values"]).items():
+                start = time.perf_counter()
+                env.step({"name": name, "arguments": arguments})
+                calls.setdefault(name, []).append(time.perf_counter() - start)
+            start = time.perf_counter()
+            observation, info = env.reset(options=options)
+            agent = OracleAgent()
+            agent.reset(observation, info)
+            done = False
+            while not done:
+                observation, _, terminated, truncated, info = env.step(
+                    agent.act(observation, info)
+                )
+                done = terminated or truncated
+            episodes.append(time.perf_counter() - start)
+            assert info["resolved"], (blueprint.blueprint_id, info["verification"])
     every = [t for times in calls.values() for t in times]
     result = {
-        "reset_ms_median": round(1000 * statistics.median(resets[10:]), 3),
-        "read_call_ms_median": round(1000 * statistics.median(every), 3),
-        **{
-            f"read_ms_median.{name}": round(1000 * statistics.median(times), 3)
-            for name, times in sorted(calls.items())
-        },
+        "episodes": len(episodes),
+        "reset_ms_median": _ms(resets),
+        "read_call_ms_median": _ms(every),
+        "oracle_episode_ms_median": _ms(episodes),
+        **{f"read_ms_median.{name}": _ms(times) for name, times in sorted(calls.items())},
     }
     print(json.dumps(result, indent=2))
+    return result
 
 
 if __name__ == "__main__":
-    main()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--samples", type=int, default=12, help="samples per blueprint")
+    main(parser.parse_args().samples)
