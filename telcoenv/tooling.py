@@ -49,6 +49,11 @@ def _describe(error: jsonschema.ValidationError) -> str:
         missing = error.message.split("'")[1] if "'" in error.message else error.message
         where = f" in {path!r}" if path else ""
         return f"missing required argument {missing!r}{where}"
+    if error.validator in ("minProperties", "maxProperties"):  # e.g. "msisdn or customer_id"
+        names = ", ".join(sorted(error.schema.get("properties", {})))
+        bound = "at least" if error.validator == "minProperties" else "at most"
+        where = f" in {path!r}" if path else ""
+        return f"give {bound} {error.validator_value} of the arguments ({names}){where}"
     if error.validator == "additionalProperties" and not path:
         return f"unexpected argument(s): {error.message.split('(')[-1].rstrip(')')}"
     return f"argument {path!r}: {error.message}" if path else error.message
@@ -95,7 +100,7 @@ class Toolbox:
         }
 
     @property
-    def network_tools(self) -> list[str]:
+    def tool_names(self) -> list[str]:
         return sorted(n for n, s in self.specs.items() if s.kind != "reserved")
 
     def validate(self, name: str, arguments: Mapping[str, Any]) -> str | None:
@@ -114,7 +119,7 @@ class Toolbox:
     def run(self, name: str, arguments: dict[str, Any], context: Any) -> ToolResult:
         """Validate and execute a call; every failure is reported, none raised."""
         if name not in self.specs or self.specs[name].kind == "reserved":
-            known = ", ".join(self.network_tools)
+            known = ", ".join(self.tool_names)
             return ToolResult(
                 None,
                 "unknown_tool",
