@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import re
 import typing
 
 import pytest
@@ -268,3 +269,22 @@ def test_env_kwargs_are_checked_when_the_class_is_built() -> None:
     with pytest.raises(ValueError):
         trl_environment("beam_misalignment", reward="ira")  # needs an embedder
     assert trl_environment("telcoenv/BeamMisalignment-v0").__name__ == "TelcoBeamMisalignment"
+
+
+def test_a_care_rollout_asks_the_customer_and_is_rewarded() -> None:
+    environment = trl_environment("plan_change", reward="resolved", require_approval=True)
+    instance = environment()
+    assert "ask_customer" in trl_tool_dict(instance)
+    opening = instance.reset(seed=4)
+    plan = re.search(r"[A-Z]+-[A-Z0-9]+", opening).group()
+    msisdn = re.search(r"\d{9,15}", instance.ask_customer("What is your mobile number?")).group()
+    instance.get_customer(msisdn=msisdn)
+    instance.get_plan(plan_id=plan)
+    with pytest.raises(ToolCallError, match="approval"):
+        instance.change_plan(msisdn=msisdn, plan_id=plan)
+    assert "Yes" in instance.ask_customer("May I change your plan now?")
+    instance.change_plan(msisdn=msisdn, plan_id=plan)
+    instance.submit_resolution(intent="Plan change", summary="Moved the line.")
+    assert instance.get_reward() == 1.0
+    with pytest.raises(ToolCallError, match="non-empty"):
+        instance.ask_customer("  ")

@@ -36,6 +36,7 @@ class Domain(Protocol):
     name: str
     taxonomy_env: str  # the Gymnasium name of the environment over all its intents
     counterpart: str  # who the agent talks to ("engineer", "customer")
+    counterpart_required: bool  # whether only the counterpart can give what the agent needs
     snapshot_field: str  # the EpisodeTrace field that holds the starting state
     instructions: str  # the agent's system prompt: a template of {language} and {intent_list}
     catalog: Catalog

@@ -231,13 +231,13 @@ class _TRLEnvironment:
         """
         return self._reward
 
-    def _call(self, name: str, arguments: dict[str, Any]) -> str:
-        """Step the environment with one tool call; raise ToolCallError on an error output."""
+    def _call(self, name: str, arguments: dict[str, Any] | None, message: str = "") -> str:
+        """Step the environment with one tool call (or, with ``arguments=None``, a plain
+        message to the counterpart); raise ToolCallError on an error output."""
         if not self._started:
             raise ToolCallError("no episode: call reset() before any tool", kind="reset_needed")
-        observation, reward, terminated, truncated, info = self._env.step(
-            {"name": name, "arguments": arguments}
-        )
+        action = message if arguments is None else {"name": name, "arguments": arguments}
+        observation, reward, terminated, truncated, info = self._env.step(action)
         if (terminated or truncated) and self._final_info is None:
             self._reward, self._final_info = float(reward), info
         if not info.get("action", {}).get("valid", True):
@@ -247,6 +247,31 @@ class _TRLEnvironment:
     def _close(self) -> None:
         """Release the environment's episode database."""
         self._env.close()
+
+
+def _counterpart_method(counterpart: str) -> Callable[..., str]:
+    """``ask_<counterpart>(message)``: a plain message to the simulated counterpart."""
+
+    def method(self: _TRLEnvironment, message: str) -> str:
+        if not isinstance(message, str) or not message.strip():
+            raise ToolCallError("message must be a non-empty string", kind="invalid_arguments")
+        return self._call("", None, message)
+
+    method.__name__ = f"ask_{counterpart}"
+    method.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [
+            inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+            inspect.Parameter("message", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=str),
+        ],
+        return_annotation=str,
+    )
+    method.__annotations__ = {"message": str, "return": str}
+    method.__doc__ = (
+        f"Send a plain message to the {counterpart} and return the reply: ask for details the "
+        f"tools cannot give (such as the line number) or for approval of a change.\n\n"
+        f"Args:\n    message: What to say to the {counterpart}.\n"
+    )
+    return method
 
 
 def _error(observation: str) -> ToolCallError:
@@ -272,20 +297,25 @@ def trl_environment(env_id: str = "troubleshooting", **env_kwargs: Any) -> type:
     float`` and one method per tool of the catalogue, ``submit_resolution(intent, summary)``
     included, each returning the tool's JSON output and raising :class:`ToolCallError` with the
     environment's message when the call is refused or the episode has ended. Everything else is
-    private. Plain messages to the engineer are not available (in TRL a turn without a tool
-    call ends the rollout), so ``require_approval=True`` is refused.
+    private. In TRL a turn without a tool call ends the rollout, so messages to the counterpart
+    are a tool where the domain needs them: ``ask_customer(message)`` in customer care (only
+    the customer knows their line number), which also makes ``require_approval=True``
+    possible there. The network engineer's information is in the tools, so network classes have
+    no such method and refuse ``require_approval=True``.
     """
-    if env_kwargs.get("require_approval"):
-        raise ValueError(
-            "require_approval=True needs messages to the engineer, which TRL rollouts cannot send"
-        )
     kwargs = {"embedder": None, **env_kwargs}
     gym_id = resolve_env_id(env_id)
     probe = telcoenv.make(gym_id, **kwargs)  # fails here on bad kwargs, and lists the tools
     try:
-        specs = dict(probe.unwrapped.domain.catalog.tools)
+        domain = probe.unwrapped.domain
+        specs = dict(domain.catalog.tools)
     finally:
         probe.close()
+    if env_kwargs.get("require_approval") and not domain.counterpart_required:
+        raise ValueError(
+            f"require_approval=True needs messages to the {domain.counterpart}, which TRL "
+            f"rollouts of {gym_id} cannot send"
+        )
     clashes = sorted(n for n in specs if n in _RESERVED_NAMES or n.startswith("_"))
     if clashes:
         raise ValueError(f"tool names {clashes} clash with TRL's reserved or private names")
@@ -297,8 +327,10 @@ def trl_environment(env_id: str = "troubleshooting", **env_kwargs: Any) -> type:
         "_env_kwargs": kwargs,
         "_tool_names": tuple(specs),
     }
-    for name, spec in specs.items():
-        method = _tool_method(spec)
+    methods = {name: _tool_method(spec) for name, spec in specs.items()}
+    if domain.counterpart_required:  # e.g. only the customer knows their line number
+        methods[f"ask_{domain.counterpart}"] = _counterpart_method(domain.counterpart)
+    for name, method in methods.items():
         method.__qualname__ = f"{class_name}.{name}"
         namespace[name] = method
     return type(class_name, (_TRLEnvironment,), namespace)

@@ -60,6 +60,7 @@ class BssDomain:
     name = "bss"
     counterpart = "customer"
     taxonomy_env = "CustomerCare"
+    counterpart_required = True  # the agent needs the counterpart's information to succeed
     snapshot_field = "customer"
     instructions = INSTRUCTIONS
 

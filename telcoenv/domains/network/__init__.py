@@ -47,6 +47,7 @@ class NetworkDomain:
     name = "network"
     counterpart = "engineer"
     taxonomy_env = "Troubleshooting"
+    counterpart_required = False  # the agent needs the counterpart's information to succeed
     snapshot_field = "network"
     instructions = INSTRUCTIONS
 
