@@ -97,7 +97,11 @@ def test_bad_inputs_fail_at_once(tmp_path):
 
 
 def _evaluate_command(
-    url: str, run: str, agent: str = "tests.agents_for_tests:slow_oracle", workers: int = 1
+    url: str,
+    run: str,
+    agent: str = "tests.agents_for_tests:slow_oracle",
+    workers: int = 1,
+    samples: int = 4,
 ) -> list[str]:
     return [
         sys.executable,
@@ -109,7 +113,7 @@ def _evaluate_command(
         "--intents",
         "coverage_hole,pci_collision",
         "--samples",
-        "4",
+        str(samples),
         "--db",
         url,
         "--run",
@@ -166,7 +170,8 @@ def test_two_processes_on_one_run_store_each_episode_once(tmp_path):
 def test_ctrl_c_stops_cleanly_with_what_finished_saved(tmp_path):
     store, url = _store(tmp_path)
     process = subprocess.Popen(
-        _evaluate_command(url, "interrupted", workers=2),
+        # A grid long enough (about 10 s) that the interrupt always lands mid-run.
+        _evaluate_command(url, "interrupted", workers=2, samples=30),
         cwd=ROOT,
         stdout=subprocess.PIPE,
         text=True,
