@@ -175,6 +175,9 @@ def test_ctrl_c_stops_cleanly_with_what_finished_saved(tmp_path):
         cwd=ROOT,
         stdout=subprocess.PIPE,
         text=True,
+        # A runner started in the background (``make test &``) ignores SIGINT, and a child
+        # inherits that; give the CLI the default disposition, as in a terminal.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and (
