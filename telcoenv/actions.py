@@ -8,15 +8,50 @@ Accepted actions (see the README's "Action format"):
 * the JSON string of either;
 * any other string, or a message without tool calls: a plain message to the engineer.
 
-Parsing never raises: a malformed action becomes a :class:`ParseError` that the environment
-turns into an error observation.
+Any Python value may arrive (trainers and real models send tuples, numpy scalars, bytes, NaN,
+cut emoji as lone UTF-16 surrogates, text nested 100,000 brackets deep). :func:`receive` first
+turns the action into plain JSON data (:func:`json_data`): tuples become lists, numpy scalars and
+arrays their Python values; a value that has no faithful JSON form becomes a :class:`BadValue`
+that names its problem. Parsing never raises: a malformed action becomes a :class:`ParseError`,
+a call whose arguments hold a bad value a :class:`ToolCall` with an error, and the environment
+turns either into an error observation.
+
+:func:`receive` also gives the action's *log entry*, the canonical JSON that ``get_state``
+replays: the action itself when it is plain JSON data, else a marker holding its parsed form, so
+that a replay takes exactly the branch the original step took.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import reprlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
+
+from telcoenv.tooling import canonical_json
+
+#: Deepest nesting of lists and objects an action may have (real tool calls need 4 or 5).
+MAX_DEPTH = 32
+#: The key of a log entry that holds a parsed action instead of the action itself.
+REPLAY_MARKER = "$telcoenv_parsed"
+#: Characters of a bad value quoted in an error message.
+_SHOWN = 60
+
+
+@dataclass(frozen=True, slots=True)
+class BadValue:
+    """A value with no faithful JSON form; ``problem`` completes "argument 'x' ..."."""
+
+    kind: str  # invalid_text, non_finite_number, unsupported_value, too_deep
+    problem: str
+    shown: str  # a short, printable description of what was received
+
+    def describe(self, where: str) -> str:
+        return f"{where} {self.problem}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +62,8 @@ class ToolCall:
     arguments: dict[str, Any] | None
     call_id: str | None = None
     error: str | None = None
+    error_kind: str | None = None  # malformed_arguments or invalid_arguments, with ``error``
+    raw_arguments: Any = None  # with ``error``: the arguments as sent (JSON data)
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,47 +84,211 @@ class ParseError:
 Parsed = list[ToolCall] | PlainMessage | ParseError
 
 
-def _arguments(raw: Any, name: str) -> tuple[dict[str, Any] | None, str | None]:
+@dataclass(frozen=True, slots=True)
+class Received:
+    """An action as the environment keeps it: parsed, and as its replayable log entry."""
+
+    parsed: Parsed
+    log_entry: str
+
+    @property
+    def raw(self) -> Any:
+        """The action as the trace records it (JSON data; a value with no JSON form becomes a
+        short description). Decoded from the log entry, so a replay records the same."""
+        entry = json.loads(self.log_entry)
+        return entry["raw"] if _is_marker(entry) else entry
+
+
+# --- plain JSON data -----------------------------------------------------------------------------
+
+
+def _escaped(text: str) -> str:
+    """``text`` with lone surrogates written as ``\\udc80`` escapes (printable, serialisable)."""
+    return "".join(f"\\u{ord(c):04x}" if 0xD800 <= ord(c) <= 0xDFFF else c for c in text)
+
+
+_REPR = reprlib.Repr()  # Python 3.11 takes no keyword arguments here
+_REPR.maxlevel, _REPR.maxstring, _REPR.maxother = 3, _SHOWN, _SHOWN
+
+
+def _shown(value: Any) -> str:
+    """Text kept whole (lone surrogates escaped), else a short printable description; safe for
+    any object (deep, huge, or with a broken repr)."""
+    if isinstance(value, str):
+        return _escaped(value)
+    try:
+        text = _escaped(_REPR.repr(value))
+    except Exception:  # a foreign object's __repr__ may raise anything
+        text = f"<{type(value).__name__} object>"
+    return text if len(text) <= _SHOWN else text[: _SHOWN - 1] + "…"
+
+
+def clean_text(text: str) -> str | BadValue:
+    """``text`` as valid Unicode: surrogate pairs are joined, a lone surrogate is a BadValue."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        pass
+    try:  # a pair written as two code points (e.g. "\ud83d\ude00") is one character
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le")
+    except UnicodeDecodeError:
+        position = next(i for i, c in enumerate(text) if 0xD800 <= ord(c) <= 0xDFFF)
+        return BadValue(
+            "invalid_text",
+            f"holds a lone UTF-16 surrogate (U+{ord(text[position]):04X} at character "
+            f"{position}), which is not valid Unicode: send the text without it",
+            _shown(text),
+        )
+
+
+def json_data(value: Any, depth: int = 0) -> Any:
+    """``value`` as plain JSON data (dict with str keys, list, str, int, float, bool, None).
+
+    Tuples become lists and numpy scalars and arrays their Python values. What has no faithful
+    JSON form (NaN, infinities, lone surrogates, bytes, sets, other objects, nesting deeper than
+    :data:`MAX_DEPTH`) becomes a :class:`BadValue` in place, so the rest stays usable.
+    """
+    if value is None or value is True or value is False:
+        return value
+    if isinstance(value, str):
+        return clean_text(value if type(value) is str else str(value))
+    if isinstance(value, float):
+        if math.isfinite(value):
+            return float(value)
+        problem = "is NaN" if math.isnan(value) else "is infinite"
+        return BadValue("non_finite_number", f"{problem}: send a finite number", repr(value))
+    if isinstance(value, int):
+        return int(value)  # bool is handled above; IntEnum and friends become plain ints
+    if isinstance(value, np.generic | np.ndarray):
+        return json_data(value.tolist() if isinstance(value, np.ndarray) else value.item(), depth)
+    if isinstance(value, Mapping | list | tuple) and depth >= MAX_DEPTH:
+        return BadValue(
+            "too_deep", f"nests lists or objects deeper than {MAX_DEPTH} levels", _shown(value)
+        )
+    if isinstance(value, Mapping):
+        data: dict[str, Any] = {}
+        for key, item in value.items():
+            name = clean_text(key) if isinstance(key, str) else None
+            if not isinstance(name, str):
+                return BadValue(
+                    "unsupported_value",
+                    f"has the key {_shown(key)[:_SHOWN]}: object keys must be valid text",
+                    _shown(value),
+                )
+            data[name] = json_data(item, depth + 1)
+        return data
+    if isinstance(value, list | tuple):
+        return [json_data(item, depth + 1) for item in value]
+    kind = type(value).__name__
+    return BadValue(
+        "unsupported_value",
+        f"is a Python {kind}, not a JSON value (text, number, true/false, null, list, object)",
+        _shown(value),
+    )
+
+
+def first_bad(data: Any, path: str = "") -> tuple[str, BadValue] | None:
+    """The first BadValue in ``data`` and its dotted path (``a.b[2]``), or None."""
+    if isinstance(data, BadValue):
+        return path, data
+    if isinstance(data, dict):
+        items = ((f"{path}.{key}" if path else key, item) for key, item in data.items())
+    elif isinstance(data, list):
+        items = ((f"{path}[{index}]", item) for index, item in enumerate(data))
+    else:
+        return None
+    for where, item in items:
+        found = first_bad(item, where)
+        if found is not None:
+            return found
+    return None
+
+
+def printable(data: Any) -> Any:
+    """``data`` with every BadValue replaced by its short description (JSON-serialisable)."""
+    if isinstance(data, BadValue):
+        return data.shown
+    if isinstance(data, dict):
+        return {key: printable(item) for key, item in data.items()}
+    if isinstance(data, list):
+        return [printable(item) for item in data]
+    return data
+
+
+def decode_json(text: str) -> tuple[Any, str | None]:
+    """Decode JSON text into plain JSON data; (None, problem) when it does not parse."""
+    try:
+        return json_data(json.loads(text)), None
+    except json.JSONDecodeError as exc:
+        return None, f"{exc.msg} at line {exc.lineno}, column {exc.colno}"
+    except RecursionError:
+        return None, "it nests lists or objects too deeply to parse"
+
+
+# --- parsing -------------------------------------------------------------------------------------
+
+
+def _arguments(raw: Any, name: str) -> tuple[dict[str, Any] | None, str | None, str | None]:
+    """(arguments, error, error kind) of one call."""
     if raw is None:
-        return {}, None
+        return {}, None, None
     if isinstance(raw, str):
         if not raw.strip():
-            return {}, None
-        try:
-            raw = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            return None, (
-                f"arguments of {name!r} are not valid JSON ({exc.msg} at line "
-                f"{exc.lineno}, column {exc.colno})"
-            )
+            return {}, None, None
+        raw, problem = decode_json(raw)
+        if problem is not None:
+            error = f"arguments of {name!r} are not valid JSON ({problem})"
+            return None, error, "malformed_arguments"
+    if isinstance(raw, BadValue):
+        return None, raw.describe(f"the arguments of {name!r}"), "invalid_arguments"
     if not isinstance(raw, dict):
-        return None, (f"arguments of {name!r} must be a JSON object, got {type(raw).__name__}")
-    return raw, None
+        kind = {list: "array", int: "number", float: "number", bool: "boolean"}.get(
+            type(raw), type(raw).__name__
+        )
+        error = f"arguments of {name!r} must be a JSON object, got {kind}"
+        return None, error, "malformed_arguments"
+    found = first_bad(raw)
+    if found is not None:
+        where, bad = found
+        error = f"invalid arguments for {name}: " + bad.describe(f"argument {where!r}")
+        return None, error, "invalid_arguments"
+    return raw, None, None
 
 
 def _tool_call(entry: Any, index: int) -> ToolCall | ParseError:
+    where = f"tool_calls[{index}]"
     if not isinstance(entry, dict):
-        return ParseError(
-            "malformed_action", f"tool_calls[{index}] must be an object, got {type(entry).__name__}"
-        )
+        return ParseError("malformed_action", f"{where} must be an object, got {_kind(entry)}")
     function = entry.get("function", entry)
     if not isinstance(function, dict):
-        return ParseError("malformed_action", f"tool_calls[{index}].function must be an object")
+        return ParseError("malformed_action", f"{where}.function must be an object")
     name = function.get("name")
+    if isinstance(name, BadValue):
+        return ParseError(name.kind, name.describe(f"the tool name of {where}"))
     if not isinstance(name, str) or not name.strip():
         return ParseError(
             "malformed_action",
-            f"tool_calls[{index}] has no tool name "
-            '(expected {"name": ..., "arguments": {...}})',
+            f"{where} has no tool name " '(expected {"name": ..., "arguments": {...}})',
         )
-    arguments, error = _arguments(function.get("arguments", function.get("parameters")), name)
+    arguments, error, kind = _arguments(function.get("arguments", function.get("parameters")), name)
     call_id = entry.get("id")
-    return ToolCall(name, arguments, call_id if isinstance(call_id, str) else None, error)
+    call_id = call_id if isinstance(call_id, str) else None
+    if error is None:
+        return ToolCall(name, arguments, call_id)
+    raw = printable(function.get("arguments", function.get("parameters")))
+    return ToolCall(name, None, call_id, error, kind, raw)
+
+
+def _kind(value: Any) -> str:
+    return "a value that is not JSON" if isinstance(value, BadValue) else type(value).__name__
 
 
 def _from_dict(action: dict[str, Any]) -> Parsed:
-    if action.get("tool_calls"):
-        calls = action["tool_calls"]
+    calls = action.get("tool_calls")
+    if calls:
+        if isinstance(calls, BadValue):
+            return ParseError(calls.kind, calls.describe("tool_calls"))
         if not isinstance(calls, list):
             return ParseError("malformed_action", "tool_calls must be a list")
         parsed = [_tool_call(entry, i) for i, entry in enumerate(calls)]
@@ -97,6 +298,8 @@ def _from_dict(action: dict[str, Any]) -> Parsed:
         call = _tool_call(action, 0)
         return call if isinstance(call, ParseError) else [call]
     content = action.get("content")
+    if isinstance(content, BadValue):
+        return ParseError(content.kind, content.describe("the message content"))
     if isinstance(content, str) and content.strip():
         return PlainMessage(content)
     return ParseError(
@@ -104,32 +307,100 @@ def _from_dict(action: dict[str, Any]) -> Parsed:
     )
 
 
+def _parse_data(data: dict[str, Any] | str | BadValue) -> Parsed:
+    """Parse an action (a mapping or a string) already turned into plain JSON data."""
+    if isinstance(data, dict):
+        return _from_dict(data)
+    if isinstance(data, BadValue):
+        kind = "unsupported_action" if data.kind == "unsupported_value" else data.kind
+        return ParseError(kind, data.describe("the action"))
+    text = data.strip()
+    if not text:
+        return ParseError("empty_action", "the action is an empty string")
+    if text[0] not in "{[":
+        return PlainMessage(data)
+    decoded, problem = decode_json(text)
+    if problem is not None:
+        return ParseError(
+            "malformed_json", f"the action looks like JSON but does not parse: {problem}"
+        )
+    if isinstance(decoded, dict):
+        return _from_dict(decoded)
+    return ParseError(
+        "malformed_action",
+        "a JSON action must be an object (a tool call or an assistant message)",
+    )
+
+
 def parse_action(action: Any) -> Parsed:
     """Turn an action into tool calls, a plain message, or a ParseError (never raises)."""
-    if isinstance(action, dict):
-        return _from_dict(action)
-    if isinstance(action, str):
-        text = action.strip()
-        if not text:
-            return ParseError("empty_action", "the action is an empty string")
-        if text[0] in "{[":
-            try:
-                decoded = json.loads(text)
-            except json.JSONDecodeError as exc:
-                return ParseError(
-                    "malformed_json",
-                    f"the action looks like JSON but does not "
-                    f"parse: {exc.msg} at line {exc.lineno}, column {exc.colno}",
-                )
-            if isinstance(decoded, dict):
-                return _from_dict(decoded)
-            return ParseError(
-                "malformed_action",
-                "a JSON action must be an object (a tool call or an assistant message)",
-            )
-        return PlainMessage(action)
-    return ParseError(
-        "unsupported_action",
-        f"unsupported action type {type(action).__name__}: "
-        "send a tool call dict, an assistant message dict or a string",
-    )
+    return receive(action).parsed
+
+
+def receive(action: Any) -> Received:
+    """Parse ``action`` and compute its log entry and raw record (never raises)."""
+    if not isinstance(action, Mapping | str):
+        parsed = ParseError(
+            "unsupported_action",
+            f"unsupported action type {type(action).__name__}: "
+            "send a tool call dict, an assistant message dict or a string",
+        )
+        data = json_data(action)
+        return _received(parsed, data, plain=False)
+    data = json_data(action)
+    parsed = _parse_data(data)
+    plain = first_bad(data) is None and not (isinstance(data, dict) and REPLAY_MARKER in data)
+    return _received(parsed, data, plain)
+
+
+def _received(parsed: Parsed, data: Any, plain: bool) -> Received:
+    if plain:
+        return Received(parsed, canonical_json(data))
+    entry = {REPLAY_MARKER: encode_parsed(parsed), "raw": printable(data)}
+    return Received(parsed, canonical_json(entry))
+
+
+def _is_marker(entry: Any) -> bool:
+    # An agent's own dict with this key is always logged inside a marker, never as itself.
+    return isinstance(entry, Mapping) and REPLAY_MARKER in entry
+
+
+# --- replay --------------------------------------------------------------------------------------
+
+
+def encode_parsed(parsed: Parsed) -> dict[str, Any]:
+    """A parsed action as JSON data (see :func:`decode_parsed`)."""
+    if isinstance(parsed, PlainMessage):
+        return {"message": parsed.content}
+    if isinstance(parsed, ParseError):
+        return {"error": {"type": parsed.kind, "message": parsed.message}}
+    return {
+        "calls": [
+            {
+                "name": call.name,
+                "arguments": call.arguments,
+                "id": call.call_id,
+                "error": call.error,
+                "error_kind": call.error_kind,
+                "raw_arguments": call.raw_arguments,
+            }
+            for call in parsed
+        ]
+    }
+
+
+def decode_parsed(data: Mapping[str, Any]) -> Parsed:
+    """The parsed action of :func:`encode_parsed`'s data."""
+    if "message" in data:
+        return PlainMessage(data["message"])
+    if "error" in data:
+        return ParseError(data["error"]["type"], data["error"]["message"])
+    fields = ("name", "arguments", "id", "error", "error_kind", "raw_arguments")
+    return [ToolCall(*(call[field] for field in fields)) for call in data["calls"]]
+
+
+def replayed(entry: Any) -> Received | None:
+    """The received action of a log entry that holds a parsed action (None for a plain one)."""
+    if _is_marker(entry):
+        return Received(decode_parsed(entry[REPLAY_MARKER]), canonical_json(dict(entry)))
+    return None

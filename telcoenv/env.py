@@ -9,6 +9,7 @@ reserved tool ``submit_resolution(intent, summary)``.
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import uuid
 import zlib
@@ -19,7 +20,7 @@ import gymnasium
 import numpy as np
 from gymnasium.error import ResetNeeded
 
-from telcoenv.actions import ParseError, PlainMessage, ToolCall, parse_action
+from telcoenv.actions import ParseError, PlainMessage, Received, ToolCall, receive, replayed
 from telcoenv.catalog import fill_gold_arguments
 from telcoenv.domains import Domain, EpisodeSetup, get_domain
 from telcoenv.errors import EmbedderUnavailableError, EpisodeOptionError
@@ -44,9 +45,55 @@ from telcoenv.specs import LANGUAGES, Blueprint, Intent, Language
 from telcoenv.tooling import RESERVED_SUBMIT, ToolResult, call_key, canonical_json
 from telcoenv.trace import ActionRecord, EpisodeTrace, GoldCall, Submission
 
-RESET_OPTIONS = frozenset(
-    {"intent", "blueprint", "sample_index", "lang", "privileged", "intent_list", "require_approval"}
-)
+#: The options ``reset`` takes, with the type each must have (``None`` means "not given").
+OPTION_TYPES: dict[str, type] = {
+    "intent": str,
+    "blueprint": str,
+    "sample_index": int,
+    "lang": str,
+    "privileged": bool,
+    "intent_list": bool,
+    "require_approval": bool,
+}
+RESET_OPTIONS = frozenset(OPTION_TYPES)
+_TYPE_NAMES = {str: "a string", int: "an integer", bool: "a bool (True or False)"}
+
+
+def typed_value(where: str, value: Any, kind: type) -> Any:
+    """``value`` as ``kind`` (numpy scalars accepted), or an EpisodeOptionError naming ``where``.
+
+    Only real booleans are booleans: ``"no"`` or ``0`` is refused, never taken as truthy.
+    """
+    if kind is bool and isinstance(value, bool | np.bool_):
+        return bool(value)
+    is_bool = isinstance(value, bool | np.bool_)
+    if kind is int and isinstance(value, int | np.integer) and not is_bool:
+        return int(value)
+    if kind is str and isinstance(value, str):
+        return value
+    raise EpisodeOptionError(f"{where} must be {_TYPE_NAMES[kind]}, got {value!r}")
+
+
+def check_reset_options(options: Any) -> dict[str, Any]:
+    """The reset options, typed; unknown names, a non-mapping or a wrong type raise."""
+    if options is None:
+        return {}
+    if not isinstance(options, Mapping):
+        raise EpisodeOptionError(
+            f"reset options must be a dict, got {type(options).__name__}; "
+            f"valid options: {sorted(RESET_OPTIONS)}"
+        )
+    unknown = [name for name in options if name not in RESET_OPTIONS]
+    if unknown:
+        raise EpisodeOptionError(
+            f"unknown reset option(s) {sorted(map(str, unknown))}; "
+            f"valid options: {sorted(RESET_OPTIONS)}"
+        )
+    return {
+        name: typed_value(f"reset option {name!r}", value, OPTION_TYPES[name])
+        for name, value in options.items()
+        if value is not None
+    }
 
 
 class TelcoEnv(gymnasium.Env[str, Any]):
@@ -117,9 +164,25 @@ class TelcoEnv(gymnasium.Env[str, Any]):
         self.domain: Domain = domain
         catalog = domain.catalog
         self.lang = self._check_lang(lang)
+        for name, value, kind in (
+            ("intent", intent, str),
+            ("blueprint", blueprint, str),
+            ("database_url", database_url, str),
+        ):
+            if value is not None:
+                typed_value(name, value, kind)
+        intent_list, privileged, require_approval = (
+            typed_value(name, value, bool)
+            for name, value in (
+                ("intent_list", intent_list),
+                ("privileged", privileged),
+                ("require_approval", require_approval),
+            )
+        )
         self.fixed_intent = catalog.intent(intent) if intent is not None else None
         self.fixed_blueprint = self._check_blueprint(blueprint, self.fixed_intent)
-        if not isinstance(max_steps, int) or max_steps < 1:
+        max_steps = typed_value("max_steps", max_steps, int)
+        if max_steps < 1:
             raise EpisodeOptionError(f"max_steps must be a positive integer, got {max_steps!r}")
         if render_mode not in (None, *self.metadata["render_modes"]):
             raise EpisodeOptionError(
@@ -264,13 +327,12 @@ class TelcoEnv(gymnasium.Env[str, Any]):
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[str, dict[str, Any]]:
+        if seed is not None:
+            seed = typed_value("seed", seed, int)
+            if seed < 0:
+                raise EpisodeOptionError(f"seed must be a non-negative integer, got {seed}")
+        options = check_reset_options(options)
         super().reset(seed=seed)
-        options = dict(options or {})
-        unknown = set(options) - RESET_OPTIONS
-        if unknown:
-            raise EpisodeOptionError(
-                f"unknown reset option(s) {sorted(unknown)}; valid options: {sorted(RESET_OPTIONS)}"
-            )
         lang = self._check_lang(options.get("lang", self.lang))
         intent, blueprint = self._episode_choice(options)
         key = self._episode_key(blueprint, options.get("sample_index"))
@@ -308,9 +370,9 @@ class TelcoEnv(gymnasium.Env[str, Any]):
             intent, blueprint, np.random.default_rng(self._key), lang, self._database, stored_id
         )
         self._intent, self._blueprint, self._setup = intent, blueprint, setup
-        self._privileged = bool(options.get("privileged", self.privileged))
-        intent_list = bool(options.get("intent_list", self.intent_list))
-        self._approval_needed = bool(options.get("require_approval", self.require_approval))
+        self._privileged = options.get("privileged", self.privileged)
+        intent_list = options.get("intent_list", self.intent_list)
+        self._approval_needed = options.get("require_approval", self.require_approval)
         self._approved = False
         self._reads: set[str] = set()  # successful reads (name + arguments) of this episode
         self._verifiable: set[str] = set()  # reads made before the latest applied change
@@ -362,7 +424,7 @@ class TelcoEnv(gymnasium.Env[str, Any]):
             "domain": self.domain.name,
             "language": lang,
             "require_approval": self._approval_needed,
-            "tools": list(self.tools),
+            "tools": copy.deepcopy(self.tools),
             "instructions": instructions,
             "messages": [
                 {"role": "system", "content": instructions},
@@ -378,16 +440,18 @@ class TelcoEnv(gymnasium.Env[str, Any]):
 
     def _privileged_info(self) -> dict[str, Any]:
         assert self._trace is not None and self._intent is not None and self._setup is not None
-        return {
-            "intent": self._intent.key,
-            "label": self._intent.label.model_dump(),
-            "category": self._intent.category,
-            "blueprint_id": self._trace.blueprint_id,
-            "gold_chain": [c.model_dump() for c in self._trace.gold_chain],
-            "sampled_kpis": dict(self._trace.sampled_kpis),
-            "gold_summary": dict(self._trace.gold_summary),
-            **self.domain.privileged(self._setup, self._intent),
-        }
+        return copy.deepcopy(
+            {
+                "intent": self._intent.key,
+                "label": self._intent.label.model_dump(),
+                "category": self._intent.category,
+                "blueprint_id": self._trace.blueprint_id,
+                "gold_chain": [c.model_dump() for c in self._trace.gold_chain],
+                "sampled_kpis": self._trace.sampled_kpis,
+                "gold_summary": self._trace.gold_summary,
+                **self.domain.privileged(self._setup, self._intent),
+            }
+        )
 
     # --- step -------------------------------------------------------------------------------------
 
@@ -410,23 +474,6 @@ class TelcoEnv(gymnasium.Env[str, Any]):
     def _error(kind: str, message: str) -> str:
         return canonical_json({"error": {"type": kind, "message": message}})
 
-    @staticmethod
-    def _frozen(action: Any) -> str:
-        """The action as sent, as JSON text (its repr when it is not JSON-serialisable): what
-        ``get_state`` replays, unaffected by later changes to the caller's object."""
-        try:
-            return canonical_json(action)
-        except (TypeError, ValueError):
-            return canonical_json(repr(action))
-
-    @staticmethod
-    def _raw(action: Any) -> Any:
-        """The action as sent, kept JSON-serialisable (non-JSON objects become their repr)."""
-        try:
-            return json.loads(canonical_json(action))
-        except (TypeError, ValueError):
-            return repr(action)
-
     def _finish(self) -> float:
         """Score the finished episode; the reward comes from the metrics (never raises)."""
         assert self._trace is not None and self._setup is not None and self._intent is not None
@@ -444,24 +491,23 @@ class TelcoEnv(gymnasium.Env[str, Any]):
             self._metrics_error = f"reward: {exc}"
             return 0.0
 
-    def _run_call(self, call: ToolCall, action: Any) -> tuple[str, str, bool]:
+    def _run_call(self, call: ToolCall, raw: Any) -> tuple[str, str, bool]:
         """Execute one tool call; returns (observation, tool name, submitted)."""
         assert self._trace is not None and self._setup is not None
-        raw = None
         if call.error is not None:
-            raw = self._raw(action)
-            observation = self._error("malformed_arguments", call.error)
-            kind = "submit" if call.name == RESERVED_SUBMIT else "tool_call"
+            kind = call.error_kind or "malformed_arguments"
+            observation = self._error(kind, call.error)
             self._record(
-                kind=kind,
+                kind="submit" if call.name == RESERVED_SUBMIT else "tool_call",
                 tool=call.name,
                 raw=raw,
                 valid=False,
-                error_kind="malformed_arguments",
+                error_kind=kind,
                 error=call.error,
                 observation=observation,
             )
             return observation, call.name, False
+        raw = None
         arguments = call.arguments or {}
         if call.name == RESERVED_SUBMIT:
             problem = self.domain.toolbox.validate(RESERVED_SUBMIT, arguments)
@@ -536,27 +582,38 @@ class TelcoEnv(gymnasium.Env[str, Any]):
         )
         return observation, call.name, False
 
-    def _step_tool_calls(self, calls: list[ToolCall], action: Any) -> tuple[str, list[dict], bool]:
+    def _step_tool_calls(self, calls: list[ToolCall], raw: Any) -> tuple[str, list[dict], bool]:
         # A parsed call keeps its name and arguments; the raw action is kept only when the
-        # arguments could not be parsed (so nothing the agent sent is lost).
-        raw = None
+        # arguments could not be parsed (so nothing the agent sent is lost). Every call past the
+        # first takes one more step of the budget; calls past the budget are refused, not run.
         outputs: list[tuple[str, str]] = []
         messages: list[dict[str, Any]] = []
         submitted = False
         for index, call in enumerate(calls):
-            if submitted:
-                observation = self._error("episode_ended", "call after submit_resolution refused")
+            over_budget = index > 0 and self._counts["steps"] >= self.max_steps
+            if index > 0 and not submitted and not over_budget:
+                self._counts["steps"] += 1
+            if submitted or over_budget:
+                kind, message = (
+                    ("episode_ended", "call after submit_resolution refused")
+                    if submitted
+                    else (
+                        "step_budget_exhausted",
+                        f"call refused: the episode's {self.max_steps} steps are used up "
+                        "(every tool call takes one step)",
+                    )
+                )
+                observation = self._error(kind, message)
                 self._record(
                     kind="after_end",
                     tool=call.name,
-                    raw=raw,
                     valid=False,
-                    error_kind="episode_ended",
-                    error="call after submit_resolution",
+                    error_kind=kind,
+                    error=message,
                     observation=observation,
                 )
             else:
-                observation, _, submitted = self._run_call(call, action)
+                observation, _, submitted = self._run_call(call, raw)
             outputs.append((call.name, observation))
             messages.append(
                 {
@@ -572,39 +629,51 @@ class TelcoEnv(gymnasium.Env[str, Any]):
         return combined, messages, submitted
 
     def step(self, action: Any) -> tuple[str, SupportsFloat, bool, bool, dict[str, Any]]:
+        """Take one action; never raises on what the agent sends (see the class docstring)."""
         if self._trace is None or self._setup is None or self._blueprint is None:
             raise ResetNeeded("call reset() before step()")
+        return self._step(receive(action))
+
+    def _step_after_end(
+        self, received: Received
+    ) -> tuple[str, SupportsFloat, bool, bool, dict[str, Any]]:
+        assert self._trace is not None and self._setup is not None
+        trace = self._trace
+        observation = self._error(
+            "episode_ended", "the episode has ended; call reset() to start a new one"
+        )
+        if isinstance(received.parsed, PlainMessage):  # the engineer says the case is closed
+            rng = np.random.default_rng([*self._key, 2, len(trace.actions)])
+            observation = self.domain.reply(
+                self._setup, self._blueprint, "", trace.language, rng, ended=True
+            )
+        # A new trace object: the one returned at the end of the episode stays as it was.
+        self._trace = trace.model_copy(update={"actions": list(trace.actions)})
+        self._record(
+            kind="after_end",
+            raw=received.raw,
+            valid=False,
+            error_kind="episode_ended",
+            error="action after the end",
+            observation=observation,
+        )
+        return observation, 0.0, trace.terminated, trace.truncated, self._step_info([])
+
+    def _step(self, received: Received) -> tuple[str, SupportsFloat, bool, bool, dict[str, Any]]:
+        assert self._trace is not None and self._setup is not None
         trace = self._trace
         if trace.terminated or trace.truncated:
-            observation = self._error(
-                "episode_ended", "the episode has ended; call reset() to start a new one"
-            )
-            if isinstance(
-                parse_action(action), PlainMessage
-            ):  # the engineer says the case is closed
-                rng = np.random.default_rng([*self._key, 2, len(trace.actions)])
-                observation = self.domain.reply(
-                    self._setup, self._blueprint, "", trace.language, rng, ended=True
-                )
-            self._record(
-                kind="after_end",
-                raw=self._raw(action),
-                valid=False,
-                error_kind="episode_ended",
-                error="action after the end",
-                observation=observation,
-            )
-            return observation, 0.0, trace.terminated, trace.truncated, self._step_info([])
+            return self._step_after_end(received)
         self._counts["steps"] += 1
-        self._actions_log.append(self._frozen(action))
+        self._actions_log.append(received.log_entry)
         first_record = len(trace.actions)
-        parsed = parse_action(action)
+        parsed = received.parsed
         reward, submitted = 0.0, False
         if isinstance(parsed, ParseError):
             observation = self._error(parsed.kind, parsed.message)
             self._record(
                 kind="invalid",
-                raw=self._raw(action),
+                raw=received.raw,
                 valid=False,
                 error_kind=parsed.kind,
                 error=parsed.message,
@@ -621,7 +690,7 @@ class TelcoEnv(gymnasium.Env[str, Any]):
             self._record(kind="message", raw=parsed.content, valid=True, observation=observation)
             messages = [{"role": "user", "content": observation}]
         else:
-            observation, messages, submitted = self._step_tool_calls(parsed, action)
+            observation, messages, submitted = self._step_tool_calls(parsed, received.raw)
         if submitted:
             trace.terminated = True
         elif self._counts["steps"] >= self.max_steps:
@@ -654,10 +723,11 @@ class TelcoEnv(gymnasium.Env[str, Any]):
             info["trace"] = self._trace
             info["predicted_chain"] = self._trace.predicted_chain
             info["metrics"] = self._metrics.model_dump()
-            verification = self._trace.verification or {}
+            # Copies: a caller may keep and change what it gets (Gymnasium's data-reuse rule).
+            verification = copy.deepcopy(self._trace.verification or {})
             info["resolved"] = verification.get("resolved")
             info["verification"] = verification
-            info["collateral_changes"] = verification.get("collateral_changes", [])
+            info["collateral_changes"] = copy.deepcopy(verification.get("collateral_changes", []))
             if self._metrics_error:
                 info["metrics_error"] = self._metrics_error
             if self._privileged:
@@ -700,10 +770,7 @@ class TelcoEnv(gymnasium.Env[str, Any]):
         """
         state = state if isinstance(state, EnvState) else EnvState.model_validate(state)
         start = state.start
-        options = dict(start.options)
-        unknown = set(options) - RESET_OPTIONS
-        if unknown:
-            raise EpisodeOptionError(f"snapshot has unknown reset option(s) {sorted(unknown)}")
+        options = check_reset_options(start.options)
         intent = self.domain.catalog.intent(start.intent)
         if self.fixed_intent is not None and intent != self.fixed_intent:
             raise EpisodeOptionError(
@@ -724,8 +791,8 @@ class TelcoEnv(gymnasium.Env[str, Any]):
             start.seed,
             options,
         )
-        for action in state.actions:
-            self.step(action)
+        for entry in state.actions:  # each action takes the branch it took when first sent
+            self._step(replayed(entry) or receive(entry))
 
     def clone(self) -> TelcoEnv:
         """A new environment with the same settings, in this one's state (see ``get_state``)."""

@@ -49,3 +49,7 @@ class ToolError(TelcoEnvError):
 
 class EmbedderUnavailableError(TelcoEnvError):
     """A sentence-embedding model cannot be loaded; the message says which package to install."""
+
+
+class RewardError(TelcoEnvError):
+    """A user reward function failed or returned a value that is not a finite number."""

@@ -43,6 +43,34 @@ def call_key(name: str, arguments: Mapping[str, Any]) -> int:
     return zlib.crc32(f"{name}:{canonical_json(arguments)}".encode())
 
 
+#: Characters of an argument's value quoted in an error message.
+_QUOTED = 60
+
+
+def _short(value: Any) -> str:
+    """The value as an error message quotes it: whole when short, else a prefix and its size."""
+    shown = repr(value)
+    if len(shown) <= _QUOTED:
+        return shown
+    size = f"{len(value)} characters" if isinstance(value, str) else f"{len(shown)} characters"
+    return f"{shown[:_QUOTED]}… ({size})"
+
+
+def _problem(error: jsonschema.ValidationError) -> str:
+    """jsonschema's message, with a long value shortened and length limits stated."""
+    if error.validator in ("maxLength", "minLength") and isinstance(error.instance, str):
+        bound = "at most" if error.validator == "maxLength" else "at least"
+        text = error.instance
+        shown = repr(text) if len(text) <= _QUOTED else f"{text[:_QUOTED]!r}…"
+        return f"{shown} has {len(text)} characters; {bound} {error.validator_value} allowed"
+    shown = repr(error.instance)
+    return (
+        error.message.replace(shown, _short(error.instance))
+        if len(shown) > _QUOTED
+        else error.message
+    )
+
+
 def _describe(error: jsonschema.ValidationError) -> str:
     path = ".".join(str(p) for p in error.absolute_path)
     if error.validator == "required":
@@ -56,7 +84,7 @@ def _describe(error: jsonschema.ValidationError) -> str:
         return f"give {bound} {error.validator_value} of the arguments ({names}){where}"
     if error.validator == "additionalProperties" and not path:
         return f"unexpected argument(s): {error.message.split('(')[-1].rstrip(')')}"
-    return f"argument {path!r}: {error.message}" if path else error.message
+    return f"argument {path!r}: {_problem(error)}" if path else _problem(error)
 
 
 @dataclass(frozen=True, slots=True)

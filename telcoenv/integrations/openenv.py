@@ -47,7 +47,7 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationError, model_validator
 from pydantic_core import PydanticCustomError, to_jsonable_python
 
 try:
@@ -214,6 +214,17 @@ def _decode_error(text: str) -> dict[str, Any] | None:
     return error if isinstance(error, dict) else None
 
 
+def _as_telco(action: Any) -> Any:
+    """The action in TelcoEnv's format. Anything that is not a valid TelcoAction goes to
+    TelcoEnv as it is, which takes its other action forms or answers with an error observation."""
+    if isinstance(action, TelcoAction):
+        return action.to_telco()
+    try:
+        return TelcoAction.model_validate(action).to_telco()
+    except (ValidationError, TypeError, ValueError):
+        return action
+
+
 class TelcoOpenEnv(Environment[TelcoAction, TelcoObservation, TelcoState]):
     """A telcoenv environment behind OpenEnv's ``Environment`` interface.
 
@@ -307,9 +318,7 @@ class TelcoOpenEnv(Environment[TelcoAction, TelcoObservation, TelcoState]):
             return TelcoObservation(
                 text=text, error=_decode_error(text), reward=0.0, done=True, metadata={}
             )
-        if not isinstance(action, TelcoAction):
-            action = TelcoAction.model_validate(action)
-        text, reward, terminated, truncated, info = self.env.step(action.to_telco())
+        text, reward, terminated, truncated, info = self.env.step(_as_telco(action))
         reward = float(reward)
         status = info.get("action")
         state = self._state

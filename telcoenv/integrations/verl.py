@@ -387,18 +387,19 @@ class TelcoTool(BaseTool):
 # --- simulated engineer -----------------------------------------------------------------------
 
 
-def _text(content: Any) -> str:
-    """The text of a message content (a string or a list of typed parts)."""
-    if isinstance(content, str):
-        return content
+def _text(content: Any) -> Any:
+    """The text of a message content (a string or a list of typed parts); any other value is
+    returned as it is, for the environment to refuse with an error observation."""
     if isinstance(content, list):
         return "".join(
-            part.get("text", "") for part in content if isinstance(part, dict)
+            part["text"]
+            for part in content
+            if isinstance(part, dict) and isinstance(part.get("text"), str)
         )  # image parts carry no text
-    return "" if content is None else str(content)
+    return "" if content is None else content
 
 
-def _last_assistant_text(messages: Iterable[Mapping[str, Any]]) -> str:
+def _last_assistant_text(messages: Iterable[Mapping[str, Any]]) -> Any:
     for message in reversed(list(messages)):
         if message.get("role") == "assistant":
             return _text(message.get("content"))
@@ -447,7 +448,7 @@ class TelcoEngineerInteraction:
         content = kwargs.get("content")
         if content is None:
             content = _last_assistant_text(messages)
-        observation, reward, terminated, truncated, info = await episode.step(str(content))
+        observation, reward, terminated, truncated, info = await episode.step(_text(content))
         extra = {"action": info.get("action"), "terminated": terminated, "truncated": truncated}
         return terminated or truncated, observation, reward, extra
 

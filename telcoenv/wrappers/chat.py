@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import gymnasium
 
-from telcoenv.actions import ParseError, PlainMessage, parse_action
+from telcoenv.actions import PlainMessage, ToolCall, decode_json, receive
 from telcoenv.spaces import Messages
+from telcoenv.tooling import canonical_json
 
 
 class ChatTranscript:
@@ -30,43 +30,59 @@ class ChatTranscript:
         self._turn = 0
 
     def assistant(self, action: Any) -> Any:
+        """Record the agent's turn; return the action to send to the environment (unchanged).
+
+        Whatever the action holds (values with no JSON form included), the recorded message is
+        valid chat data: a tool-call turn gets ids, and ``observe`` answers them in order.
+        """
         self._turn += 1
-        parsed = parse_action(action)
-        if isinstance(parsed, ParseError):  # sent as is; the environment reports the error
-            content = action if isinstance(action, str) else json.dumps(action, default=repr)
-            self.messages.append({"role": "assistant", "content": content})
+        received = receive(action)
+        parsed = received.parsed
+        if isinstance(parsed, list):
+            self.messages.append(self._with_ids(parsed, received.raw))
             return action
         if isinstance(parsed, PlainMessage):
-            self.messages.append({"role": "assistant", "content": parsed.content})
-            return action
-        message = self._with_ids(action if isinstance(action, dict) else json.loads(action))
-        self.messages.append(message)
-        return message
+            content = parsed.content
+        else:  # sent as is; the environment reports the error
+            raw = received.raw
+            content = raw if isinstance(raw, str) else canonical_json(raw)
+        self.messages.append({"role": "assistant", "content": content})
+        return action
 
     def observe(self, info: dict[str, Any]) -> None:
-        self.messages.extend(info.get("messages", []))
+        """Append the step's messages; tool messages answer the last turn's call ids in order."""
+        last = self.messages[-1] if self.messages else {}
+        ids = [call["id"] for call in last.get("tool_calls", [])]
+        for message in info.get("messages", []):
+            message = dict(message)
+            if message.get("role") == "tool" and ids:
+                message["tool_call_id"] = ids.pop(0)
+            self.messages.append(message)
 
-    def _with_ids(self, action: dict[str, Any]) -> dict[str, Any]:
+    def _with_ids(self, calls: list[ToolCall], raw: Any) -> dict[str, Any]:
         """An assistant message with ``tool_calls`` whose calls all carry an id."""
-        entries = action["tool_calls"] if action.get("tool_calls") else [action]
-        calls = []
-        for index, entry in enumerate(entries):
-            function = dict(entry.get("function", entry))
-            arguments = function.get("arguments", function.get("parameters", {}))
-            calls.append(
+        entries = []
+        for index, call in enumerate(calls):
+            arguments = call.arguments if call.error is None else call.raw_arguments
+            entries.append(
                 {
-                    "id": entry.get("id") or f"call_{self._turn}_{index}",
+                    "id": call.call_id or f"call_{self._turn}_{index}",
                     "type": "function",
                     "function": {
-                        "name": function.get("name"),
+                        "name": call.name,
                         "arguments": arguments
                         if isinstance(arguments, str)
-                        else json.dumps(arguments, ensure_ascii=False),
+                        else canonical_json(arguments if arguments is not None else {}),
                     },
                 }
             )
-        content = action.get("content") if action.get("tool_calls") else None
-        return {"role": "assistant", "content": content, "tool_calls": calls}
+        data = decode_json(raw)[0] if isinstance(raw, str) else raw
+        content = data.get("content") if isinstance(data, dict) and data.get("tool_calls") else None
+        return {
+            "role": "assistant",
+            "content": content if isinstance(content, str) else None,
+            "tool_calls": entries,
+        }
 
 
 class ChatMessages(gymnasium.Wrapper):

@@ -40,6 +40,15 @@ def _call(decoded: Any) -> dict[str, Any] | None:
     return {"name": function["name"], "arguments": arguments}
 
 
+def _decoded(text: str) -> tuple[Any, bool]:
+    """(value, True) when ``text`` is JSON; (None, False) when it does not parse, including
+    text nested too deeply for Python's decoder."""
+    try:
+        return json.loads(text), True
+    except (json.JSONDecodeError, RecursionError):
+        return None, False
+
+
 def _undecodable(body: str) -> dict[str, Any]:
     """A call whose JSON does not parse: keep its name if visible and its raw arguments."""
     match = _NAME.search(body)
@@ -56,9 +65,8 @@ def parse_json_call(text: str) -> Any:
         if start < 0 or end < start:
             return text
         candidate = candidate[start : end + 1]
-    try:
-        decoded = json.loads(candidate)
-    except json.JSONDecodeError:
+    decoded, ok = _decoded(candidate)
+    if not ok:
         return _assistant(None, [_undecodable(candidate)])
     entries = decoded if isinstance(decoded, list) else [decoded]
     calls = [_call(entry) for entry in entries]
@@ -76,10 +84,8 @@ def parse_hermes(text: str) -> Any:
         return text
     calls = []
     for body in bodies:
-        try:
-            call = _call(json.loads(body))
-        except json.JSONDecodeError:
-            call = None
+        decoded, ok = _decoded(body)
+        call = _call(decoded) if ok else None
         calls.append(call if call is not None else _undecodable(body))
     content = _HERMES.sub("", text).strip()
     return _assistant(content, calls)

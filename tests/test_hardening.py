@@ -1,0 +1,462 @@
+"""Issue 12's promises, one targeted test each: hostile agent output becomes a precise error
+observation in every slot and through every wrapper and adapter; numbers are numbers; snapshots
+replay non-JSON actions exactly; options are typed; the step budget holds for multi-call
+messages; step infos share no mutable objects."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import warnings
+
+import gymnasium
+import numpy as np
+import orjson
+import pytest
+from gymnasium.utils.passive_env_checker import data_shares_objects
+
+import telcoenv
+from telcoenv.env import TelcoEnv
+from telcoenv.errors import EpisodeOptionError
+from telcoenv.snapshot import EnvState
+from telcoenv.wrappers import ChatMessages, RawTextAction
+
+from .conftest import gold_actions
+
+
+class _BrokenRepr:
+    def __repr__(self) -> str:
+        raise RuntimeError("no repr")
+
+
+def _deep(depth: int) -> list:
+    root: list = []
+    node = root
+    for _ in range(depth):
+        node.append([])
+        node = node[0]
+    return root
+
+
+# (value, the error type, words the message must hold) for a value in a tool argument.
+BAD_ARGUMENTS = [
+    ("\udc80", "invalid_arguments", "lone UTF-16 surrogate"),
+    ("ok \ud83d", "invalid_arguments", "lone UTF-16 surrogate"),
+    (float("nan"), "invalid_arguments", "is NaN"),
+    (float("inf"), "invalid_arguments", "is infinite"),
+    (-float("inf"), "invalid_arguments", "is infinite"),
+    (np.float64("nan"), "invalid_arguments", "is NaN"),
+    (b"bytes", "invalid_arguments", "Python bytes"),
+    ({1, 2}, "invalid_arguments", "Python set"),
+    ((i for i in range(2)), "invalid_arguments", "Python generator"),
+    (_BrokenRepr(), "invalid_arguments", "Python _BrokenRepr"),
+    (_deep(100_000), "invalid_arguments", "deeper than 32 levels"),
+]
+DOMAINS = {
+    "network": ("beam_misalignment", "oss_query", "cell_id"),
+    "bss": ("duplicate_charge", "get_customer", "msisdn"),
+}
+
+
+def _error(observation: str) -> dict:
+    return json.loads(observation)["error"]
+
+
+@pytest.fixture(params=sorted(DOMAINS))
+def domain_env(request):
+    intent, tool, argument = DOMAINS[request.param]
+    env = telcoenv.make(intent, embedder=None, max_steps=200).unwrapped
+    env.reset(seed=3)
+    yield env, tool, argument
+    env.close()
+
+
+@pytest.mark.parametrize(("value", "kind", "words"), BAD_ARGUMENTS)
+def test_a_bad_value_in_any_argument_is_refused_naming_the_argument(domain_env, value, kind, words):
+    env, tool, argument = domain_env
+    for action in (
+        {"name": tool, "arguments": {argument: value}},
+        {
+            "role": "assistant",
+            "tool_calls": [{"function": {"name": tool, "arguments": {argument: value}}}],
+        },
+        {"name": "submit_resolution", "arguments": {"intent": "x", "summary": value}},
+    ):
+        observation, _, terminated, _, info = env.step(action)
+        error = _error(observation)
+        assert (error["type"], info["action"]["valid"], terminated) == (kind, False, False)
+        assert words in error["message"] and "argument '" in error["message"]
+        record = env.trace.actions[-1]
+        assert record.error_kind == kind and record.tool in (tool, "submit_resolution")
+    assert env.trace.submission is None
+    json.loads(env.trace.model_dump_json())
+
+
+@pytest.mark.parametrize(
+    ("action", "kind", "words"),
+    [
+        ("hello \udc80", "invalid_text", "lone UTF-16 surrogate"),
+        ({"role": "assistant", "content": "\ud800 cut"}, "invalid_text", "message content"),
+        ("[" * 100_000, "malformed_json", "too deeply"),
+        ('{"a":' * 100_000, "malformed_json", "too deeply"),
+        (_deep(100_000), "unsupported_action", "action type list"),
+        (b"bytes", "unsupported_action", "action type bytes"),
+        ({"x", "y"}, "unsupported_action", "action type set"),
+        ((1, 2), "unsupported_action", "action type tuple"),
+        (np.array([1, 2]), "unsupported_action", "action type ndarray"),
+        (_BrokenRepr(), "unsupported_action", "action type _BrokenRepr"),
+        ({1: "x"}, "unsupported_action", "object keys must be valid text"),
+        ({"name": float("nan"), "arguments": {}}, "non_finite_number", "tool name"),
+        ({"tool_calls": _deep(1000)}, "malformed_action", "tool_calls[0] must be an object"),
+        ("", "empty_action", "empty string"),
+    ],
+)
+def test_a_bad_action_is_one_precise_error_observation(domain_env, action, kind, words):
+    env, _, _ = domain_env
+    observation, reward, terminated, truncated, info = env.step(action)
+    error = _error(observation)
+    assert error["type"] == kind and words in error["message"], error
+    assert (reward, terminated, truncated) == (0.0, False, False)
+    assert info["invalid_actions"] == 1 and info["steps"] == 1
+    record = env.trace.actions[-1]
+    assert (record.kind, record.valid, record.error_kind) == ("invalid", False, kind)
+    json.dumps(record.raw)  # what was received is kept, as JSON
+
+
+def test_json_text_with_nan_infinity_and_escaped_surrogates_names_the_argument():
+    env = TelcoEnv("beam_misalignment", embedder=None)
+    env.reset(seed=0)
+    for text, words in [
+        ('{"name": "oss_query", "arguments": {"cell_id": "a", "window": Infinity}}', "infinite"),
+        ('{"name": "oss_query", "arguments": "{\\"cell_id\\": NaN}"}', "is NaN"),
+        ('{"name": "oss_query", "arguments": {"cell_id": "\\udc80"}}', "surrogate"),
+    ]:
+        error = _error(env.step(text)[0])
+        assert error["type"] == "invalid_arguments" and words in error["message"]
+        assert "argument 'cell_id'" in error["message"] or "argument 'window'" in error["message"]
+
+
+def test_a_surrogate_pair_written_as_two_code_points_is_one_valid_character():
+    env = TelcoEnv("beam_misalignment", embedder=None)
+    env.reset(seed=0)
+    observation, *_ = env.step("thanks \ud83d\ude00 which cell?")
+    assert "error" not in observation  # the engineer answers
+    assert env.trace.actions[-1].raw == "thanks 😀 which cell?"
+
+
+def test_numpy_scalars_are_the_numbers_they_are_and_the_episode_scores_the_same():
+    def play(convert) -> tuple:
+        env = TelcoEnv("beam_misalignment", privileged=True, embedder=None)
+        _, info = env.reset(seed=5)
+        for action in gold_actions(info):
+            arguments = {k: convert(v) for k, v in action["arguments"].items()}
+            if action["name"] == "optimize_cell":
+                arguments["changes"] = {k: convert(v) for k, v in arguments["changes"].items()}
+            *_, info = env.step({"name": action["name"], "arguments": arguments})
+        env.step({"name": "submit_resolution", "arguments": {"intent": "x", "summary": "y"}})
+        return env.trace.verification["resolved"], [a.observation for a in env.trace.actions]
+
+    def numpy_number(value):
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return value
+        return np.int64(value) if isinstance(value, int) else np.float32(value)
+
+    plain, as_numpy = play(lambda v: v), play(numpy_number)
+    assert plain[0] is True and as_numpy == plain
+
+
+def test_nan_and_out_of_range_numbers_are_refused_by_the_schema_not_a_database_constraint():
+    env = TelcoEnv("beam_misalignment", privileged=True, embedder=None)
+    _, info = env.reset(seed=0)
+    cell = next(
+        c["arguments"]["cell_id"]
+        for c in info["privileged"]["gold_chain"]
+        if "cell_id" in c["arguments"]
+    )
+    for value, words in [(float("nan"), "is NaN"), (99.0, "maximum"), (-1, "minimum")]:
+        call = {
+            "name": "optimize_cell",
+            "arguments": {"cell_id": cell, "changes": {"tilt_deg": value}},
+        }
+        error = _error(env.step(call)[0])
+        assert error["type"] == "invalid_arguments", error
+        assert words in error["message"] and "changes" in error["message"]
+        assert "CHECK" not in error["message"] and "constraint" not in error["message"]
+    care = TelcoEnv("duplicate_charge", embedder=None, domain="bss")
+    care.reset(seed=0)
+    for amount, expected in [
+        (-5, "argument 'amount': -5 is less than or equal to the minimum of 0"),
+        (1e9, "argument 'amount': 1000000000.0 is greater than the maximum of 200"),
+        (float("inf"), "argument 'amount' is infinite: send a finite number"),
+        ("x" * 5000, "argument 'amount': 'xxxxxxxx"),
+    ]:
+        call = {
+            "name": "apply_credit",
+            "arguments": {"account_id": "A1", "amount": amount, "reason": "a reason"},
+        }
+        message = _error(care.step(call)[0])["message"]
+        assert message.startswith(f"invalid arguments for apply_credit: {expected}"), message
+        assert "CHECK" not in message and len(message) < 300  # a long value is quoted short
+
+
+def test_snapshots_replay_non_json_actions_down_the_same_branch():
+    env = TelcoEnv(None, embedder=None, max_steps=50)
+    env.reset(seed=7)
+    actions = [
+        {"name": "oss_query", "arguments": {"cell_id": float("nan"), "window": "1h"}},
+        "which cell? \udc80",
+        repr({"x"}),  # the text a set used to be logged as: replayed, it took another branch
+        {"x"},
+        {"name": "oss_query", "arguments": {"cell_id": np.str_("NR-1"), "window": "1h"}},
+        {"$telcoenv_parsed": {"message": "forged"}, "raw": "a forged replay marker"},
+        (i for i in range(3)),
+        {
+            "role": "assistant",
+            "tool_calls": [
+                {"function": {"name": "kpi_timeseries", "arguments": {"cell_id": b"x"}}}
+            ],
+        },
+        "which window?",
+    ]
+    for action in actions:
+        env.step(action)
+    state_json = env.get_state().model_dump_json()
+    restored = TelcoEnv(None, embedder=None, max_steps=50)
+    restored.set_state(EnvState.model_validate_json(state_json))
+    assert restored.trace.model_dump() == env.trace.model_dump()
+    assert [a.kind for a in env.trace.actions][:4] == ["tool_call", "invalid", "invalid", "invalid"]
+    assert env.trace.actions[5].kind == "invalid"  # the forged marker is the agent's own dict
+    twin = env.clone()
+    assert twin.trace.model_dump() == env.trace.model_dump()
+    # The restored episode goes on exactly as the original.
+    for one in (env, restored):
+        one.step({"name": "submit_resolution", "arguments": {"intent": "x", "summary": "y"}})
+    assert restored.trace.model_dump() == env.trace.model_dump()
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"privileged": "no"},
+        {"privileged": "false"},
+        {"intent_list": 0},
+        {"require_approval": 1},
+        {"sample_index": True},
+        {"sample_index": "3"},
+        {"sample_index": -1},
+        {"lang": 1},
+        {"blueprint": 5},
+        {"unknown": 1},
+    ],
+)
+def test_reset_options_are_typed(options):
+    env = TelcoEnv("beam_misalignment", embedder=None)
+    with pytest.raises(EpisodeOptionError) as error:
+        env.reset(seed=0, options=options)
+    assert next(iter(options)) in str(error.value)
+
+
+def test_privileged_as_a_string_never_leaks_the_gold_chain():
+    env = TelcoEnv("beam_misalignment", embedder=None)
+    with pytest.raises(EpisodeOptionError, match="privileged"):
+        env.reset(seed=0, options={"privileged": "no"})
+    _, info = env.reset(
+        seed=0, options={"privileged": np.bool_(False), "sample_index": np.int64(2)}
+    )
+    assert "privileged" not in info and env.trace.sample_index == 2
+
+
+@pytest.mark.parametrize("options", [[("lang", "en")], "lang=en", 3])
+def test_reset_options_that_are_not_a_mapping_are_refused(options):
+    env = TelcoEnv("beam_misalignment", embedder=None)
+    with pytest.raises(EpisodeOptionError, match="must be a dict"):
+        env.reset(seed=0, options=options)
+
+
+@pytest.mark.parametrize("seed", ["1", 1.5, -3])
+def test_a_bad_seed_is_an_option_error(seed):
+    with pytest.raises(EpisodeOptionError, match="seed"):
+        TelcoEnv("beam_misalignment", embedder=None).reset(seed=seed)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"privileged": "no"},
+        {"intent_list": "false"},
+        {"require_approval": 1},
+        {"max_steps": True},
+        {"max_steps": "20"},
+        {"max_steps": 0},
+        {"blueprint": 3},
+        {"database_url": 5},
+    ],
+)
+def test_make_keyword_arguments_are_typed(kwargs):
+    with pytest.raises(EpisodeOptionError, match=next(iter(kwargs))):
+        telcoenv.make("beam_misalignment", embedder=None, **kwargs)
+
+
+def test_numpy_scalars_are_accepted_as_make_arguments():
+    env = telcoenv.make(
+        "beam_misalignment", embedder=None, max_steps=np.int64(5), privileged=np.bool_(True)
+    )
+    _, info = env.reset(seed=np.int64(4))
+    assert env.unwrapped.max_steps == 5 and "privileged" in info
+
+
+def test_every_call_of_a_multi_call_message_takes_a_step_of_the_budget():
+    env = TelcoEnv("beam_misalignment", privileged=True, embedder=None, max_steps=3)
+    _, info = env.reset(seed=0)
+    call = gold_actions(info)[0]
+    submit = {"name": "submit_resolution", "arguments": {"intent": "x", "summary": "y"}}
+    message = {
+        "role": "assistant",
+        "tool_calls": [{"function": call}] * 4 + [{"function": submit}],
+    }
+    observation, _, terminated, truncated, info = env.step(message)
+    assert (terminated, truncated, info["steps"], info["tool_calls"]) == (False, True, 3, 3)
+    refused = [a for a in env.trace.actions if a.error_kind == "step_budget_exhausted"]
+    assert [a.tool for a in refused] == [call["name"], "submit_resolution"]
+    assert env.trace.submission is None
+    assert [a.step for a in env.trace.actions[:3]] == [1, 2, 3]
+    outputs = json.loads(observation)
+    assert len(outputs) == 5 and "steps are used up" in outputs[-1]["output"]["error"]["message"]
+
+
+def test_a_multi_call_message_within_the_budget_counts_each_call():
+    env = TelcoEnv("beam_misalignment", privileged=True, embedder=None, max_steps=10)
+    _, info = env.reset(seed=0)
+    calls = [{"function": c} for c in gold_actions(info)[:2]]
+    *_, info = env.step({"role": "assistant", "tool_calls": calls})
+    assert info["steps"] == 2 and info["tool_calls"] == 2
+    *_, truncated, info = env.step("which cell?")
+    assert info["steps"] == 3 and not truncated
+
+
+def _collect(env: gymnasium.Env) -> list[dict]:
+    infos = []
+    _, info = env.reset(seed=0)
+    infos.append(info)
+    for action in [
+        *gold_actions(info),
+        {"name": "submit_resolution", "arguments": {"intent": "x", "summary": "y"}},
+        "after the end",
+        "again",
+    ]:
+        infos.append(env.step(action)[-1])
+    return infos
+
+
+def test_consecutive_infos_share_no_mutable_object():
+    env = TelcoEnv("beam_misalignment", privileged=True, embedder=None)
+    infos = _collect(env)
+    for previous, current in itertools.pairwise(infos):
+        assert not data_shares_objects(previous, current)
+    second_reset = env.reset(seed=0)[1]
+    assert second_reset["tools"] is not infos[0]["tools"]
+    assert second_reset["tools"][0] is not infos[0]["tools"][0]
+    second_reset["tools"][0]["function"]["name"] = "changed by the caller"
+    assert env.reset(seed=0)[1]["tools"][0]["function"]["name"] != "changed by the caller"
+
+
+def test_the_trace_returned_at_the_end_is_not_changed_by_later_steps():
+    env = TelcoEnv("beam_misalignment", privileged=True, embedder=None)
+    infos = _collect(env)
+    final = infos[-3]
+    assert final["trace"].terminated and final["trace"].actions[-1].kind == "submit"
+    assert infos[-1]["trace"].actions[-1].kind == "after_end"
+    assert len(infos[-1]["trace"].actions) == len(final["trace"].actions) + 2
+
+
+def test_the_gymnasium_checker_sees_no_shared_info():
+    from gymnasium.utils.env_checker import check_env
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        check_env(TelcoEnv("beam_misalignment", embedder=None), skip_render_check=True)
+    assert not [w for w in caught if "share" in str(w.message)]
+
+
+# --- wrappers and adapters ------------------------------------------------------------------
+
+HOSTILE_ACTIONS = [
+    "\udc80",
+    "<tool_call>" + "[" * 100_000 + "</tool_call>",
+    "```json\n" + "[" * 100_000 + "\n```",
+    '<tool_call>{"name": "oss_query", "arguments": {"cell_id": NaN}}</tool_call>',
+    '<tool_call>{"name": ["x"], "arguments": 3}</tool_call>',
+    {"name": "oss_query", "arguments": {"cell_id": float("nan")}},
+    {
+        "role": "assistant",
+        "tool_calls": [{"function": {"name": "oss_query", "arguments": {"cell_id": b"x"}}}],
+    },
+    {"name": "oss_query", "arguments": _deep(5000)},
+    _deep(100_000),
+    {1, 2},
+    None,
+]
+
+
+@pytest.mark.parametrize("wrap", ["json", "hermes", "chat"])
+@pytest.mark.parametrize("domain", ["network", "bss"])
+def test_wrappers_answer_every_hostile_action(wrap, domain):
+    base = TelcoEnv(None, domain=domain, embedder=None, max_steps=100)
+    env = ChatMessages(base) if wrap == "chat" else RawTextAction(base, wrap)
+    env.reset(seed=1)
+    for action in HOSTILE_ACTIONS:
+        observation, *_ = env.step(action)
+        assert observation
+    if wrap == "chat":
+        messages = env.step("which cell?")[0]
+        orjson.dumps(messages)  # strict UTF-8: valid chat data for any server
+        calls = [m for m in messages if m.get("tool_calls")]
+        answered = {m["tool_call_id"] for m in messages if m["role"] == "tool"}
+        assert calls and {c["id"] for m in calls for c in m["tool_calls"]} == answered
+
+
+def test_trl_tools_raise_only_the_tool_error_trl_expects():
+    pytest.importorskip("trl")
+    from telcoenv.integrations.trl import ToolCallError, trl_environment
+
+    environment = trl_environment("beam_misalignment", embedder=None)()
+    environment.reset(seed=0)
+    for value in (float("nan"), "\udc80", b"x", {1}, _deep(1000)):
+        with pytest.raises(ToolCallError) as error:
+            environment.oss_query(cell_id=value, window="1h")
+        assert error.value.kind == "invalid_arguments"
+
+
+def test_openenv_step_answers_anything_with_an_observation():
+    pytest.importorskip("openenv")
+    from telcoenv.integrations.openenv import TelcoOpenEnv
+
+    env = TelcoOpenEnv("beam_misalignment", embedder=None)
+    env.reset(seed=0)
+    for action in ({"tool_name": 3}, {"bogus": True}, "\udc80", {1, 2}, None, _deep(2000)):
+        observation = env.step(action)
+        assert observation.error is not None and observation.text
+
+
+def test_verl_episode_and_engineer_answer_anything():
+    pytest.importorskip("verl")
+    from telcoenv.integrations import verl as tv
+
+    async def run() -> list[str]:
+        episode = tv.Episode.start({"seed": 0}, {"intent": "beam_misalignment", "embedder": None})
+        texts = []
+        for action in HOSTILE_ACTIONS:
+            texts.append((await episode.step(action))[0])
+        interaction = tv.TelcoEngineerInteraction(
+            {
+                "registry": "hardening",
+                "env_kwargs": {"intent": "beam_misalignment", "embedder": None},
+            }
+        )
+        instance = await interaction.start_interaction("t1", seed=0)
+        for content in ([{"type": "text", "text": 3}, {"text": "which cell?"}], object(), "\udc80"):
+            texts.append((await interaction.generate_response(instance, [], content=content))[1])
+        return texts
+
+    assert all(asyncio.run(run()))
