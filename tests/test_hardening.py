@@ -460,3 +460,36 @@ def test_verl_episode_and_engineer_answer_anything():
         return texts
 
     assert all(asyncio.run(run()))
+
+
+def test_a_snapshot_with_non_json_actions_restores_identically_in_another_process(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    env = TelcoEnv("beam_misalignment", embedder=None, max_steps=30)
+    env.reset(seed=11)
+    for action in [
+        {"name": "oss_query", "arguments": {"cell_id": float("nan"), "window": "1h"}},
+        "which cell? \udc80",
+        {"x"},
+        {"name": "oss_query", "arguments": {"cell_id": np.float32(2), "window": np.str_("1h")}},
+        "which window?",
+    ]:
+        env.step(action)
+    path = tmp_path / "state.json"
+    path.write_text(env.get_state().model_dump_json(), encoding="utf-8")
+    script = (
+        "import sys; from telcoenv.env import TelcoEnv; from telcoenv.snapshot import EnvState\n"
+        "env = TelcoEnv('beam_misalignment', embedder=None, max_steps=30)\n"
+        "env.set_state(EnvState.model_validate_json(open(sys.argv[1]).read()))\n"
+        "sys.stdout.write(env.trace.model_dump_json())\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(path)],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONHASHSEED": "123"},
+    )
+    assert done.stdout == env.trace.model_dump_json()
