@@ -111,14 +111,18 @@ class TelcoEnv(gymnasium.Env[str, Any]):
             ``info["privileged"]``.
         reward: the reward at the end of an episode: a metric name (``"sas"``, the default;
             ``"msc"``, ``"eap"``, ``"ira"``, ``"ra"``), a dict of metric weights, or a callable
-            ``(EpisodeMetrics, EpisodeTrace) -> float``. Earlier steps get 0.
+            ``(EpisodeMetrics, EpisodeTrace) -> float``. Earlier steps get 0. Weights are finite
+            numbers >= 0, not all zero; a callable that raises or returns a non-finite number
+            raises :class:`~telcoenv.errors.RewardError` from the step that ends the episode.
         reward_mode: ``"sparse"`` (default: only the last step is rewarded) or ``"shaped"``
             (per-step terms for invalid actions, distractor calls and gold steps matched in
             order, and a bonus for a verified resolution; see ``telcoenv.rewards``). Every step's
             ``info["reward_components"]`` holds the terms of its reward.
         shaping: the weights of the shaped terms (a ``Shaping`` or a dict).
         embedder: the sentence embedder of IRA and RA: ``"multilingual"`` (default, one model
-            for both languages), ``"english"``, a model path, an ``Embedder``, or ``None`` to
+            for both languages), ``"english"``, ``"e5"``, a local sentence-transformers model
+            directory (nothing is downloaded; an unknown name or path raises
+            :class:`~telcoenv.errors.EmbedderUnavailableError`), an ``Embedder``, or ``None`` to
             skip IRA and RA (``None`` in the metrics; fastest).
         domain: the domain to simulate (default: the packaged network domain).
         database_url: where the episodes' network state lives. ``None`` (default): a private
@@ -190,11 +194,10 @@ class TelcoEnv(gymnasium.Env[str, Any]):
                 f" or None, got {render_mode!r}"
             )
         self.max_steps, self.intent_list, self.privileged = max_steps, intent_list, privileged
-        try:
-            check_reward(reward, embedder is not None)
+        try:  # a copy of the weights: the caller's dict may change later
+            self.reward_spec = check_reward(reward, embedder is not None)
         except ValueError as exc:
             raise EpisodeOptionError(str(exc)) from None
-        self.reward_spec = reward
         if reward_mode not in ("sparse", "shaped"):
             raise EpisodeOptionError(
                 f"reward_mode must be 'sparse' or 'shaped', got {reward_mode!r}"
@@ -233,7 +236,7 @@ class TelcoEnv(gymnasium.Env[str, Any]):
             "max_steps": max_steps,
             "intent_list": intent_list,
             "privileged": privileged,
-            "reward": reward,
+            "reward": self.reward_spec,
             "reward_mode": reward_mode,
             "shaping": self.shaping,
             "embedder": self.embedder,

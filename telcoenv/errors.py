@@ -48,7 +48,8 @@ class ToolError(TelcoEnvError):
 
 
 class EmbedderUnavailableError(TelcoEnvError):
-    """A sentence-embedding model cannot be loaded; the message says which package to install."""
+    """A sentence-embedding model cannot be loaded, or the embedder spec is unknown; the message
+    says what to install or which specs are valid."""
 
 
 class RewardError(TelcoEnvError):

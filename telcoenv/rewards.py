@@ -17,28 +17,38 @@ the environment uses the same :class:`ShapingTracker` step by step, so both agre
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from telcoenv.catalog import Catalog, default_catalog
 from telcoenv.metrics import Embedder
-from telcoenv.metrics.scoring import RewardSpec, reward_from, score_episode
+from telcoenv.metrics.scoring import RewardSpec, check_reward, reward_from, score_episode
 from telcoenv.trace import ActionRecord, EpisodeTrace
 
 RewardMode = Literal["sparse", "shaped"]
 SHAPING_TERMS = ("invalid_action", "distractor_call", "gold_step")
 
 
+# Strict: a bool or a string is not a weight; NaN and inf would poison every return.
+_Penalty = Annotated[float, Field(le=0, strict=True, allow_inf_nan=False)]
+_Credit = Annotated[float, Field(ge=0, strict=True, allow_inf_nan=False)]
+
+
 class Shaping(BaseModel):
-    """Weights of the shaped reward terms (used with ``reward_mode="shaped"``)."""
+    """Weights of the shaped reward terms (used with ``reward_mode="shaped"``).
+
+    Every weight is a finite number. Penalties are written as negative weights and credits as
+    positive ones; a weight of the wrong sign (rewarding an invalid action, penalising a gold
+    step) is refused, and 0 switches a term off.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    invalid_action: float = -0.05  # per invalid action or refused tool call
-    distractor_call: float = -0.02  # per call of a distractor tool
-    gold_step: float = 0.1  # per gold-chain step matched in order
-    resolution_bonus: float = 0.5  # at the end, when the verified resolution holds
+    invalid_action: _Penalty = -0.05  # per invalid action or refused tool call
+    distractor_call: _Penalty = -0.02  # per call of a distractor tool
+    gold_step: _Credit = 0.1  # per gold-chain step matched in order
+    resolution_bonus: _Credit = 0.5  # at the end, when the verified resolution holds
 
 
 class ShapingTracker:
@@ -80,10 +90,25 @@ class EpisodeRewards(BaseModel):
 
 
 def check_shaping(shaping: Shaping | Mapping[str, float] | None) -> Shaping:
-    """A :class:`Shaping` from weights; pydantic's error names an unknown or malformed term."""
+    """A :class:`Shaping` from weights (missing terms keep their default).
+
+    Raises TypeError when ``shaping`` is not a mapping, and ValueError naming every unknown
+    term and every weight that is not a finite number of the term's sign.
+    """
     if shaping is None:
         return Shaping()
-    return shaping if isinstance(shaping, Shaping) else Shaping(**shaping)
+    if isinstance(shaping, Shaping):
+        return shaping
+    if not isinstance(shaping, Mapping):
+        raise TypeError(f"shaping must be a Shaping or a dict of weights, got {shaping!r}")
+    try:
+        return Shaping.model_validate(dict(shaping))
+    except ValidationError as exc:  # one line per problem instead of pydantic's report
+        problems = [
+            f"{'.'.join(map(str, error['loc']))}: {error['msg']} (got {error['input']!r})"
+            for error in exc.errors()
+        ]
+        raise ValueError("; ".join(problems)) from None
 
 
 def terminal_components(
@@ -112,6 +137,7 @@ def episode_rewards(
     """
     if not (trace.terminated or trace.truncated):
         raise ValueError(f"episode {trace.episode_id} is not finished; nothing to reward yet")
+    reward = check_reward(reward, embedder is not None)
     weights = check_shaping(shaping)
     tools = (catalog or default_catalog()).tools
     distractors = [name for name, spec in tools.items() if spec.kind == "distractor"]

