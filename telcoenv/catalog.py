@@ -13,20 +13,27 @@ naming the file, the field and what is wrong.
 from __future__ import annotations
 
 import json
+import math
 import string
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jsonschema
 import yaml
 from pydantic import ValidationError
 
-from telcoenv.errors import CatalogError, UnknownIntentError
-from telcoenv.specs import Blueprint, CareIntent, Intent, ToolSpec
+from telcoenv.errors import CatalogError, ToolError, UnknownIntentError
+from telcoenv.specs import Blueprint, CareIntent, Intent, KPIConstraint, ToolSpec
+
+if TYPE_CHECKING:
+    from telcoenv.domains.network.kpis import KPIInfo
+
+# The network domain's vocabulary (telcoenv.domains.network) is imported inside the functions
+# that check against it: that package imports this module.
 
 # Names a gold-chain argument template may use; filled per episode (see telcoenv.scenario).
 GOLD_ARGUMENT_FIELDS = frozenset(
@@ -42,7 +49,8 @@ GOLD_ARGUMENT_FIELDS = frozenset(
         "ticket_team",
     }
 )
-# Names a resolution template may use.
+# Corrective values computed per episode (see telcoenv.domains.network.topology.gold_fix).
+HEALTHY_RESOLVERS = frozenset({"$free_pci"})
 # Template fields of customer-care gold chains and answers, with a plausible value each (used
 # to validate the templates against the BSS tool specs at load time).
 CARE_EXAMPLE_VALUES: dict[str, Any] = {
@@ -69,6 +77,7 @@ CARE_EXAMPLE_VALUES: dict[str, Any] = {
     "need_gb": 4,
     "budget": 150,
 }
+# Names a resolution template may use.
 RESOLUTION_FIELDS = frozenset(
     {"cell_id", "cluster_id", "window", "slice_id", "config_id", "changes"}
 )
@@ -109,15 +118,24 @@ def validate_document(document: Any, schema: str, file: str) -> None:
 def read_yaml(path: Path) -> Any:
     """Parse a YAML file; a syntax error becomes a CatalogError with the line and column."""
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CatalogError(str(path), "", f"cannot read file: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise CatalogError(
+            str(path), f"byte {exc.start}", "not UTF-8 text: save the file as UTF-8"
+        ) from exc
+    return parse_yaml(text, str(path))
+
+
+def parse_yaml(text: str, file: str) -> Any:
+    """Parse YAML text; a syntax error becomes a CatalogError with the line and column."""
+    try:
+        return yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise CatalogError(
-            str(path), where, f"invalid YAML: {getattr(exc, 'problem', exc)}"
-        ) from exc
-    except OSError as exc:
-        raise CatalogError(str(path), "", f"cannot read file: {exc.strerror}") from exc
+        raise CatalogError(file, where, f"invalid YAML: {getattr(exc, 'problem', exc)}") from exc
 
 
 def parse_model(model: type, data: Any, file: str) -> Any:
@@ -348,8 +366,53 @@ def _check_gold_chain(
             )
 
 
+def _parameter_schemas(tools: Mapping[str, ToolSpec]) -> dict[str, dict[str, Any]]:
+    """JSON Schema of every parameter the corrective tools set (``optimize_cell.changes`` and
+    ``optimize_slice.policy``): the legal values of faults and of KPI read-outs."""
+    schemas: dict[str, dict[str, Any]] = {}
+    for tool, group in (("optimize_cell", "changes"), ("optimize_slice", "policy")):
+        if tool in tools:
+            schemas.update(tools[tool].parameters["properties"][group]["properties"])
+    return schemas
+
+
+def _check_fault_values(
+    values: list[Any], schema: Mapping[str, Any], file: str, field: str
+) -> None:
+    """Faulty values as the episode builder reads them (a ``[low, high]`` range of a numeric
+    parameter, else a list of choices): every value it can draw must satisfy the parameter's
+    spec, which the episode database enforces with CHECK constraints."""
+    numeric = schema.get("type") in ("number", "integer") and "enum" not in schema
+    positions: Iterable[tuple[int, Any]] = enumerate(values)
+    if numeric and len(values) == 2 and all(isinstance(v, int | float) for v in values):
+        low, high = values
+        if low > high:
+            raise CatalogError(file, field, f"reversed range [{low:g}, {high:g}]: low exceeds high")
+        # Drawn values are rounded to the parameter's step: the ends need not be on it.
+        schema = {key: value for key, value in schema.items() if key != "multipleOf"}
+    validator = jsonschema.Draft202012Validator(schema)
+    for position, value in positions:
+        error = jsonschema.exceptions.best_match(validator.iter_errors(value))
+        if error is not None:
+            raise CatalogError(file, f"{field}.{position}", f"not a legal value: {error.message}")
+
+
+def _check_states(values: list[Any], file: str, field: str) -> None:
+    """Operational states a fault leaves the serving cell in must be known ones."""
+    from telcoenv.domains.network.parameters import OPERATIONAL_STATES
+
+    for position, value in enumerate(values):
+        if value not in OPERATIONAL_STATES:
+            raise CatalogError(
+                file,
+                f"{field}.{position}",
+                f"unknown operational state {value!r}; known: {list(OPERATIONAL_STATES)}",
+            )
+
+
 def _check_fault(intent: Intent, tools: Mapping[str, ToolSpec], file: str, index: int) -> None:
-    """Fault parameters must be settable through the corrective tool of their target."""
+    """Fault parameters must be settable through the corrective tool of their target, and their
+    faulty and corrective values legal for it (the episode database refuses the others)."""
     if intent.fault.target in ("config",):
         return
     tool, group = (
@@ -361,6 +424,8 @@ def _check_fault(intent: Intent, tools: Mapping[str, ToolSpec], file: str, index
     for name, parameter in intent.fault.parameters.items():
         field = f"intents.{index}.fault.parameters.{name}"
         if name == "operational_state":  # restored in the field, not through a tool
+            if parameter.faulty is not None:
+                _check_states(parameter.faulty, file, field + ".faulty")
             continue
         if name not in settable:
             raise CatalogError(
@@ -368,7 +433,15 @@ def _check_fault(intent: Intent, tools: Mapping[str, ToolSpec], file: str, index
                 field,
                 f"{name!r} cannot be set with {tool}.{group}; settable: {sorted(settable)}",
             )
+        if parameter.faulty is not None:
+            _check_fault_values(parameter.faulty, settable[name], file, field + ".faulty")
         if isinstance(parameter.healthy, str) and parameter.healthy.startswith("$"):
+            if parameter.healthy not in HEALTHY_RESOLVERS:
+                raise CatalogError(
+                    file,
+                    field + ".healthy",
+                    f"unknown resolver {parameter.healthy!r}; known: {sorted(HEALTHY_RESOLVERS)}",
+                )
             continue
         error = jsonschema.exceptions.best_match(
             jsonschema.Draft202012Validator(settable[name]).iter_errors(parameter.healthy)
@@ -466,22 +539,109 @@ def _dependency_cycle(constraints: Mapping[str, Any]) -> list[str] | None:
     return None
 
 
+def _check_physical_range(rule: KPIConstraint, info: KPIInfo, file: str, field: str) -> None:
+    low, high = info.physical_range()
+    low, high = -math.inf if low is None else low, math.inf if high is None else high
+    if rule.min < low or rule.max > high:
+        raise CatalogError(
+            file,
+            field,
+            f"[{rule.min:g}, {rule.max:g}] leaves the values the KPI can take, "
+            f"[{low:g}, {high:g}] (unit {info.unit!r})",
+        )
+
+
+def _check_readouts(blueprint: Blueprint, schemas: Mapping[str, Any], file: str) -> None:
+    """A KPI whose sampled value becomes a parameter value must yield legal values only."""
+    from telcoenv.domains.network.parameters import KPI_READOUTS
+
+    for kpi, parameter in KPI_READOUTS.items():
+        rule = blueprint.constraints.get(kpi)
+        if rule is None or parameter not in schemas:
+            continue
+        schema, field = schemas[parameter], f"constraints.{kpi}"
+        if "enum" in schema:  # sampled values snap to the legal ones inside the range
+            if not any(rule.min <= value <= rule.max for value in schema["enum"]):
+                raise CatalogError(
+                    file,
+                    field,
+                    f"[{rule.min:g}, {rule.max:g}] holds no legal {parameter} value; "
+                    f"legal: {schema['enum']}",
+                )
+            continue
+        low, high = schema.get("minimum", -math.inf), schema.get("maximum", math.inf)
+        if rule.min < low or rule.max > high:
+            raise CatalogError(
+                file,
+                field,
+                f"[{rule.min:g}, {rule.max:g}] sets {parameter}, whose legal range is "
+                f"[{low:g}, {high:g}]",
+            )
+
+
+def _check_fault_sources(
+    blueprint: Blueprint, intent: Intent, schemas: Mapping[str, Any], file: str
+) -> None:
+    """Fault overrides hold legal values; a fault drawn from a KPI read-out has that KPI; a
+    configuration drift changes one parameter or more."""
+    from telcoenv.domains.network.parameters import KPI_READOUTS
+
+    for name, values in blueprint.fault.items():
+        if name == "operational_state":
+            _check_states(values, file, f"fault.{name}")
+        elif name in schemas:
+            _check_fault_values(values, schemas[name], file, f"fault.{name}")
+    if intent.fault.target == "config":
+        # topology._apply_fault drifts int(mismatch_count) parameters of the serving cell.
+        rule = blueprint.constraints.get("mismatch_count")
+        if rule is not None and rule.min < 1:
+            raise CatalogError(
+                file,
+                "constraints.mismatch_count",
+                f"min ({rule.min:g}) must be 1 or more: a configuration mismatch drifts "
+                "that many parameters",
+            )
+        return
+    for name, parameter in intent.fault.parameters.items():
+        # The PCI conflict is planted by the episode builder, the others need a faulty value.
+        if parameter.faulty is not None or name in ("pci", "operational_state"):
+            continue
+        sources = [kpi for kpi, target in KPI_READOUTS.items() if target == name]
+        if name not in blueprint.fault and not set(sources) & set(blueprint.constraints):
+            remedy = f"constrain {' or '.join(sources)} or " if sources else ""
+            raise CatalogError(
+                file,
+                "constraints",
+                f"{intent.key} has no faulty {name} value: {remedy}give fault.{name}",
+            )
+
+
 def check_blueprint(
     blueprint: Blueprint,
     file: str,
     intents: Mapping[str, Intent],
     known_kpis: Iterable[str] | None = None,
+    *,
+    tools: Mapping[str, ToolSpec],
 ) -> None:
-    """Semantic checks of one blueprint (ranges, dependencies, intent, fault overrides)."""
+    """Semantic checks of one blueprint (ranges, dependencies, intent, fault overrides) and of
+    every value an episode stores from it (``tools``: the catalogue's tool specs, which give
+    the parameters' legal values). ``known_kpis`` defaults to the packaged KPI catalogue."""
+    from telcoenv.domains.network.kpis import kpi_catalogue
+    from telcoenv.domains.network.parameters import parse_window
+
     if blueprint.intent not in intents:
         raise CatalogError(file, "intent", f"unknown intent {blueprint.intent!r}")
-    known = set(known_kpis) if known_kpis is not None else None
+    catalogue = kpi_catalogue().kpis
+    known = set(known_kpis) if known_kpis is not None else set(catalogue)
     for name, rule in blueprint.constraints.items():
         field = f"constraints.{name}"
-        if known is not None and name not in known:
+        if name not in known:
             raise CatalogError(file, field, f"unknown KPI {name!r}: add it to the KPI catalogue")
         if not rule.min < rule.max:
             raise CatalogError(file, field, f"min ({rule.min:g}) must be below max ({rule.max:g})")
+        if name in catalogue:
+            _check_physical_range(rule, catalogue[name], file, field)
         if rule.mode is not None and not rule.min <= rule.mode <= rule.max:
             raise CatalogError(
                 file, field + ".mode", f"mode {rule.mode:g} is outside [{rule.min:g}, {rule.max:g}]"
@@ -508,7 +668,8 @@ def check_blueprint(
     for prior, weights in blueprint.priors.items():
         if sum(weights.values()) <= 0:
             raise CatalogError(file, f"priors.{prior}", "weights must not all be zero")
-    fault = intents[blueprint.intent].fault.parameters
+    intent = intents[blueprint.intent]
+    fault = intent.fault.parameters
     for name in blueprint.fault:
         if name not in fault:
             raise CatalogError(
@@ -516,10 +677,21 @@ def check_blueprint(
                 f"fault.{name}",
                 f"not a fault parameter of {blueprint.intent}; known: {sorted(fault)}",
             )
+    try:
+        parse_window(blueprint.context.time_window)
+    except ToolError as exc:
+        raise CatalogError(file, "context.time_window", str(exc)) from exc
+    schemas = _parameter_schemas(tools)
+    _check_readouts(blueprint, schemas, file)
+    _check_fault_sources(blueprint, intent, schemas, file)
 
 
 def load_blueprints(
-    folder: Path, intents: tuple[Intent, ...], known_kpis: Iterable[str] | None = None
+    folder: Path,
+    intents: tuple[Intent, ...],
+    known_kpis: Iterable[str] | None = None,
+    *,
+    tools: Mapping[str, ToolSpec],
 ) -> dict[str, tuple[Blueprint, ...]]:
     """Load ``<folder>/<INTENT>/*.yaml`` files; every intent needs at least one blueprint.
 
@@ -533,7 +705,7 @@ def load_blueprints(
     found: dict[str, list[Blueprint]] = {intent.key: [] for intent in intents}
     ids: dict[str, str] = {}
     for path in sorted(folder.glob("*/*.yaml")):
-        blueprint = load_blueprint(path, by_key, known)
+        blueprint = load_blueprint(path, by_key, known, tools=tools)
         if blueprint.blueprint_id in ids:
             raise CatalogError(
                 str(path), "blueprint_id", f"duplicate id (also {ids[blueprint.blueprint_id]})"
@@ -547,23 +719,26 @@ def load_blueprints(
 
 
 def load_blueprint(
-    path: Path, intents: Mapping[str, Intent], known_kpis: Iterable[str] | None = None
+    path: Path,
+    intents: Mapping[str, Intent],
+    known_kpis: Iterable[str] | None = None,
+    *,
+    tools: Mapping[str, ToolSpec],
+    document: Any = None,
 ) -> Blueprint:
-    """Load and check one blueprint file that sits in its intent's folder."""
+    """Load and check one blueprint file that sits in its intent's folder (``document``: its
+    content already parsed, e.g. after repairing its YAML)."""
     file = str(path)
-    blueprint = parse_model(Blueprint, _validated(path, "blueprint.schema.json"), file)
+    if document is None:
+        document = read_yaml(path)
+    validate_document(document, "blueprint.schema.json", file)
+    blueprint = parse_model(Blueprint, document, file)
     if blueprint.intent != path.parent.name:
         raise CatalogError(
             file, "intent", f"{blueprint.intent!r} does not match the folder {path.parent.name!r}"
         )
-    check_blueprint(blueprint, file, intents, known_kpis)
+    check_blueprint(blueprint, file, intents, known_kpis, tools=tools)
     return blueprint
-
-
-def _validated(path: Path, schema: str) -> Any:
-    document = read_yaml(path)
-    validate_document(document, schema, str(path))
-    return document
 
 
 def load_catalog(
@@ -575,7 +750,8 @@ def load_catalog(
     """Load a catalogue; paths left out come from the packaged data.
 
     Users point telcoenv at their own intents or blueprints with these arguments and get the same
-    validation as the packaged files.
+    validation as the packaged files. ``known_kpis`` (the KPI names blueprints may constrain)
+    defaults to the packaged KPI catalogue, which the network domain samples from.
     """
     root = data_root()
     tools = load_tools(Path(tools_dir) if tools_dir else root / "tools")
@@ -583,7 +759,10 @@ def load_catalog(
         Path(intents_path) if intents_path else root / "intents.yaml", tools
     )
     blueprints = load_blueprints(
-        Path(blueprints_dir) if blueprints_dir else root / "blueprints", intents, known_kpis
+        Path(blueprints_dir) if blueprints_dir else root / "blueprints",
+        intents,
+        known_kpis,
+        tools=tools,
     )
     return Catalog(categories=categories, intents=intents, blueprints=blueprints, tools=tools)
 

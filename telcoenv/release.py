@@ -12,6 +12,10 @@ Per-model values are keyed by Ollama tags, nested at the tag's first dot (``qwen
 stored as ``{"qwen2": {"5:7b": ...}}``): :func:`model_entries` rebuilds the tags. Stray
 ``*.json.lock`` files and scripts in the folders are skipped.
 
+The release is read as published: :func:`load_release_blueprints` repairs the one YAML defect
+its blueprint files hold (``throughput_p50_mbps:{ min: 0,  max: 5 }``, no space after a key's
+colon) and skips a blueprint that still fails, each time with a one-line warning naming the file.
+
 :func:`rescore` recomputes MSC, EAP and SAS per sample from the stored chains and compares them
 with the stored values (they must be equal, to the last bit), and computes GPC-0, GPC-1, SD and
 BRS per blueprint, per model and language.
@@ -20,15 +24,17 @@ BRS per blueprint, per model and language.
 from __future__ import annotations
 
 import json
+import re
+import warnings
 from collections import defaultdict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from statistics import fmean
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from telcoenv.catalog import default_catalog, load_blueprint
+from telcoenv.catalog import default_catalog, load_blueprint, parse_yaml, read_yaml
 from telcoenv.domains.network.kpis import kpi_catalogue
 from telcoenv.errors import CatalogError
 from telcoenv.metrics.reliability import ChainRecord, reliability
@@ -38,6 +44,17 @@ from telcoenv.specs import Blueprint
 SAMPLE_DIRS = ("TelcoAgent-Bench", "DataGeneration")
 METRICS_DIR = "TelcoAgent-Metrics"
 LANGUAGE_KEYS = {"En": "en", "Ar": "ar"}
+# A block mapping key glued to a flow value (``key:{`` or ``key:[``): YAML reads ``key:{`` as
+# the start of a plain scalar and then fails on the next ``: ``.
+_GLUED_FLOW_VALUE = re.compile(r"^(\s*[A-Za-z_][\w.-]*):(?=[{\[])", re.MULTILINE)
+
+
+class ReleaseWarning(UserWarning):
+    """A file of the published release was repaired or skipped while it was read."""
+
+
+def _warn(message: str) -> None:
+    warnings.warn(message, ReleaseWarning, stacklevel=3)  # at the caller of the loader
 
 
 class ReleaseSample(BaseModel):
@@ -116,14 +133,65 @@ def _read_json(path: Path) -> Any:
         ) from exc
 
 
-def load_release_blueprints(root: str | Path) -> list[Blueprint]:
-    """Load ``BLUEPRINTS/<INTENT>/*.yaml`` with telcoenv's validation."""
+def repair_glued_flow_values(text: str) -> tuple[str, list[int]]:
+    """Insert the missing space in ``key:{ ... }`` / ``key:[ ... ]``; return the text and the
+    (1-based) numbers of the lines repaired.
+
+    >>> repair_glued_flow_values("a: 1\\n  rate:{ min: 0,  max: 5 }\\n")
+    ('a: 1\\n  rate: { min: 0,  max: 5 }\\n', [2])
+    """
+    lines = [text.count("\n", 0, match.start()) + 1 for match in _GLUED_FLOW_VALUE.finditer(text)]
+    return _GLUED_FLOW_VALUE.sub(r"\1: ", text), lines
+
+
+def _release_document(path: Path) -> tuple[Any, list[int]]:
+    """A release YAML file's content and the lines repaired to parse it (see
+    :func:`repair_glued_flow_values`); a file that does not parse even so raises its error."""
+    try:
+        return read_yaml(path), []
+    except CatalogError as error:
+        if not error.problem.startswith("invalid YAML"):
+            raise
+        repaired, lines = repair_glued_flow_values(path.read_text(encoding="utf-8"))
+        if not lines:
+            raise
+        try:
+            return parse_yaml(repaired, str(path)), lines
+        except CatalogError:
+            raise error from None  # the file's own line and column, not the repaired text's
+
+
+def load_release_blueprints(
+    root: str | Path, warn: Callable[[str], None] = _warn
+) -> list[Blueprint]:
+    """Load ``BLUEPRINTS/<INTENT>/*.yaml`` with telcoenv's validation, leniently.
+
+    A blueprint whose YAML has a key glued to its flow value (``key:{ min: 0 }``, as in files
+    of the published release) is repaired; one that still fails (YAML or validation) is
+    skipped. Each repair and each skipped file is reported to ``warn`` in one line naming the
+    file (default: a :class:`ReleaseWarning`). A missing BLUEPRINTS folder is an error.
+    """
     folder = Path(root) / "BLUEPRINTS"
     if not folder.is_dir():
         raise CatalogError(str(folder), "", "no BLUEPRINTS folder in the release")
-    intents = {intent.key: intent for intent in default_catalog().intents}
+    catalog = default_catalog()
+    intents = {intent.key: intent for intent in catalog.intents}
     known = kpi_catalogue().kpis
-    return [load_blueprint(path, intents, known) for path in sorted(folder.glob("*/*.yaml"))]
+    blueprints = []
+    for path in sorted(folder.glob("*/*.yaml")):
+        try:
+            document, repaired = _release_document(path)
+            if repaired:
+                warn(
+                    f"{path}: line {', '.join(map(str, repaired))}: repaired invalid YAML "
+                    "(no space after a key's colon)"
+                )
+            blueprints.append(
+                load_blueprint(path, intents, known, tools=catalog.tools, document=document)
+            )
+        except CatalogError as error:
+            warn(f"skipped {error}".replace("\n", " "))
+    return blueprints
 
 
 def load_samples(root: str | Path) -> list[ReleaseSample]:

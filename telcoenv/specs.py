@@ -31,7 +31,8 @@ def gym_name(env_name: str) -> str:
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # Infinity or NaN in a data file would only fail later, when an episode samples it.
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
 
 class Bilingual(_Frozen):

@@ -136,11 +136,15 @@ class Toolbox:
         try:
             self._fast_checks[name](arguments)
             return None
-        except fastjsonschema.JsonSchemaException:
-            pass
+        except fastjsonschema.JsonSchemaException as exc:
+            fast_error = exc
         errors = list(self._validators[name].iter_errors(dict(arguments)))
         if not errors:
-            return None
+            # The two disagree only where Python's ``$`` accepts a trailing newline that the
+            # compiled check refuses: the stricter verdict stands.
+            where = str(fast_error.name or "").removeprefix("data").lstrip(".")
+            problem = f"{fast_error.rule or 'schema'} not satisfied (the whole value must match)"
+            return f"argument {where!r}: {problem}" if where else problem
         errors.sort(key=lambda e: (e.validator != "required", list(map(str, e.absolute_path))))
         return "; ".join(_describe(e) for e in errors[:3])
 

@@ -565,6 +565,156 @@ def test_update_contact_validates_formats(env):
     assert (profile["email"], profile["phone"]) == ("new.mail@example.sa", "+966512345678")
 
 
+# Contact details a careless agent or a hostile customer may pass: each is refused whole.
+BAD_EMAILS = [
+    "new.mail@example.sa\n",  # a trailing newline: re.match with $ used to accept it
+    "new.mail@example.sa\r\n",
+    "new.mail@exa\x00mple.sa",  # NUL
+    "new.\u200bmail@example.sa",  # zero-width space
+    "new.mail@\u202eas.elpmaxe",  # right-to-left override
+    "\u2066new.mail@example.sa\u2069",  # left-to-right isolate
+    "\ufeffnew.mail@example.sa",  # byte-order mark
+    "new.mail@example.sa\u2028",  # line separator
+    "نور@example.sa",  # not an ASCII address
+    "new mail@example.sa",
+    " new.mail@example.sa",
+    "new.mail@example.s",
+    "new.mail@.sa",
+    "a@b.sa" + "a" * 120,  # longer than the spec's 120 characters
+]
+BAD_PHONES = [
+    "+966512345678\n",
+    "+966512345678\x00",
+    "+9665123\u200b45678",
+    "\u202e+966512345678",
+    "+９６６５１２３４５６７８",  # fullwidth digits
+    "+٩٦٦٥١٢٣٤٥٦٧٨",  # Arabic-Indic digits
+    "+966 512 345 678",
+    "966512345678",
+    "+0966512345678",
+]
+
+
+@pytest.mark.parametrize("email", BAD_EMAILS)
+def test_a_bad_email_is_refused_whole(env, email):
+    ctx, data = env
+    refused(
+        ctx,
+        "update_contact",
+        "bad_args",
+        "not a valid email",
+        customer_id=data.customer_id,
+        email=email,
+    )
+
+
+@pytest.mark.parametrize("phone", BAD_PHONES)
+def test_a_bad_phone_is_refused_whole(env, phone):
+    ctx, data = env
+    refused(ctx, "update_contact", "bad_args", "E.164", customer_id=data.customer_id, phone=phone)
+
+
+def test_a_hidden_character_is_named(env):
+    ctx, data = env
+    refused(
+        ctx,
+        "update_contact",
+        "bad_args",
+        "invisible or control character U\\+202E",
+        customer_id=data.customer_id,
+        email="new.mail@\u202eas.elpmaxe",
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "args"),
+    [
+        ("get_customer", {"msisdn": "{line}\n"}),
+        ("get_usage", {"msisdn": "{line}\u200b"}),
+        ("get_usage", {"msisdn": "{line}", "period": "2026-09\n"}),
+        ("get_bill", {"account_id": "{account}", "period": "2026-09\n"}),
+        ("get_family_usage", {"account_id": "{account}", "period": "\u202a2026-09"}),
+        (
+            "subscribe_addon",
+            {"msisdn": "{line}", "addon_id": "ROAM-GCC-7", "start_date": "2026-12-01\n"},
+        ),
+        ("change_plan", {"msisdn": "\uff19{line}", "plan_id": "POST-PLUS"}),
+    ],
+)
+def test_line_numbers_months_and_dates_are_matched_whole(env, name, args):
+    ctx, data = env
+    values = {"line": data.msisdns[0], "account": data.account_id}
+    args = {key: value.format(**values) for key, value in args.items()}
+    refused(ctx, name, "bad_args", "must be", **args)
+
+
+def test_valid_contact_details_still_pass(env):
+    ctx, data = env
+    for email, phone in (
+        ("first.last+care@mail.example.sa", "+966512345678"),
+        ("O_Harbi-99@sub.mail.example.com", "+12025550123"),
+    ):
+        result = call(ctx, "update_contact", customer_id=data.customer_id, email=email, phone=phone)
+        assert result["updated"] == {"email": email, "phone": phone}
+
+
+def test_spec_patterns_are_the_implementation_patterns():
+    """One source of truth: every BSS spec pattern is anchored, and the implementation reads
+    the same pattern for the same argument."""
+    from telcoenv.domains.bss import tools as bss_tools
+
+    implemented = {
+        "msisdn": bss_tools._MSISDN,
+        "period": bss_tools._PERIOD,
+        "start_date": bss_tools._DATE,
+        "email": bss_tools._EMAIL,
+        "phone": bss_tools._PHONE,
+    }
+    seen = set()
+    for spec in load_tools(TOOLS, domain="bss").values():
+        for argument, schema in spec.parameters["properties"].items():
+            if "pattern" not in schema:
+                continue
+            assert schema["pattern"].startswith("^") and schema["pattern"].endswith("$")
+            assert schema["pattern"] == implemented[argument].pattern, (spec.name, argument)
+            seen.add(argument)
+    assert seen == set(implemented)
+
+
+@pytest.mark.parametrize("email", ["new.mail@example.sa\n", "new.\u200bmail@example.sa"])
+def test_the_spec_refuses_what_the_implementation_refuses(email):
+    """The JSON Schema pattern is a full match (ECMA-262 ``$``, as fastjsonschema compiles it)."""
+    spec = load_tools(TOOLS, domain="bss")["update_contact"]
+    check = fastjsonschema.compile(spec.parameters, use_default=False)
+    check({"customer_id": "C000001", "email": "new.mail@example.sa"})
+    with pytest.raises(fastjsonschema.JsonSchemaException):
+        check({"customer_id": "C000001", "email": email})
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"email": "new.mail@example.sa\n"},
+        {"email": "new.mail@\u202eas.elpmaxe"},
+        {"phone": "+966512345678\n"},
+        {"phone": "+９６６５１２３４５６７８"},
+    ],
+)
+def test_bad_contact_details_through_the_environment_change_nothing(arguments):
+    from telcoenv.env import TelcoEnv
+
+    env = TelcoEnv("contact_update", domain="bss", embedder=None, privileged=True)
+    _, info = env.reset(seed=3)
+    ctx = Ctx(env._setup.state)
+    before = snapshot(ctx)
+    customer = info["privileged"]["values"]["customer_id"]
+    observation, *_ = env.step(
+        {"name": "update_contact", "arguments": {"customer_id": customer, **arguments}}
+    )
+    assert "error" in json.loads(observation)
+    assert snapshot(ctx) == before
+
+
 def test_open_care_ticket_returns_sequential_ids(env):
     ctx, data = env
     first = call(
@@ -608,21 +758,25 @@ def test_open_care_ticket_returns_sequential_ids(env):
 @pytest.mark.parametrize("bad", HOSTILE)
 def test_hostile_ids_are_unknown_and_change_nothing(env, bad):
     ctx, data = env
-    calls = {
+    line_calls = {  # a line number is checked against its spec pattern before any lookup
         "get_customer": {"msisdn": bad},
-        "get_bill": {"account_id": bad, "period": "2026-09"},
         "get_realtime_charges": {"msisdn": bad},
         "get_usage": {"msisdn": bad},
+        "change_plan": {"msisdn": bad, "plan_id": "POST-PLUS"},
+        "get_device_offers": {"msisdn": bad},
+    }
+    for name, args in line_calls.items():
+        refused(ctx, name, "bad_args", "msisdn must be .*" + _quoted(bad), **args)
+    calls = {
+        "get_bill": {"account_id": bad, "period": "2026-09"},
         "get_plan": {"plan_id": bad},
         "get_family_usage": {"group_id": bad},
         "get_payment_history": {"account_id": bad},
         "subscribe_addon": {"msisdn": data.msisdns[0], "addon_id": bad, "start_date": "2026-11-30"},
         "cancel_addon": {"msisdn": data.msisdns[0], "subscription_id": bad},
-        "change_plan": {"msisdn": bad, "plan_id": "POST-PLUS"},
         "apply_credit": {"account_id": bad, "amount": 5.0, "reason": "dispute"},
         "update_contact": {"customer_id": bad, "email": "a@b.sa"},
         "open_care_ticket": {"customer_id": bad, "category": "other", "summary": "x"},
-        "get_device_offers": {"msisdn": bad},
     }
     for name, args in calls.items():
         refused(ctx, name, "not_found", "unknown .*" + _quoted(bad), **args)

@@ -95,6 +95,27 @@ def _broken(tmp_path: Path, intent: str, change) -> Path:
             "target_plans",
             "no target plan",
         ),
+        # Each of these used to load and then fail at reset or in the gold chain.
+        ("BILL_SHOCK", lambda d: d["customer"].update(plans=[]), "customer.plans", "one plan"),
+        ("CONTACT_UPDATE", lambda d: d["customer"].update(age=[30, 5000]), "age", "end at 120"),
+        (
+            "ROAMING_PACK",
+            lambda d: d.update(trip_days_ahead=[100, 200]),
+            "trip_days_ahead",
+            "at most 90 days ahead",
+        ),
+        (
+            "DATA_TOPUP",
+            lambda d: d["customer"].update(data_use=[0.5, float("inf")]),
+            "customer.data_use.1",
+            "finite number",
+        ),
+        (
+            "PLAN_CHANGE",
+            lambda d: d.update(budget_slack=[0, 30]),
+            "budget_slack",
+            "use target_plans",
+        ),
     ],
 )
 def test_a_broken_care_blueprint_names_its_problem(tmp_path, intent, change, field, message):

@@ -493,3 +493,12 @@ def test_a_snapshot_with_non_json_actions_restores_identically_in_another_proces
         env={**os.environ, "PYTHONHASHSEED": "123"},
     )
     assert done.stdout == env.trace.model_dump_json()
+
+
+def test_a_contact_detail_with_a_trailing_newline_is_refused_by_the_schema():
+    env = TelcoEnv("contact_update", embedder=None, domain="bss", privileged=True)
+    _, info = env.reset(seed=0)
+    call = next(c for c in info["privileged"]["gold_chain"] if c["tool"] == "update_contact")
+    arguments = {**call["arguments"], "email": call["arguments"]["email"] + "\n"}
+    error = _error(env.step({"name": "update_contact", "arguments": arguments})[0])
+    assert error["type"] == "invalid_arguments" and "argument 'email'" in error["message"]

@@ -27,10 +27,12 @@ from telcoenv.catalog import (
 )
 from telcoenv.domains.bss.generator import catalogue
 from telcoenv.domains.bss.scenario import FACT_SOURCES, cheapest_plan, eligible
+from telcoenv.domains.bss.tools import MAX_START_AHEAD_DAYS
 from telcoenv.errors import CatalogError
 from telcoenv.specs import CareBlueprint, CareIntent
 
 BSS_FOLDER = "bss"  # inside blueprints/: the network loader reads <INTENT>/*.yaml only
+MAX_AGE = 120  # oldest customer (the generator turns an age into a birth date)
 
 
 def _ranges(blueprint: CareBlueprint) -> list[tuple[str, tuple[float, float]]]:
@@ -55,13 +57,24 @@ def _check_ranges(blueprint: CareBlueprint, file: str) -> None:
             raise CatalogError(file, field, f"must not be negative, got {low:g}")
     if blueprint.customer.age[0] < 16 or blueprint.customer.family_size[0] < 1:
         raise CatalogError(file, "customer", "ages start at 16 and a family has 1 line or more")
+    if blueprint.customer.age[1] > MAX_AGE:
+        raise CatalogError(file, "customer.age", f"ages end at {MAX_AGE}")
     if blueprint.period[1] > 11:
         raise CatalogError(file, "period", "the data covers 12 months: at most 11 months back")
+    if blueprint.trip_days_ahead and blueprint.trip_days_ahead[1] > MAX_START_AHEAD_DAYS:
+        raise CatalogError(
+            file,
+            "trip_days_ahead",
+            f"an add-on starts at most {MAX_START_AHEAD_DAYS} days ahead, "
+            f"got up to {blueprint.trip_days_ahead[1]}",
+        )
 
 
 def _check_plans(blueprint: CareBlueprint, file: str) -> None:
     plans = {p["plan_id"]: p for p in catalogue()["plans"]}
     customer = blueprint.customer
+    if not customer.plans:
+        raise CatalogError(file, "customer.plans", "list one plan or more (the caller's plan)")
     for field, ids in (
         ("customer.plans", customer.plans),
         ("target_plans", blueprint.target_plans),
@@ -146,6 +159,12 @@ def _check_intent_values(blueprint: CareBlueprint, intent: CareIntent, file: str
     needs = {field: FACT_SOURCES[field] for field in used if field in FACT_SOURCES}
     if "plan_id" in used and not (blueprint.budget_slack or blueprint.target_plans):
         raise CatalogError(file, "", f"{intent.key} needs budget_slack or target_plans")
+    if blueprint.budget_slack and any(step.tool == "change_plan" for step in intent.gold_chain):
+        # budget_slack makes {plan_id} the cheapest fitting plan, which can be the caller's own
+        # (a change the BSS refuses); target_plans never draws the current plan.
+        raise CatalogError(
+            file, "budget_slack", f"{intent.key} changes the plan: use target_plans instead"
+        )
     if "addon_id" in used and not (blueprint.trip_days_ahead or blueprint.data_need_gb):
         raise CatalogError(file, "", f"{intent.key} needs trip_days_ahead or data_need_gb")
     if "ticket_summary" in used:

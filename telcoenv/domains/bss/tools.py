@@ -9,15 +9,22 @@ is the agent's job. Writes check the business rules first and change the databas
 :class:`~telcoenv.errors.ToolError`: ``not_found`` naming the unknown id, ``bad_args`` for a
 malformed value, ``rejected`` for a business rule, each with a precise message. Tool arguments
 reach SQL only as bound parameters (module-level :class:`~telcoenv.database.Query` constants).
+
+Formatted arguments (line numbers, email addresses, phone numbers, months and dates) are checked
+whole against the ``pattern`` of their spec, read from the spec itself, so the JSON Schema and
+the implementation cannot drift apart: no trailing newline, no control or invisible character.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import json
 import re
+import unicodedata
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from telcoenv.catalog import data_root
 from telcoenv.database import Query
 from telcoenv.domains.bss.generator import catalogue
 from telcoenv.domains.bss.state import BssState
@@ -29,10 +36,27 @@ IMPLEMENTATIONS: dict[str, ToolFunction] = {}
 CREDIT_LIMIT = 200.0  # most one apply_credit call may grant, VAT-inclusive
 MAX_START_AHEAD_DAYS = 90  # how far ahead an add-on may be scheduled
 VAT_RATE: float = catalogue()["vat_rate"]
-_PERIOD = re.compile(r"^[0-9]{4}-(0[1-9]|1[0-2])$")
-_DATE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
-_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[A-Za-z]{2,}$")
-_PHONE = re.compile(r"^\+[1-9][0-9]{7,14}$")
+
+
+def spec_pattern(tool: str, argument: str) -> re.Pattern[str]:
+    """The ``pattern`` of an argument in the packaged ``tools/<tool>.json`` spec.
+
+    >>> spec_pattern("get_bill", "period").fullmatch("2026-09\\n") is None
+    True
+    """
+    spec = json.loads((data_root() / "tools" / f"{tool}.json").read_text(encoding="utf-8"))
+    return re.compile(spec["function"]["parameters"]["properties"][argument]["pattern"])
+
+
+_MSISDN = spec_pattern("get_customer", "msisdn")
+_PERIOD = spec_pattern("get_bill", "period")
+_DATE = spec_pattern("subscribe_addon", "start_date")
+_EMAIL = spec_pattern("update_contact", "email")
+_PHONE = spec_pattern("update_contact", "phone")
+# Never part of an identifier or a contact detail: controls (NUL, newline), format characters
+# (zero-width spaces and joiners, bidirectional overrides and isolates, BOM), surrogates,
+# private use, line and paragraph separators.
+_HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Zl", "Zp"})
 TICKET_CATEGORIES = (
     "billing_dispute",
     "payment",
@@ -165,11 +189,26 @@ def _money(value: float) -> float:
     return round(value + 1e-9, 2)
 
 
+def _formatted(value: Any, pattern: re.Pattern[str], problem: str) -> str:
+    """``value`` if it is a string that ``pattern`` matches whole and that holds no control or
+    invisible character; else a ``bad_args`` ToolError saying ``problem`` (and which character
+    is hidden in it, if one is)."""
+    if not isinstance(value, str):
+        raise ToolError(problem, kind="bad_args")
+    hidden = next((c for c in value if unicodedata.category(c) in _HIDDEN_CATEGORIES), None)
+    if hidden is not None:
+        raise ToolError(
+            f"{problem} (it contains the invisible or control character U+{ord(hidden):04X})",
+            kind="bad_args",
+        )
+    if pattern.fullmatch(value) is None:
+        raise ToolError(problem, kind="bad_args")
+    return value
+
+
 def _period(value: str) -> str:
     """``value`` if it is a YYYY-MM month, else a ``bad_args`` ToolError."""
-    if not isinstance(value, str) or not _PERIOD.match(value):
-        raise ToolError(f"period must be a month as YYYY-MM, got {value!r}", kind="bad_args")
-    return value
+    return _formatted(value, _PERIOD, f"period must be a month as YYYY-MM, got {value!r}")
 
 
 def _exactly_one(**candidates: Any) -> tuple[str, Any]:
@@ -188,6 +227,8 @@ def _age(birth_date: str, today: str) -> int:
 
 
 def _line(state: BssState, msisdn: str) -> dict[str, Any]:
+    problem = f"msisdn must be the line number in 6-15 digits, e.g. 966512345678, got {msisdn!r}"
+    _formatted(msisdn, _MSISDN, problem)
     return state.one(LINE, msisdn, missing=f"unknown msisdn {msisdn!r}")
 
 
@@ -428,14 +469,11 @@ def get_payment_history(ctx: BssContext, account_id: str) -> dict[str, Any]:
 
 def _start(value: str, today: str) -> dt.date:
     """A valid start date from ``today`` to :data:`MAX_START_AHEAD_DAYS` ahead."""
+    problem = f"start_date must be a date as YYYY-MM-DD, got {value!r}"
     try:
-        if not isinstance(value, str) or not _DATE.match(value):
-            raise ValueError
-        start = dt.date.fromisoformat(value)
-    except ValueError:
-        raise ToolError(
-            f"start_date must be a date as YYYY-MM-DD, got {value!r}", kind="bad_args"
-        ) from None
+        start = dt.date.fromisoformat(_formatted(value, _DATE, problem))
+    except ValueError:  # 2026-02-30
+        raise ToolError(problem, kind="bad_args") from None
     first = dt.date.fromisoformat(today)
     if not first <= start <= first + dt.timedelta(days=MAX_START_AHEAD_DAYS):
         raise ToolError(
@@ -660,14 +698,12 @@ def update_contact(
     customer = _customer(state, customer_id)
     if email is None and phone is None:
         raise ToolError("give email and/or phone", kind="bad_args")
-    if email is not None and not (
-        isinstance(email, str) and len(email) <= 120 and _EMAIL.match(email)
-    ):
-        raise ToolError(f"email {email!r} is not a valid email address", kind="bad_args")
-    if phone is not None and not (isinstance(phone, str) and _PHONE.match(phone)):
-        raise ToolError(
-            f"phone {phone!r} is not an E.164 number like +966512345678", kind="bad_args"
-        )
+    if email is not None:
+        problem = f"email {email!r} is not a valid email address"
+        if len(_formatted(email, _EMAIL, problem)) > 120:
+            raise ToolError(f"{problem}: longer than 120 characters", kind="bad_args")
+    if phone is not None:
+        _formatted(phone, _PHONE, f"phone {phone!r} is not an E.164 number like +966512345678")
     _refuse_internal(customer)
     values = {k: v for k, v in (("email", email), ("phone", phone)) if v is not None}
     with state.change():

@@ -42,6 +42,12 @@ Family = Literal[
 ]
 
 
+# Units of quantities that are never negative: throughput, times, distances and event rates.
+_NON_NEGATIVE_UNITS = frozenset(
+    {"Mbps", "ms", "m", "km", "hours", "per_hour", "per_min", "per_5min"}
+)
+
+
 class KPIInfo(BaseModel):
     """How one KPI is stored, quoted and judged."""
 
@@ -54,6 +60,23 @@ class KPIInfo(BaseModel):
     worse: Literal["higher", "lower", "none"]
     healthy: float | None = None  # typical value of a well-running cell, in raw units
     name: Bilingual
+    limits: tuple[float | None, float | None] | None = None  # physical [min, max], raw units
+
+    def physical_range(self) -> tuple[float | None, float | None]:
+        """The raw values the KPI can take (``None``: unbounded): ``limits`` when the catalogue
+        gives them, else from the unit. A percentage is quoted in [0, 100], so its raw value
+        lies in [0, 100 / scale]; throughput, times, distances and rates are never negative.
+
+        >>> kpi_catalogue().kpis["PRB_util"].physical_range()
+        (0.0, 1.0)
+        """
+        if self.limits is not None:
+            return self.limits
+        if self.unit == "percent":
+            return 0.0, 100.0 / self.scale
+        if self.unit in _NON_NEGATIVE_UNITS:
+            return 0.0, None
+        return None, None
 
 
 class KPICatalogue(BaseModel):
@@ -99,6 +122,9 @@ def kpi_catalogue() -> KPICatalogue:
     for name, info in catalogue.kpis.items():
         if info.unit not in catalogue.units:
             raise CatalogError(file, f"kpis.{name}.unit", f"unknown unit {info.unit!r}")
+        low, high = info.limits or (None, None)
+        if low is not None and high is not None and low > high:
+            raise CatalogError(file, f"kpis.{name}.limits", f"min ({low:g}) exceeds max ({high:g})")
     return catalogue
 
 

@@ -71,6 +71,15 @@ KPI_TO_SLICE_POLICY = {
     "policy_priority_level": "priority_level",
     "policy_min_guarantee_Mbps": "min_guaranteed_mbps",
 }
+#: Every blueprint KPI whose sampled value is stored as a parameter (``pci_neighbor``: the PCI
+#: two neighbours share in a confusion): its range must hold legal values of the parameter.
+KPI_READOUTS: dict[str, str] = {
+    **KPI_TO_CELL_PARAMETER,
+    "pci_neighbor": "pci",
+    **KPI_TO_SLICE_POLICY,
+}
+#: States of a cell: a fault may leave the serving cell DEGRADED or DOWN.
+OPERATIONAL_STATES: tuple[str, ...] = ("ENABLED", "DEGRADED", "DOWN")
 
 
 @cache
