@@ -5,13 +5,26 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
 import sys
 import textwrap
 from collections.abc import Sequence
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from telcoenv.errors import EpisodeOptionError, TelcoEnvError
+from telcoenv.errors import TelcoEnvError
 from telcoenv.evaluation.store import DEFAULT_DB
+
+if TYPE_CHECKING:
+    from telcoenv.evaluation.runner import RunSummary
+
+LANGUAGES = ("en", "ar")
+CONDITIONS = {"with": True, "without": False}
+
+
+class UsageError(TelcoEnvError):
+    """A command-line argument that cannot be used (exit code 2, one line, no traceback)."""
 
 
 def _short(text: str, width: int) -> str:
@@ -52,8 +65,9 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     episodes = 0
     domain = get_domain(args.domain)
     label = f"{domain.counterpart}: "
+    languages = _items("--lang", args.lang, LANGUAGES)
     for intent in domain.catalog.intents:
-        for lang in args.lang.split(","):
+        for lang in languages:
             env = TelcoEnv(intent.env_name, lang=lang, privileged=True, domain=domain)
             observation, info = env.reset(seed=args.seed)
             agent.reset(observation, info)
@@ -95,7 +109,10 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 def _cmd_rescore(args: argparse.Namespace) -> int:
     from telcoenv.release import load_evaluations, load_release_blueprints, rescore
 
-    blueprints = load_release_blueprints(args.release) if args.check_blueprints else []
+    def warn(message: str) -> None:  # a repaired or skipped release file: one line each
+        print(f"telcoenv: warning: {message}", file=sys.stderr)
+
+    blueprints = load_release_blueprints(args.release, warn) if args.check_blueprints else []
     report = rescore(load_evaluations(args.release), weights=args.weights)
     if args.format == "json":
         print(report.model_dump_json(indent=2))
@@ -114,25 +131,86 @@ def _split(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
 
+def _items(flag: str, text: str, valid: Sequence[str] | None = None) -> list[str]:
+    """The comma-separated values of ``flag``: at least one, each of ``valid`` when given."""
+    hint = f"give {' and/or '.join(valid)}" if valid else "give at least one"
+    items = _split(text)
+    if not items:
+        raise UsageError(f"{flag} is empty; {hint}")
+    unknown = [item for item in items if valid is not None and item not in valid]
+    if unknown:
+        raise UsageError(f"{flag}: unknown {', '.join(map(repr, unknown))}; {hint}")
+    return items
+
+
+def _at_least(flag: str, value: int) -> None:
+    if value < 1:
+        raise UsageError(f"{flag} must be at least 1, got {value}")
+
+
+def _agent_options(text: str) -> dict[str, Any]:
+    """--agent-options as a dict (its text is never echoed: it may hold an API key)."""
+    if not text.strip():
+        return {}
+    try:
+        options = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"--agent-options is not valid JSON: {exc}") from None
+    if not isinstance(options, dict):
+        raise UsageError(
+            '--agent-options must be a JSON object such as \'{"model": "m"}\', '
+            f"got a JSON {type(options).__name__}"
+        )
+    return options
+
+
+def _output_folder(flag: str, path: Path) -> Path:
+    """Create ``path`` as a folder, or refuse it (a file, not creatable, not writable)."""
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"{flag} {path} is a file, not a folder")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"{flag} {path}: cannot create the folder: {exc.strerror}") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise UsageError(f"{flag} {path} is not writable")
+    return path
+
+
+def _write(path: Path, text: str) -> None:
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror}") from None
+
+
 def _cmd_evaluate(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from telcoenv.evaluation.runner import RunConfig, build_grid, evaluate
     from telcoenv.evaluation.store import ResultStore
 
-    conditions = {"with": True, "without": False}
-    unknown = [c for c in _split(args.intent_list) if c not in conditions]
-    if unknown:
-        raise EpisodeOptionError(f"--intent-list takes with and/or without, got {unknown}")
-    intents = "all" if args.intents == "all" else _split(args.intents)
+    options = _agent_options(args.agent_options)
+    intents = "all" if args.intents.strip() == "all" else _items("--intents", args.intents)
+    languages = _items("--lang", args.lang, LANGUAGES)
+    conditions = _items("--intent-list", args.intent_list, list(CONDITIONS))
+    for flag, value in (
+        ("--samples", args.samples),
+        ("--workers", args.workers),
+        ("--max-steps", args.max_steps),
+    ):
+        _at_least(flag, value)
+    if not (math.isfinite(args.timeout) and args.timeout >= 0):
+        raise UsageError(f"--timeout must be seconds >= 0 (0: no limit), got {args.timeout:g}")
+    if args.address and args.backend != "ray":
+        raise UsageError("--address is the address of a Ray cluster: add --backend ray")
     grid = build_grid(
         intents,
         args.samples,
-        _split(args.lang),
-        [conditions[c] for c in _split(args.intent_list)],
+        languages,
+        [CONDITIONS[c] for c in conditions],
         domain=args.domain,
     )
-    options = json.loads(args.agent_options) if args.agent_options else {}
     config = RunConfig(
         agent=args.agent,
         agent_options=options,
@@ -143,12 +221,12 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     )
     store = ResultStore(args.db)
     run = args.run or f"{args.agent.replace(':', '_')}-seed{args.seed}"
-    bar = tqdm(total=len(grid), desc=run, unit="ep", disable=args.quiet)
-    last = [0]
+    bars: list[Any] = []  # made at the first report, when the number of pending episodes is known
 
-    def progress(stored: int, pending: int) -> None:
-        bar.update(stored - last[0])
-        last[0] = stored
+    def progress(done: int, pending: int) -> None:
+        if not bars:
+            bars.append(tqdm(total=pending, desc=run, unit="ep", disable=args.quiet))
+        bars[0].update(done - bars[0].n)
 
     summary = evaluate(
         store,
@@ -159,34 +237,46 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         backend=args.backend,
         address=args.address or None,
         progress=progress,
+        retry_failed=args.retry_failed,
     )
-    bar.close()
-    print(
-        f"run {run!r}: {summary.stored} episodes stored now ({summary.failed} failed), "
-        f"{summary.skipped} already stored, of {summary.total}; {summary.seconds:.1f} s "
-        f"({summary.db_seconds:.1f} s of database writes) -> {args.db}"
-    )
+    for bar in bars:
+        bar.close()
+    print(_summary_line(summary, store.where))
     if summary.interrupted:
         print("interrupted: everything finished so far is saved; re-run the command to resume")
         return 130
+    if summary.failed and args.retry_failed:
+        print("failed episodes are run again when this command is re-run (--no-retry-failed)")
     return 0
 
 
-def _cmd_report(args: argparse.Namespace) -> int:
-    from pathlib import Path
+def _summary_line(summary: RunSummary, where: str) -> str:
+    extras = [f"{summary.failed} failed"]
+    if summary.retried:
+        extras.append(f"{summary.retried} earlier failures retried")
+    elsewhere = f"{summary.elsewhere} run by another process, " if summary.elsewhere else ""
+    return (
+        f"run {summary.run!r}: {summary.stored} episodes stored now ({', '.join(extras)}), "
+        f"{summary.skipped} already stored, {elsewhere}of {summary.total}; "
+        f"{summary.seconds:.1f} s ({summary.db_seconds:.1f} s of database writes) -> {where}"
+    )
 
+
+def _cmd_report(args: argparse.Namespace) -> int:
     from telcoenv.evaluation.report import build_report, render, write_plots
     from telcoenv.evaluation.store import ResultStore
 
-    store = ResultStore(args.db)
+    store = ResultStore(args.db, create=False)
+    out = _output_folder("--out", Path(args.out)) if args.out else None
     report = build_report({run: store.records([run]) for run in args.run}, args.weights)
     print(render(report, args.format))
-    if args.out:
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
+    if out is not None:
         for fmt in ("md", "csv", "json"):
-            (out / f"report.{fmt}").write_text(render(report, fmt), encoding="utf-8")
-        plots = write_plots(report, out)
+            _write(out / f"report.{fmt}", render(report, fmt))
+        try:
+            plots = write_plots(report, out)
+        except OSError as exc:
+            raise UsageError(f"cannot write the plots to {out}: {exc.strerror}") from None
         print(f"report and {len(plots)} plots written to {out.resolve()}", file=sys.stderr)
     return 0
 
@@ -260,6 +350,14 @@ def _show_network_blueprint(blueprint: Any) -> None:
 def _cmd_generate(args: argparse.Namespace) -> int:
     from telcoenv.dataset import generate
 
+    _at_least("--samples", args.samples)
+    out = Path(args.out)
+    if args.format == "jsonl" and out.suffix == ".jsonl":  # a file
+        if out.is_dir():
+            raise UsageError(f"--out {out} is a folder; give a .jsonl file or another name")
+        _output_folder("--out", out.parent)
+    else:
+        _output_folder("--out", out)
     count = generate(args.out, samples=args.samples, seed=args.seed, fmt=args.format)
     unit = "samples" if args.format == "json" else "chat rows"
     print(f"{count} {unit} written to {args.out}")
@@ -304,13 +402,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     evaluate.add_argument("--agent-options", default="", help="JSON object of agent options")
     evaluate.add_argument(
-        "--intents", default="all", help="all (of --domain), or comma-separated intents"
+        "--intents",
+        default="all",
+        help="all (of --domain), or comma-separated intents (names, keys or Gymnasium ids)",
     )
     evaluate.add_argument(
         "--domain",
-        default="network",
         choices=["network", "bss", "all"],
-        help="network operations, customer care (bss) or both",
+        help="network operations, customer care (bss) or both (default: network for --intents "
+        "all, the intents' own domains for named intents)",
     )
     evaluate.add_argument("--samples", type=int, default=30, help="samples per blueprint")
     evaluate.add_argument("--lang", default="en,ar")
@@ -335,6 +435,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     evaluate.add_argument("--db", default=DEFAULT_DB, help="SQLAlchemy URL of the results store")
     evaluate.add_argument("--run", default="", help="run name (default: from agent and seed)")
+    evaluate.add_argument(
+        "--no-retry-failed",
+        dest="retry_failed",
+        action="store_false",
+        help="on resume, keep the failed episodes instead of running them again",
+    )
     evaluate.add_argument("--quiet", action="store_true", help="no progress bar")
     evaluate.set_defaults(func=_cmd_evaluate)
     report = commands.add_parser("report", help="tables and plots of stored runs")
@@ -362,13 +468,29 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so that flushing it at exit does not fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, AttributeError, ValueError):  # stdout without a file descriptor
+        pass
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return args.func(args)
+        code = args.func(args)
+        sys.stdout.flush()  # a reader gone (| head) fails here, not at interpreter exit
+        return code
     except TelcoEnvError as exc:
         print(f"telcoenv: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader of our output stopped reading: nothing to report
+        _quiet_stdout()
+        return 1
+    except KeyboardInterrupt:
+        return 130
 
 
 if __name__ == "__main__":

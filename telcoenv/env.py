@@ -18,6 +18,7 @@ from typing import Any, ClassVar, SupportsFloat
 
 import gymnasium
 import numpy as np
+import orjson
 from gymnasium.error import ResetNeeded
 
 from telcoenv.actions import ParseError, PlainMessage, Received, ToolCall, receive, replayed
@@ -217,6 +218,8 @@ class TelcoEnv(gymnasium.Env[str, Any]):
         self.observation_space = Unicode()
         self.action_space = ToolCallSpace(catalog.tools)
         self.tools = catalog.openai_tools()
+        # Every reset hands out a fresh copy; decoding this is ten times faster than deepcopy.
+        self._tools_json = orjson.dumps(self.tools)
         self._trace: EpisodeTrace | None = None
         self._setup: EpisodeSetup | None = None
         self._blueprint: Blueprint | None = None
@@ -427,7 +430,7 @@ class TelcoEnv(gymnasium.Env[str, Any]):
             "domain": self.domain.name,
             "language": lang,
             "require_approval": self._approval_needed,
-            "tools": copy.deepcopy(self.tools),
+            "tools": orjson.loads(self._tools_json),
             "instructions": instructions,
             "messages": [
                 {"role": "system", "content": instructions},
@@ -443,17 +446,19 @@ class TelcoEnv(gymnasium.Env[str, Any]):
 
     def _privileged_info(self) -> dict[str, Any]:
         assert self._trace is not None and self._intent is not None and self._setup is not None
-        return copy.deepcopy(
-            {
-                "intent": self._intent.key,
-                "label": self._intent.label.model_dump(),
-                "category": self._intent.category,
-                "blueprint_id": self._trace.blueprint_id,
-                "gold_chain": [c.model_dump() for c in self._trace.gold_chain],
-                "sampled_kpis": self._trace.sampled_kpis,
-                "gold_summary": self._trace.gold_summary,
-                **self.domain.privileged(self._setup, self._intent),
-            }
+        return orjson.loads(  # a fresh copy: nothing shared with the trace or the domain
+            orjson.dumps(
+                {
+                    "intent": self._intent.key,
+                    "label": self._intent.label.model_dump(),
+                    "category": self._intent.category,
+                    "blueprint_id": self._trace.blueprint_id,
+                    "gold_chain": [c.model_dump() for c in self._trace.gold_chain],
+                    "sampled_kpis": self._trace.sampled_kpis,
+                    "gold_summary": self._trace.gold_summary,
+                    **self.domain.privileged(self._setup, self._intent),
+                }
+            )
         )
 
     # --- step -------------------------------------------------------------------------------------

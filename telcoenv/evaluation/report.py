@@ -8,7 +8,9 @@ argument accuracy, exact-answer accuracy (over the episodes that ask a question)
 verified resolution rate. Then per-intent and per-category breakdowns of every metric. Several
 runs sit side by side. A failed episode (agent error or timeout) scores 0 on every metric that
 applies to it and is counted; a metric that does not apply (RA in customer care, the answer of
-a request without a question) is left out of its mean.
+a request without a question) is left out of its mean. IRA and RA need an embedder: where no
+episode was scored with one (``--embedder none``) they are shown as ``-`` (null in JSON, empty
+in CSV), not 0.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ METRICS = ("ira", "msc", "eap", "sas", "ra", "args", "answer", "resolved")
 CARE_METRICS = ("msc", "eap", "sas", "args", "answer", "resolved")
 # Metrics that may not apply to an episode (None when they do not): means skip those episodes.
 _OPTIONAL = frozenset({"ra", "args", "answer", "resolved"})
+# Metrics only an embedder computes: no mean where no episode was scored with one.
+_EMBEDDED = frozenset({"ira", "ra"})
 LANGS = ("en", "ar")
 
 
@@ -37,7 +41,10 @@ def _value(record: Mapping[str, Any], metric: str) -> float:
 
 
 def _mean(records: Sequence[Mapping[str, Any]], metric: str) -> float | None:
-    if metric in _OPTIONAL:  # failed episodes count 0; episodes it does not apply to are left out
+    if metric in _EMBEDDED and not any(r.get("embedder") for r in records):
+        return None
+    if metric in _OPTIONAL | _EMBEDDED:
+        # Failed episodes count 0; episodes the metric does not apply to are left out.
         values = [
             _value(r, metric)
             for r in records
@@ -298,8 +305,12 @@ def write_plots(report: Mapping[str, Any], out_dir: Path) -> list[Path]:
     width = 0.8 / max(1, len(runs))
     for ax, (title, get) in zip(axes, headline.items(), strict=True):
         for i, (name, r) in enumerate(runs.items()):
-            values = [get(r, lang) or 0.0 for lang in LANGS]
-            ax.bar(np.arange(len(LANGS)) + i * width, values, width, label=name)
+            values = [get(r, lang) for lang in LANGS]
+            positions = np.arange(len(LANGS)) + i * width
+            ax.bar(positions, [v or 0.0 for v in values], width, label=name)
+            for x, value in zip(positions, values, strict=True):
+                if value is None:  # not measured (no embedder, no episode): not a 0
+                    ax.text(x, 0.02, "-", ha="center", fontsize=8)
         ax.set_title(title, fontsize=9)
         ax.set_xticks(
             np.arange(len(LANGS)) + width * (len(runs) - 1) / 2, [s.upper() for s in LANGS]

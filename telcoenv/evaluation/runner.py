@@ -3,33 +3,68 @@
 The grid is blueprint x sample x language x IRA condition, over the network intents, the
 customer-care intents or both (``domain``). An episode is fixed by
 ``(blueprint, sample_index)``, so re-running a run resumes it: episodes already stored are
-skipped, and every finished episode is committed at once, so a run killed at any moment (SIGKILL
-included) loses only the episodes in flight. Ctrl-C stops cleanly after saving what finished.
+skipped (failed ones are run again unless ``retry_failed=False``), and every finished episode is
+committed at once, so a run killed at any moment (SIGKILL included) loses only the episodes in
+flight. Ctrl-C stops cleanly after saving what finished. A run keeps the configuration it was
+started with (:func:`run_settings`); resuming it with another one is refused.
 
-Episodes run in local worker processes (``workers``); the parent process is the only writer.
-An agent that raises, hangs past ``episode_timeout`` or returns garbage fails that episode (the
-error is stored) and the run goes on.
+Episodes run in this process (``workers=1``), in local worker processes or on a Ray cluster;
+this process is the only writer. Each episode is claimed in the store before it is computed, so
+two processes on one run split the work instead of computing an episode twice. Any failure
+inside an episode (the agent raising, hanging past ``episode_timeout`` or returning garbage, the
+environment, the scoring, a trace that does not serialise, a record the database refuses) is
+stored as that episode's failure, with its error, steps and trace, and the run goes on.
 """
 
 from __future__ import annotations
 
+import json
+import math
 import multiprocessing
 import os
+import queue
 import signal
+import socket
 import sys
 import threading
 import time
 import traceback
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass
-from typing import Any
+from functools import partial
+from typing import Any, Protocol
 
+from sqlalchemy.exc import SQLAlchemyError
+
+from telcoenv import __version__
 from telcoenv.agents import Agent, load_agent
 from telcoenv.domains import DOMAINS, get_domain
 from telcoenv.env import TelcoEnv
-from telcoenv.errors import EpisodeOptionError, TelcoEnvError, UnknownIntentError
-from telcoenv.evaluation.store import ResultStore
-from telcoenv.metrics.embeddings import MULTILINGUAL, USEEmbedder
+from telcoenv.errors import (
+    EpisodeOptionError,
+    TelcoEnvError,
+    UnknownEnvironmentError,
+    UnknownIntentError,
+)
+from telcoenv.evaluation.store import HEARTBEAT_S, Owner, ResultStore, StoreError, without_secrets
+from telcoenv.metrics.embeddings import MULTILINGUAL, USEEmbedder, get_embedder
+from telcoenv.registration import env_id, list_envs
+from telcoenv.trace import EpisodeTrace
+
+# Seconds to wait for a Ray cluster's port to answer before giving up.
+RAY_CONNECT_TIMEOUT_S = 10.0
+# A worker process that has not returned an episode this long past the time it may take (its
+# wait in the queue and its timeout) died or hangs.
+LOST_WORKER_GRACE_S = 60.0
+_POLL_S = 1.0
+# The HTTP/2 client connection preface, then an empty SETTINGS frame (type 4).
+_HTTP2_SETTINGS = 0x04
+_HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes(
+    [0, 0, 0, _HTTP2_SETTINGS, 0, 0, 0, 0, 0]
+)
+_METRICS = ("ira", "msc", "eap", "sas", "ra", "args", "answer", "embedder")
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +87,7 @@ class EpisodeSpec:
 
 @dataclass(frozen=True, slots=True)
 class RunConfig:
-    """Everything that defines a run (stored with it)."""
+    """How the agent plays (see :func:`run_settings` for what a run is compared on)."""
 
     agent: str
     agent_options: dict[str, Any]
@@ -60,6 +95,24 @@ class RunConfig:
     embedder: str | None = "multilingual"
     max_steps: int = 20
     episode_timeout: float = 300.0
+
+
+def run_settings(config: RunConfig, grid: Sequence[EpisodeSpec]) -> dict[str, Any]:
+    """The configuration a run is stored with and compared on when it is resumed: the agent and
+    its options without credentials, embedder, max steps, seed, languages, intent-list
+    conditions and telcoenv version (the intents and samples may grow; the timeout may change)."""
+    settings = {
+        "agent": config.agent,
+        "agent_options": without_secrets(config.agent_options),
+        "embedder": config.embedder,
+        "max_steps": config.max_steps,
+        "seed": config.seed,
+        "languages": sorted({spec.language for spec in grid}),
+        "intent_list": sorted({"with" if spec.intent_list else "without" for spec in grid}),
+        "telcoenv": __version__,
+    }
+    # Stored as JSON: a value that is not JSON (an option given as an object) by its type name.
+    return json.loads(json.dumps(settings, default=lambda v: f"<{type(v).__name__}>"))
 
 
 def _domains(domain: str) -> list[str]:
@@ -70,22 +123,42 @@ def _domains(domain: str) -> list[str]:
     return [domain]
 
 
-def _chosen(intents: str | Sequence[str], domain: str) -> list[tuple[str, Any]]:
-    """(domain, intent) pairs: every intent of the domains, or the named ones (any domain)."""
+def _resolve(name: str) -> list[tuple[str, Any]]:
+    """The (domain, intent) pairs a name stands for: an intent key, an env name or a Gymnasium
+    id as ``make`` takes it, one intent or a whole domain (``telcoenv/Troubleshooting-v0``)."""
+    try:
+        gym_id = env_id(name)
+    except UnknownEnvironmentError:
+        valid = [e.name for e in list_envs()]
+        raise UnknownIntentError(
+            f"unknown intent {name!r}; valid intents: {', '.join(valid)}"
+        ) from None
+    entry = next(e for e in list_envs() if e.id == gym_id)
+    catalog = get_domain(entry.domain).catalog
+    if entry.intent is None:
+        return [(entry.domain, intent) for intent in catalog.intents]
+    return [(entry.domain, catalog.intent(entry.intent))]
+
+
+def _chosen(intents: str | Sequence[str], domain: str | None) -> list[tuple[str, Any]]:
+    """(domain, intent) pairs: every intent of the domain(s), or the named ones (of ``domain``
+    when it is given, of any domain when it is None)."""
     if intents == "all":
-        return [(d, i) for d in _domains(domain) for i in get_domain(d).catalog.intents]
-    chosen = []
+        return [
+            (d, i) for d in _domains(domain or "network") for i in get_domain(d).catalog.intents
+        ]
+    if not intents:
+        raise EpisodeOptionError("no intents given: name at least one, or all")
+    allowed = _domains(domain) if domain is not None else list(DOMAINS)
+    chosen: dict[str, tuple[str, Any]] = {}  # by intent key: a name given twice counts once
     for name in intents:
-        for candidate in DOMAINS:
-            try:
-                chosen.append((candidate, get_domain(candidate).catalog.intent(name)))
-                break
-            except UnknownIntentError:
-                continue
-        else:
-            valid = [i.env_name for d in DOMAINS for i in get_domain(d).catalog.intents]
-            raise UnknownIntentError(f"unknown intent {name!r}; valid intents: {', '.join(valid)}")
-    return chosen
+        for owner, intent in _resolve(name):
+            if owner not in allowed:
+                raise EpisodeOptionError(
+                    f"intent {name!r} belongs to the {owner} domain, not to {domain}"
+                )
+            chosen.setdefault(intent.key, (owner, intent))
+    return list(chosen.values())
 
 
 def build_grid(
@@ -93,17 +166,22 @@ def build_grid(
     samples: int = 30,
     languages: Sequence[str] = ("en", "ar"),
     conditions: Sequence[bool] = (True,),
-    domain: str = "network",
+    domain: str | None = None,
 ) -> list[EpisodeSpec]:
-    """The grid in a fixed order; unknown intents, domains or languages fail at once.
+    """The grid in a fixed order; unknown or empty intents, domains or languages fail at once.
 
-    ``intents="all"`` takes every intent of ``domain`` (``"network"``, ``"bss"`` or ``"all"``);
-    named intents are looked up in every domain.
+    ``intents="all"`` takes every intent of ``domain`` (``"network"`` by default, ``"bss"`` or
+    ``"all"``). Named intents (keys, env names or Gymnasium ids) are looked up in ``domain``, or
+    in every domain when it is None.
     """
     chosen = _chosen(intents, domain)
+    if not languages:
+        raise EpisodeOptionError("no languages given: use en and/or ar")
     for lang in languages:
         if lang not in ("en", "ar"):
             raise EpisodeOptionError(f"unknown language {lang!r}; use en and/or ar")
+    if not conditions:
+        raise EpisodeOptionError("no intent-list conditions given: use with and/or without")
     if samples < 1:
         raise EpisodeOptionError(f"samples must be at least 1, got {samples}")
     return [
@@ -113,21 +191,73 @@ def build_grid(
         for name, intent in chosen
         for blueprint in get_domain(name).catalog.blueprints[intent.key]
         for index in range(samples)
-        for lang in languages
-        for condition in conditions
+        for lang in dict.fromkeys(languages)
+        for condition in dict.fromkeys(conditions)
     ]
 
 
-class _EpisodeTimeout(Exception):
-    pass
+class _EpisodeTimeout(BaseException):
+    """Raised by SIGALRM; a BaseException so that an agent catching Exception cannot swallow it."""
 
 
 def _alarm(*_: Any) -> None:
     raise _EpisodeTimeout
 
 
+def _safe_repr(value: Any, width: int = 100_000) -> str:
+    try:
+        return repr(value)[:width]
+    except Exception:  # a repr that raises must not cost the episode
+        return f"<{type(value).__name__} (repr failed)>"
+
+
+def _describe(exc: BaseException) -> str:
+    try:
+        message = str(exc)
+    except Exception:  # a broken __str__ must not cost the episode either
+        message = ""
+    return f"{type(exc).__name__}: {message or _safe_repr(exc)}"
+
+
+def _new_record(spec: EpisodeSpec) -> dict[str, Any]:
+    return {
+        **asdict(spec),
+        "key": spec.key,
+        "status": "ok",
+        "error": None,
+        "predicted_chain": [],
+        "gold_chain": [],
+        "steps": 0,
+        "trace": None,
+        "duration_s": 0.0,
+        "agent_usage": None,
+    }
+
+
+def failed_record(spec: EpisodeSpec, error: str) -> dict[str, Any]:
+    """The record of an episode that failed before anything of it could be kept."""
+    return {**_new_record(spec), "status": "failed", "error": error}
+
+
+class _TraceError(Exception):
+    """A finished episode whose trace does not serialise."""
+
+
+def _trace_json(trace: EpisodeTrace) -> tuple[str, str | None]:
+    """The trace as JSON, and what went wrong when it does not serialise (then the values that
+    do not serialise are kept as their repr, or the whole trace is)."""
+    try:
+        return trace.model_dump_json(), None
+    except Exception as exc:
+        problem = f"the trace could not be serialised: {_describe(exc)}"
+    try:
+        return trace.model_dump_json(fallback=_safe_repr), problem
+    except Exception:
+        return json.dumps({"unserialisable_trace": _safe_repr(trace)}), problem
+
+
 class _Worker:
-    """An agent and an environment, built once per worker process."""
+    """An agent and an environment, built once per worker process. ``run`` never raises."""
 
     def __init__(self, config: RunConfig, threads: int) -> None:
         self.config = config
@@ -136,7 +266,8 @@ class _Worker:
         if self.embedder == MULTILINGUAL:  # its own instance: BLAS threads sized to the workers
             self.embedder = USEEmbedder(threads=threads)
         self.envs: dict[str, TelcoEnv] = {}
-        self.env: TelcoEnv | None = None
+        self.trace: EpisodeTrace | None = None  # of the running episode, once it is reset
+        self.steps = 0
 
     def _env(self, domain: str) -> TelcoEnv:
         """This worker's environment of a domain (made at its first episode)."""
@@ -152,16 +283,33 @@ class _Worker:
 
     def run(self, spec: EpisodeSpec) -> dict[str, Any]:
         started = time.perf_counter()
-        record: dict[str, Any] = {
-            **asdict(spec),
-            "key": spec.key,
-            "status": "ok",
-            "error": None,
-            "predicted_chain": [],
-            "gold_chain": [],
-            "steps": 0,
-            "trace": None,
-        }
+        try:
+            record = self._attempt(spec)
+        except Exception as exc:  # even the failure record failed: keep the episode's error
+            record = failed_record(spec, f"the episode record could not be built: {_describe(exc)}")
+            record["steps"] = self.steps
+        record["duration_s"] = time.perf_counter() - started
+        return record
+
+    def _attempt(self, spec: EpisodeSpec) -> dict[str, Any]:
+        record = _new_record(spec)
+        self.trace, self.steps = None, 0
+        error: str | None = None
+        try:
+            info = self._play_in_time(spec)
+            record.update(self._scored(info))
+        except _EpisodeTimeout:
+            error = f"timeout: episode exceeded {self.config.episode_timeout:g} s"
+        except _TraceError as exc:  # the episode ran; only its trace is in question
+            error = str(exc)
+        except (Exception, SystemExit) as exc:  # the episode's result, not the run's
+            error = f"{_describe(exc)}\n" + "".join(traceback.format_exc(limit=3))
+        if error is not None:
+            record.update(self._failure(spec, error))
+        record["agent_usage"] = self._usage()
+        return record
+
+    def _play_in_time(self, spec: EpisodeSpec) -> dict[str, Any]:
         use_alarm = (
             self.config.episode_timeout > 0
             and hasattr(signal, "SIGALRM")
@@ -171,54 +319,10 @@ class _Worker:
             signal.signal(signal.SIGALRM, _alarm)
             signal.setitimer(signal.ITIMER_REAL, self.config.episode_timeout)
         try:
-            info = self._play(spec)
-            metrics = info["metrics"]
-            record.update(
-                {
-                    k: metrics[k]
-                    for k in (
-                        "ira",
-                        "msc",
-                        "eap",
-                        "sas",
-                        "ra",
-                        "args",
-                        "answer",
-                        "embedder",
-                        "predicted_chain",
-                        "gold_chain",
-                    )
-                }
-            )
-            record["resolved"] = info["resolved"]
-            record["steps"] = info["steps"]
-            record["trace"] = info["trace"].model_dump_json()
-            if info.get("metrics_error"):
-                record["error"] = info["metrics_error"]
-        except _EpisodeTimeout:
-            record.update(
-                status="failed",
-                error=f"timeout: episode exceeded {self.config.episode_timeout:g} s",
-            )
-        except Exception as exc:  # the agent's failure is this episode's result, not the run's
-            record.update(
-                status="failed",
-                error=f"{type(exc).__name__}: {exc}\n" + "".join(traceback.format_exc(limit=3)),
-            )
+            return self._play(spec)
         finally:
             if use_alarm:
                 signal.setitimer(signal.ITIMER_REAL, 0)
-        trace = self.env.trace if self.env is not None else None
-        if trace is not None and record["status"] == "failed":
-            record["predicted_chain"] = trace.predicted_chain
-            record["gold_chain"] = trace.gold_tools
-            record["trace"] = trace.model_dump_json()
-            if trace.gold_answer is not None:  # a question left unanswered
-                record["answer"] = False
-        record["duration_s"] = time.perf_counter() - started
-        usage = getattr(self.agent, "usage", None)  # tokens and cost, where the agent counts them
-        record["agent_usage"] = dict(usage) if usage else None
-        return record
 
     def _play(self, spec: EpisodeSpec) -> dict[str, Any]:
         options = {
@@ -227,15 +331,61 @@ class _Worker:
             "lang": spec.language,
             "intent_list": spec.intent_list,
         }
-        self.env = env = self._env(spec.domain)
+        env = self._env(spec.domain)
         observation, info = env.reset(seed=self.config.seed, options=options)
+        self.trace = env.trace
         self.agent.reset(observation, info)
         while True:
             observation, _, terminated, truncated, info = env.step(
                 self.agent.act(observation, info)
             )
+            self.steps = int(info.get("steps", self.steps + 1))
             if terminated or truncated:
                 return info
+
+    def _scored(self, info: dict[str, Any]) -> dict[str, Any]:
+        metrics = info["metrics"]
+        trace, problem = _trace_json(info["trace"])
+        if problem is not None:
+            raise _TraceError(problem)
+        scored = {k: metrics[k] for k in _METRICS}
+        scored.update(
+            predicted_chain=list(metrics["predicted_chain"]),
+            gold_chain=list(metrics["gold_chain"]),
+            resolved=info["resolved"],
+            steps=info["steps"],
+            trace=trace,
+            error=info.get("metrics_error"),
+        )
+        return scored
+
+    def _failure(self, spec: EpisodeSpec, error: str) -> dict[str, Any]:
+        """A failed episode: its error, the steps it took and its trace so far."""
+        env = self.envs.get(spec.domain)
+        failure: dict[str, Any] = {
+            "status": "failed",
+            "error": error,
+            "steps": self.steps,
+            # IRA and RA of this run are measured with this embedder: a failure scores 0 on them.
+            "embedder": getattr(getattr(env, "embedder", None), "name", None),
+        }
+        if self.trace is not None:
+            failure["trace"], problem = _trace_json(self.trace)
+            if problem is not None and problem not in error:
+                failure["error"] = f"{error}\n{problem}"
+            failure["predicted_chain"] = list(self.trace.predicted_chain)
+            failure["gold_chain"] = list(self.trace.gold_tools)
+            if self.trace.gold_answer is not None:  # a question left unanswered
+                failure["answer"] = False
+        return failure
+
+    def _usage(self) -> dict[str, Any] | None:
+        """Tokens and cost, where the agent counts them, as plain JSON."""
+        try:
+            usage = getattr(self.agent, "usage", None)
+            return json.loads(json.dumps(dict(usage), default=_safe_repr)) if usage else None
+        except Exception as exc:  # usage is bookkeeping: its failure must not fail the episode
+            return {"error": f"the agent's usage could not be read: {_describe(exc)}"}
 
 
 _WORKER: _Worker | None = None
@@ -252,49 +402,280 @@ def _run_in_worker(spec: EpisodeSpec) -> dict[str, Any]:
     return _WORKER.run(spec)
 
 
-def _results(
-    pending: list[EpisodeSpec], config: RunConfig, workers: int
-) -> Iterator[dict[str, Any]]:
-    threads = max(1, (os.cpu_count() or 1) // workers)
-    if workers <= 1:
-        worker = _Worker(config, threads)
-        for spec in pending:
-            yield worker.run(spec)
-        return
-    context = multiprocessing.get_context("fork" if sys.platform == "linux" else "spawn")
-    with context.Pool(workers, initializer=_init_worker, initargs=(config, threads)) as pool:
-        try:
-            yield from pool.imap_unordered(_run_in_worker, pending, chunksize=1)
-        finally:
-            pool.terminate()
+_Finished = list[tuple[EpisodeSpec, dict[str, Any]]]
 
 
-def _ray_results(
-    pending: list[EpisodeSpec], config: RunConfig, workers: int, address: str | None
-) -> Iterator[dict[str, Any]]:
-    """Episodes on a Ray cluster: one actor per worker, results streamed back as they finish."""
-    try:
-        import ray
-        from ray.util import ActorPool
-    except ImportError as exc:
-        raise TelcoEnvError("the Ray backend needs ray: pip install 'telcoenv[ray]'") from exc
-    started_here = not ray.is_initialized()
-    if started_here:
-        ray.init(
-            address=address,
-            include_dashboard=False,
-            log_to_driver=False,
-            num_cpus=None if address else workers,
-            configure_logging=False,
+class _Executor(Protocol):
+    capacity: int
+
+    @property
+    def busy(self) -> int: ...
+
+    def submit(self, spec: EpisodeSpec) -> None: ...
+
+    def wait(self) -> _Finished:
+        """The episodes finished since the last call (possibly none, after a short wait)."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class _InProcess:
+    """Episodes run one at a time in this process."""
+
+    capacity = 1
+
+    def __init__(self, config: RunConfig) -> None:
+        self.worker = _Worker(config, max(1, os.cpu_count() or 1))
+        self.todo: deque[EpisodeSpec] = deque()
+
+    @property
+    def busy(self) -> int:
+        return len(self.todo)
+
+    def submit(self, spec: EpisodeSpec) -> None:
+        self.todo.append(spec)
+
+    def wait(self) -> _Finished:
+        spec = self.todo.popleft()
+        return [(spec, self.worker.run(spec))]
+
+    def close(self) -> None:
+        pass
+
+
+class _Pool:
+    """Episodes in local worker processes; one that returns nothing long past its timeout (its
+    process died) is stored as failed."""
+
+    def __init__(self, config: RunConfig, workers: int) -> None:
+        threads = max(1, (os.cpu_count() or 1) // workers)
+        context = multiprocessing.get_context("fork" if sys.platform == "linux" else "spawn")
+        self.pool = context.Pool(workers, initializer=_init_worker, initargs=(config, threads))
+        self.capacity = 2 * workers  # one queued behind each running episode: no idle worker
+        self.done: queue.Queue[tuple[EpisodeSpec, dict[str, Any]]] = queue.Queue()
+        self.running: dict[str, float] = {}  # key -> when it was submitted
+        self.specs: dict[str, EpisodeSpec] = {}
+        timeout = config.episode_timeout  # an episode waits for at most one before it runs
+        self.patience = 2 * timeout + LOST_WORKER_GRACE_S if timeout > 0 else None
+
+    @property
+    def busy(self) -> int:
+        return len(self.running)
+
+    def submit(self, spec: EpisodeSpec) -> None:
+        self.running[spec.key], self.specs[spec.key] = time.monotonic(), spec
+        self.pool.apply_async(
+            _run_in_worker,
+            (spec,),
+            callback=partial(self._finished, spec),
+            error_callback=partial(self._lost, spec),
         )
+
+    def _finished(self, spec: EpisodeSpec, record: dict[str, Any]) -> None:
+        self.done.put((spec, record))
+
+    def _lost(self, spec: EpisodeSpec, exc: BaseException) -> None:
+        error = f"the worker process could not return the episode: {_describe(exc)}"
+        self.done.put((spec, failed_record(spec, error)))
+
+    def wait(self) -> _Finished:
+        try:
+            spec, record = self.done.get(timeout=_POLL_S)
+        except queue.Empty:
+            return self._overdue()
+        if self.running.pop(spec.key, None) is None:  # given up on already
+            return []
+        return [(spec, record)]
+
+    def _overdue(self) -> _Finished:
+        if self.patience is None:
+            return []
+        now = time.monotonic()
+        late = [key for key, since in self.running.items() if now - since > self.patience]
+        error = f"no result from the worker process after {self.patience:g} s (it died or hangs)"
+        for key in late:
+            del self.running[key]
+        return [(self.specs[key], failed_record(self.specs[key], error)) for key in late]
+
+    def close(self) -> None:
+        self.pool.terminate()
+        self.pool.join()
+
+
+def _check_reachable(address: str) -> None:
+    """Fail within 2 x RAY_CONNECT_TIMEOUT_S when no Ray cluster answers at ``address``: Ray
+    itself would retry for minutes. Ray's endpoints (GCS, Ray Client) are gRPC servers, which
+    answer the HTTP/2 connection preface with a SETTINGS frame."""
+    if address in ("auto", "local"):
+        return
+    host, colon, port = address.removeprefix("ray://").rpartition(":")
+    if not colon or not host or not port.isdigit():
+        raise TelcoEnvError(
+            f"malformed Ray address {address!r}: use host:port, ray://host:port or auto"
+        )
+    hint = "is a Ray cluster running there? start one with: ray start --head"
     try:
-        remote_worker = ray.remote(num_cpus=1)(_Worker)
-        threads = 1  # one CPU per actor
-        pool = ActorPool([remote_worker.remote(config, threads) for _ in range(workers)])
-        yield from pool.map_unordered(lambda actor, spec: actor.run.remote(spec), pending)
+        with socket.create_connection((host.strip("[]"), int(port)), RAY_CONNECT_TIMEOUT_S) as s:
+            s.sendall(_HTTP2_PREFACE)
+            reply = b""
+            while len(reply) < 4 and (chunk := s.recv(4 - len(reply))):
+                reply += chunk
+    except TimeoutError:
+        raise TelcoEnvError(f"no answer from the Ray cluster at {address} ({hint})") from None
+    except OSError as exc:
+        reason = exc.strerror or str(exc) or type(exc).__name__
+        raise TelcoEnvError(
+            f"cannot reach the Ray cluster at {address}: {reason} ({hint})"
+        ) from None
+    if len(reply) < 4 or reply[3] != _HTTP2_SETTINGS:
+        raise TelcoEnvError(f"{address} answers, but not as a Ray cluster ({hint})")
+
+
+class _Ray:
+    """Episodes on a Ray cluster: one actor per worker; a dead actor is replaced."""
+
+    def __init__(self, config: RunConfig, workers: int, address: str | None) -> None:
+        try:
+            import ray
+        except ImportError as exc:
+            raise TelcoEnvError("the Ray backend needs ray: pip install 'telcoenv[ray]'") from exc
+        self.ray = ray
+        self.started_here = not ray.is_initialized()
+        if self.started_here:
+            try:
+                ray.init(
+                    address=address,
+                    include_dashboard=False,
+                    log_to_driver=False,
+                    num_cpus=None if address else workers,
+                    configure_logging=False,
+                )
+            except Exception as exc:
+                raise TelcoEnvError(
+                    f"cannot start or join Ray at {address or 'a local instance'}: {exc}"
+                ) from None
+        self.config = config
+        self.capacity = workers
+        self.remote_worker = ray.remote(num_cpus=1)(_Worker)
+        self.idle = [self._actor() for _ in range(workers)]
+        self.running: dict[Any, tuple[EpisodeSpec, Any]] = {}  # object ref -> (spec, actor)
+
+    def _actor(self) -> Any:
+        return self.remote_worker.remote(self.config, 1)  # one CPU per actor
+
+    @property
+    def busy(self) -> int:
+        return len(self.running)
+
+    def submit(self, spec: EpisodeSpec) -> None:
+        actor = self.idle.pop()
+        self.running[actor.run.remote(spec)] = (spec, actor)
+
+    def wait(self) -> _Finished:
+        ready, _ = self.ray.wait(list(self.running), num_returns=1, timeout=_POLL_S)
+        finished = []
+        for ref in ready:
+            spec, actor = self.running.pop(ref)
+            try:
+                record = self.ray.get(ref)
+            except self.ray.exceptions.RayActorError as exc:
+                record = failed_record(spec, f"the Ray actor died: {_describe(exc)}")
+                actor = self._actor()
+            except Exception as exc:
+                record = failed_record(spec, f"Ray could not return the episode: {_describe(exc)}")
+            self.idle.append(actor)
+            finished.append((spec, record))
+        return finished
+
+    def close(self) -> None:
+        if self.started_here:
+            self.ray.shutdown()
+
+
+@contextmanager
+def _executor(
+    backend: str, config: RunConfig, workers: int, address: str | None
+) -> Iterator[_Executor]:
+    executor: _Executor
+    if backend == "ray":
+        executor = _Ray(config, workers, address)
+    elif workers > 1:
+        executor = _Pool(config, workers)
+    else:
+        executor = _InProcess(config)
+    try:
+        yield executor
     finally:
-        if started_here:
-            ray.shutdown()
+        executor.close()
+
+
+@contextmanager
+def _claims_kept(store: ResultStore, owner: Owner) -> Iterator[None]:
+    """Refresh ``owner``'s claims while the run goes on (from a thread: an episode may run in
+    this one), and drop those left when it ends."""
+    stop = threading.Event()
+
+    def beat() -> None:
+        while not stop.wait(HEARTBEAT_S):
+            # A missed beat at worst lets another process take an episode over later; the
+            # store keeps one row of it anyway.
+            with suppress(SQLAlchemyError):
+                store.heartbeat(owner)
+
+    thread = threading.Thread(target=beat, name="telcoenv-claims", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+        with suppress(SQLAlchemyError):  # left claims expire anyway once this process is gone
+            store.release(owner)
+
+
+def _store(
+    store: ResultStore, run: str, spec: EpisodeSpec, record: dict[str, Any], owner: Owner
+) -> dict[str, Any] | None:
+    """Store a record (None when the episode was stored already); one the database refuses is
+    stored as the episode's failure."""
+    try:
+        return record if store.add(run, record, owner) else None
+    except StoreError:  # the database itself fails: nothing more can be stored
+        raise
+    except Exception as exc:
+        failure = failed_record(spec, f"the result could not be stored: {_describe(exc)}")
+        failure.update(steps=record.get("steps", 0), duration_s=record.get("duration_s", 0.0))
+        return failure if store.add(run, failure, owner) else None
+
+
+def _check_agent(config: RunConfig) -> None:
+    """Make the agent once here, so that a wrong name or option fails at once, in one line."""
+    try:
+        load_agent(config.agent, **config.agent_options)
+    except TelcoEnvError:
+        raise
+    except Exception as exc:
+        options = sorted(without_secrets(config.agent_options))
+        raise TelcoEnvError(
+            f"cannot make the agent {config.agent!r} with options {options}: {_describe(exc)}"
+        ) from None
+
+
+def _check_run_inputs(config: RunConfig, workers: int, backend: str, address: str | None) -> None:
+    if workers < 1:
+        raise TelcoEnvError(f"workers must be at least 1, got {workers}")
+    if backend not in ("local", "ray"):
+        raise TelcoEnvError(f"unknown backend {backend!r}; use local or ray")
+    timeout = config.episode_timeout
+    if not (isinstance(timeout, int | float) and math.isfinite(timeout) and timeout >= 0):
+        raise TelcoEnvError(f"the episode timeout must be seconds >= 0 (0: none), got {timeout}")
+    if config.max_steps < 1:
+        raise TelcoEnvError(f"max_steps must be at least 1, got {config.max_steps}")
+    if config.embedder is not None:  # an unknown embedder fails here, not in every episode
+        get_embedder(config.embedder)
+    if backend == "ray" and address:
+        _check_reachable(address)
 
 
 @dataclass
@@ -307,6 +688,8 @@ class RunSummary:
     interrupted: bool
     seconds: float
     db_seconds: float
+    retried: int = 0  # failed episodes of an earlier attempt that were run again
+    elsewhere: int = 0  # episodes another process was computing (or stored meanwhile)
 
 
 def evaluate(
@@ -319,39 +702,50 @@ def evaluate(
     backend: str = "local",
     address: str | None = None,
     progress: Callable[[int, int], Any] | None = None,
+    retry_failed: bool = True,
 ) -> RunSummary:
-    """Run the grid's episodes that ``run`` has not stored yet; returns what happened.
+    """Run the grid's episodes that ``run`` has not stored yet (nor stored as failed, unless
+    ``retry_failed``); returns what happened. ``progress(done, pending)`` follows the run.
 
     ``backend="local"`` uses worker processes on this machine; ``"ray"`` runs the episodes on a
     Ray cluster (``address`` of an existing one, else a local instance) while this process
-    writes the results.
+    writes the results. Raises :class:`~telcoenv.evaluation.store.RunMismatchError` when the
+    run was started with another configuration.
     """
-    load_agent(config.agent, **config.agent_options)  # fail at once on an unknown agent
-    if workers < 1:
-        raise TelcoEnvError(f"workers must be at least 1, got {workers}")
-    if backend not in ("local", "ray"):
-        raise TelcoEnvError(f"unknown backend {backend!r}; use local or ray")
-    store.ensure_run(run, config.agent, asdict(config))
-    done = store.done_keys(run)
-    pending = [spec for spec in grid if spec.key not in done]
-    stored = failed = 0
+    _check_run_inputs(config, workers, backend, address)
+    _check_agent(config)
+    store.ensure_run(run, config.agent, run_settings(config, grid))
+    grid = list({spec.key: spec for spec in grid}.values())  # an episode given twice runs once
+    stored_keys = store.done_keys(run)
+    retry = store.failed_keys(run) if retry_failed else set()
+    pending = [spec for spec in grid if spec.key not in stored_keys or spec.key in retry]
+    todo = deque(pending)
+    owner = Owner.current()
+    stored = failed = elsewhere = 0
     db_seconds = 0.0
     started = time.perf_counter()
     interrupted = False
     try:
-        results = (
-            _ray_results(pending, config, workers, address)
-            if backend == "ray"
-            else _results(pending, config, workers)
-        )
-        for record in results:
-            tick = time.perf_counter()
-            if store.add(run, record):
-                stored += 1
-                failed += record["status"] == "failed"
-            db_seconds += time.perf_counter() - tick
-            if progress is not None:
-                progress(stored, len(pending))
+        with _executor(backend, config, workers, address) as executor, _claims_kept(store, owner):
+            while todo or executor.busy:
+                while todo and executor.busy < executor.capacity:
+                    spec = todo.popleft()
+                    tick = time.perf_counter()
+                    claimed = store.claim(run, spec.key, owner, retry_failed=retry_failed)
+                    db_seconds += time.perf_counter() - tick
+                    if claimed:
+                        executor.submit(spec)
+                    else:
+                        elsewhere += 1
+                for spec, record in executor.wait() if executor.busy else []:
+                    tick = time.perf_counter()
+                    kept = _store(store, run, spec, record, owner)
+                    if kept is not None:
+                        stored += 1
+                        failed += kept["status"] == "failed"
+                    db_seconds += time.perf_counter() - tick
+                if progress is not None:
+                    progress(len(pending) - len(todo) - executor.busy, len(pending))
     except KeyboardInterrupt:
         interrupted = True
     return RunSummary(
@@ -363,4 +757,6 @@ def evaluate(
         interrupted,
         time.perf_counter() - started,
         db_seconds,
+        retried=len(retry & {s.key for s in pending}),
+        elsewhere=elsewhere,
     )

@@ -3,14 +3,32 @@
 SQLAlchemy, so any URL works (PostgreSQL for a shared database); the embedded default is a
 SQLite file. Each episode is committed on its own, so a run killed at any moment keeps every
 episode it finished. ``(run, key)`` is unique: an episode is stored once, also when two
-processes evaluate the same run. A database written by an earlier telcoenv gets the columns
-added since (``domain``, ``resolved``, ``args``, ``answer``) when it is opened; its rows stay.
+processes evaluate the same run; a failed episode that is run again is replaced by its new result.
+
+Before computing an episode a process claims it (``claims``: an atomic insert that fails when
+another process holds the claim), so two processes on one run split the work. A claim expires
+when its process stops refreshing it (``STALE_AFTER_S``), or at once when that process is gone
+from this machine (killed). A run stores its configuration, without credentials; resuming it
+with another configuration is refused (:class:`RunMismatchError`).
+
+A database written by an earlier telcoenv gets the columns and tables added since (``domain``,
+``resolved``, ``args``, ``answer``, ``claims``) when it is opened; its rows stay, and credentials
+an earlier telcoenv stored with a run's agent options are removed. A file that is not a SQLite
+database, or one that holds other tables, is refused with a message naming the file.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable
+import os
+import re
+import socket
+import sqlite3
+import time
+from collections.abc import Iterable, Mapping
+from contextlib import suppress
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import (
@@ -22,22 +40,33 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     create_engine,
+    delete,
     event,
+    insert,
     inspect,
     select,
     text,
+    update,
 )
-from sqlalchemy.engine import Engine
-from sqlalchemy.exc import ArgumentError, IntegrityError, OperationalError
+from sqlalchemy.engine import Connection, Engine, make_url
+from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, OperationalError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 from telcoenv.errors import TelcoEnvError
 
 DEFAULT_DB = "sqlite:///telcoenv-results.sqlite"
+# A claim not refreshed for this long belongs to a process that died on another machine (or
+# hangs); its episode is then free again. Claims are refreshed every HEARTBEAT_S.
+STALE_AFTER_S = 120.0
+HEARTBEAT_S = 15.0
 
 
 class StoreError(TelcoEnvError):
     """The results database cannot be opened or used."""
+
+
+class RunMismatchError(StoreError):
+    """A run is resumed with another configuration than the one it was started with."""
 
 
 class Base(DeclarativeBase):
@@ -87,77 +116,377 @@ class EpisodeRow(Base):
     finished_at: Mapped[str] = mapped_column(String(40))
 
 
-COLUMNS = [c.name for c in EpisodeRow.__table__.columns if c.name != "id"]
+class ClaimRow(Base):
+    """An episode a process is computing now (deleted when its result is stored)."""
+
+    __tablename__ = "claims"
+
+    run: Mapped[str] = mapped_column(String(200), primary_key=True)
+    key: Mapped[str] = mapped_column(String(300), primary_key=True)
+    owner: Mapped[str] = mapped_column(String(200))
+    host: Mapped[str] = mapped_column(String(200))
+    pid: Mapped[int] = mapped_column(Integer)
+    heartbeat: Mapped[float] = mapped_column(Float)  # time.time() of the last refresh
+
+
+_RUNS, _EPISODES, _CLAIMS = RunRow.__table__, EpisodeRow.__table__, ClaimRow.__table__
+COLUMNS = [c.name for c in _EPISODES.columns if c.name != "id"]
 # Columns added after the first release: an older database gets them (nullable) when opened.
 ADDED_COLUMNS = ("domain", "resolved", "args", "answer")
+# What a telcoenv results database has had since the first release.
+REQUIRED = {
+    _RUNS.name: {c.name for c in _RUNS.columns},
+    _EPISODES.name: {c.name for c in _EPISODES.columns} - set(ADDED_COLUMNS),
+}
+
+# Option names that hold credentials: never stored, never compared.
+_SECRET_WORDS = frozenset(
+    {"key", "apikey", "token", "password", "passwd", "pwd", "secret", "authorization", "auth"}
+    | {"credential", "credentials", "cookie", "bearer", "signature"}
+)
 
 
-def _add_missing_columns(engine: Engine) -> None:
-    present = {c["name"] for c in inspect(engine).get_columns(EpisodeRow.__tablename__)}
-    table = EpisodeRow.__table__
-    with engine.begin() as connection:
-        for name in ADDED_COLUMNS:
-            if name not in present:
-                column = table.c[name]
-                kind = column.type.compile(dialect=engine.dialect)
-                connection.execute(text(f"ALTER TABLE {table.name} ADD COLUMN {name} {kind}"))
+def _is_secret(name: str) -> bool:
+    words = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name).lower()
+    return any(word in _SECRET_WORDS for word in re.split(r"[^a-z0-9]+", words))
+
+
+def without_secrets(value: Any) -> Any:
+    """``value`` with every credential-like key (api_key, token, ...) dropped, at any depth, and
+    the user:password of URLs removed."""
+    if isinstance(value, Mapping):
+        return {str(k): without_secrets(v) for k, v in value.items() if not _is_secret(str(k))}
+    if isinstance(value, list | tuple):
+        return [without_secrets(v) for v in value]
+    if isinstance(value, str):
+        return re.sub(r"(://)[^/@\s]+@", r"\1", value)
+    return value
+
+
+def config_differences(stored: Mapping[str, Any], wanted: Mapping[str, Any]) -> list[str]:
+    """What differs between two run configurations, as ``name: stored X, now Y``."""
+    differences = []
+    for name in sorted(set(stored) | set(wanted)):
+        before, after = stored.get(name), wanted.get(name)
+        if before == after:
+            continue
+        if isinstance(before, Mapping) and isinstance(after, Mapping):
+            differences += [f"{name}.{d}" for d in config_differences(before, after)]
+        else:
+            differences.append(f"{name}: stored {_short(before)}, now {_short(after)}")
+    return differences
+
+
+def _short(value: Any, width: int = 60) -> str:
+    shown = repr(value)
+    return shown if len(shown) <= width else shown[: width - 1] + "…"
+
+
+@dataclass(frozen=True, slots=True)
+class Owner:
+    """The process that claims episodes (one per ``evaluate`` call)."""
+
+    id: str
+    host: str
+    pid: int
+
+    @classmethod
+    def current(cls) -> Owner:
+        host, pid = socket.gethostname(), os.getpid()
+        return cls(f"{host}:{pid}:{os.urandom(4).hex()}", host, pid)
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, owned by another user
+        return True
+    return True
+
+
+def _claim_is_stale(host: str, pid: int, heartbeat: float, now: float) -> bool:
+    if now - heartbeat > STALE_AFTER_S:
+        return True
+    return host == socket.gethostname() and not _process_alive(pid)
+
+
+def _missing_columns(connection: Connection) -> list[str]:
+    present = {c["name"] for c in inspect(connection).get_columns(_EPISODES.name)}
+    return [name for name in ADDED_COLUMNS if name not in present]
+
+
+def _add_missing_columns(connection: Connection) -> None:
+    for name in _missing_columns(connection):
+        kind = _EPISODES.c[name].type.compile(dialect=connection.dialect)
+        connection.execute(text(f"ALTER TABLE {_EPISODES.name} ADD COLUMN {name} {kind}"))
+
+
+def _stored_secrets(connection: Connection) -> dict[str, dict[str, Any]]:
+    """The run configurations that hold credentials (an earlier telcoenv stored them), cleaned."""
+    cleaned = {}
+    for name, config in connection.execute(select(_RUNS.c.name, _RUNS.c.config)).all():
+        stored = config if isinstance(config, dict) else {}
+        if without_secrets(stored) != stored:
+            cleaned[name] = without_secrets(stored)
+    return cleaned
 
 
 def _sqlite_pragmas(engine: Engine) -> None:
     @event.listens_for(engine, "connect")
     def _on_connect(connection: Any, _: Any) -> None:
         cursor = connection.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")  # readers and a writer at once; crash-safe
-        cursor.execute("PRAGMA busy_timeout=30000")  # two writers wait instead of failing
+        # Two writers wait instead of failing (first: switching to WAL takes a lock too).
+        cursor.execute("PRAGMA busy_timeout=30000")
+        # WAL: readers and a writer at once, crash-safe. It is a property of the file: when it is
+        # locked, the process holding it switches it.
+        with suppress(sqlite3.OperationalError):
+            cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.close()
 
 
-class ResultStore:
-    """Open (and create) the results database at ``url``."""
+def _sqlite_file(url: str) -> Path | None:
+    """The file of a SQLite URL (None for other databases and in-memory SQLite)."""
+    parsed = make_url(url)
+    database = parsed.database or ""
+    if parsed.get_backend_name() != "sqlite" or database in ("", ":memory:"):
+        return None
+    if database.startswith("file:"):  # a SQLite URI: leave its checks to SQLite
+        return None
+    return Path(database)
 
-    def __init__(self, url: str = DEFAULT_DB) -> None:
+
+def _check_sqlite_file(path: Path, create: bool) -> None:
+    """Refuse at once a database file that cannot be what it should be."""
+    if path.is_dir():
+        raise StoreError(f"the results database {path} is a folder, not a SQLite file")
+    if path.exists():
+        if create and not os.access(path, os.W_OK):
+            raise StoreError(f"the results database {path} is not writable")
+        return
+    if not create:
+        raise StoreError(
+            f"no results database at {path}: run telcoenv evaluate with this --db first"
+        )
+    folder = path.parent
+    if not folder.is_dir():
+        raise StoreError(f"cannot create the results database {path}: no folder {folder}")
+    if not os.access(folder, os.W_OK):
+        raise StoreError(f"cannot create the results database {path}: {folder} is not writable")
+
+
+class ResultStore:
+    """Open the results database at ``url``; ``create=False`` refuses a missing SQLite file
+    instead of creating it (for reading)."""
+
+    def __init__(self, url: str = DEFAULT_DB, *, create: bool = True) -> None:
+        shown = without_secrets(url)  # a malformed URL cannot be masked by parsing it
         try:
+            path = _sqlite_file(url)
             self.engine = create_engine(url)
         except (ArgumentError, ValueError) as exc:
-            raise StoreError(f"malformed database URL {url!r}: {exc}") from None
+            message = str(exc).replace(url, shown)
+            raise StoreError(
+                f"malformed database URL {shown!r}: {message} "
+                "(a SQLite file: sqlite:///path/file.sqlite)"
+            ) from None
         except ImportError as exc:
-            raise StoreError(f"the database driver for {url!r} is not installed: {exc}") from None
+            raise StoreError(f"the database driver for {shown!r} is not installed: {exc}") from None
+        self.url = url
+        # Which database, as a message shows it: the file, or the URL without its password.
+        self.where = str(path) if path else self.engine.url.render_as_string(hide_password=True)
+        if path is not None:
+            _check_sqlite_file(path, create)
         if self.engine.dialect.name == "sqlite":
             _sqlite_pragmas(self.engine)
         try:
-            Base.metadata.create_all(self.engine)
-            _add_missing_columns(self.engine)
-        except OperationalError as exc:
-            raise StoreError(f"cannot open the database {url!r}: {exc.orig}") from None
-        self.url = url
+            self._prepare()
+        except DBAPIError as exc:
+            # SQLite says "file is not a database" of a corrupted file or another kind of file.
+            what = "corrupted, or not a SQLite file: " if "not a database" in str(exc.orig) else ""
+            raise StoreError(
+                f"cannot open the results database {self.where}: {what}{exc.orig}"
+            ) from None
+
+    def _prepare(self) -> None:
+        """Check the tables, then create and migrate what is missing in one transaction (on
+        SQLite one process at a time: two opening a new database would both create its tables).
+        A database with nothing to change is only read, so a read-only one opens too."""
+        with self.engine.connect() as connection:
+            if not self._outdated(connection):
+                return
+        with self.engine.connect() as connection:
+            if self.engine.dialect.name == "sqlite":
+                connection.exec_driver_sql("BEGIN IMMEDIATE")
+            if self._outdated(connection):  # again, under the lock
+                Base.metadata.create_all(connection)
+                _add_missing_columns(connection)
+                for name, config in _stored_secrets(connection).items():
+                    connection.execute(
+                        update(_RUNS).where(_RUNS.c.name == name).values(config=config)
+                    )
+            connection.commit()
+
+    def _outdated(self, connection: Connection) -> bool:
+        """Whether tables, columns or the removal of stored credentials are missing."""
+        tables = self._check_tables(connection)
+        if set(Base.metadata.tables) - tables:
+            return True
+        return bool(_missing_columns(connection) or _stored_secrets(connection))
+
+    def _check_tables(self, connection: Connection) -> set[str]:
+        """The tables of the database; refuses one that is not telcoenv's (rather than adding
+        tables to it)."""
+        inspector = inspect(connection)
+        tables = set(inspector.get_table_names())
+        if self.engine.dialect.name == "sqlite" and tables and not tables & set(REQUIRED):
+            shown = ", ".join(sorted(tables)[:6])
+            raise StoreError(
+                f"{self.where} is not a telcoenv results database (its tables: {shown})"
+            )
+        for table, needed in REQUIRED.items():
+            if table in tables:
+                missing = needed - {c["name"] for c in inspector.get_columns(table)}
+                if missing:
+                    raise StoreError(
+                        f"{self.where} is not a telcoenv results database: its table {table} "
+                        f"has no column {', '.join(sorted(missing))}"
+                    )
+        return tables
 
     def ensure_run(self, name: str, agent: str, config: dict[str, Any]) -> None:
-        """Record a run once; re-running the same run name resumes it."""
+        """Record a run once; re-running it resumes it, with the same configuration only.
+
+        A run stored by an earlier telcoenv (its configuration has no ``telcoenv`` version) is
+        compared on the settings both have, then given the full configuration.
+        """
+        config = without_secrets(config)
         with Session(self.engine) as session:
-            if session.get(RunRow, name) is None:
+            row = session.get(RunRow, name)
+            if row is None:
                 session.add(RunRow(name=name, agent=agent, config=config, created_at=_now()))
                 try:
                     session.commit()
-                except IntegrityError:  # another process created it first
+                except IntegrityError:  # another process created it first: compare with it
                     session.rollback()
+                    self.ensure_run(name, agent, config)
+                return
+            stored = without_secrets(row.config if isinstance(row.config, dict) else {})
+            legacy = "telcoenv" not in stored
+            wanted = config
+            if legacy:
+                common = set(stored) & set(config)
+                stored, wanted = {k: stored[k] for k in common}, {k: config[k] for k in common}
+            differences = config_differences(
+                {"agent": row.agent, **stored}, {"agent": agent, **wanted}
+            )
+            if differences:
+                raise RunMismatchError(
+                    f"run {name!r} was started with another configuration "
+                    f"({'; '.join(differences)}): start a new --run instead"
+                )
+            if legacy:
+                row.config = config
+                session.commit()
 
     def done_keys(self, run: str) -> set[str]:
+        """Keys of the stored episodes of ``run`` (failed ones included)."""
         with Session(self.engine) as session:
             return set(session.scalars(select(EpisodeRow.key).where(EpisodeRow.run == run)))
 
-    def add(self, run: str, record: dict[str, Any]) -> bool:
-        """Store one finished episode; False when it was already stored (by any process)."""
-        row = EpisodeRow(
-            run=run, finished_at=_now(), **{k: record[k] for k in record if k in COLUMNS}
-        )
+    def failed_keys(self, run: str) -> set[str]:
         with Session(self.engine) as session:
-            session.add(row)
-            try:
-                session.commit()
-            except IntegrityError:
-                session.rollback()
-                return False
+            return set(
+                session.scalars(
+                    select(EpisodeRow.key).where(
+                        EpisodeRow.run == run, EpisodeRow.status == "failed"
+                    )
+                )
+            )
+
+    def claim(self, run: str, key: str, owner: Owner, *, retry_failed: bool = True) -> bool:
+        """Claim an episode for ``owner``; False when it is stored (and not to be retried) or
+        another live process holds it. The insert is atomic: of two claimers, one wins."""
+        now = time.time()
+        episode = (_EPISODES.c.run == run, _EPISODES.c.key == key)
+        this = (_CLAIMS.c.run == run, _CLAIMS.c.key == key)
+        try:
+            with self.engine.begin() as connection:
+                status = connection.scalar(select(_EPISODES.c.status).where(*episode))
+                if status is not None and (status != "failed" or not retry_failed):
+                    return False
+                held = connection.execute(
+                    select(
+                        _CLAIMS.c.owner, _CLAIMS.c.host, _CLAIMS.c.pid, _CLAIMS.c.heartbeat
+                    ).where(*this)
+                ).first()
+                if held is not None:
+                    if held.owner == owner.id:
+                        return True
+                    if not _claim_is_stale(held.host, held.pid, held.heartbeat, now):
+                        return False
+                    connection.execute(  # only the stale claim seen, not one that replaced it
+                        delete(_CLAIMS).where(
+                            *this,
+                            _CLAIMS.c.owner == held.owner,
+                            _CLAIMS.c.heartbeat == held.heartbeat,
+                        )
+                    )
+                connection.execute(
+                    insert(_CLAIMS).values(
+                        run=run,
+                        key=key,
+                        owner=owner.id,
+                        host=owner.host,
+                        pid=owner.pid,
+                        heartbeat=now,
+                    )
+                )
+        except IntegrityError:  # another process claimed it first
+            return False
+        return True
+
+    def heartbeat(self, owner: Owner) -> None:
+        """Refresh every claim of ``owner`` (so that other processes do not take them over)."""
+        with self.engine.begin() as connection:
+            connection.execute(
+                update(_CLAIMS).where(_CLAIMS.c.owner == owner.id).values(heartbeat=time.time())
+            )
+
+    def release(self, owner: Owner) -> None:
+        """Drop every claim of ``owner`` (its episodes not finished are free again)."""
+        with self.engine.begin() as connection:
+            connection.execute(delete(_CLAIMS).where(_CLAIMS.c.owner == owner.id))
+
+    def add(self, run: str, record: dict[str, Any], owner: Owner | None = None) -> bool:
+        """Store one finished episode (replacing a failed result of it) and drop its claim;
+        False when it was already stored (by any process)."""
+        values = {k: record[k] for k in record if k in COLUMNS}
+        values.update(run=run, finished_at=_now())
+        episode = (_EPISODES.c.run == run, _EPISODES.c.key == values["key"])
+        try:
+            with self.engine.begin() as connection:
+                # A failed result gives way to the new one; a stored success makes the insert fail.
+                connection.execute(
+                    delete(_EPISODES).where(*episode, _EPISODES.c.status == "failed")
+                )
+                connection.execute(insert(_EPISODES).values(**values))
+                if owner is not None:
+                    connection.execute(
+                        delete(_CLAIMS).where(
+                            _CLAIMS.c.run == run,
+                            _CLAIMS.c.key == values["key"],
+                            _CLAIMS.c.owner == owner.id,
+                        )
+                    )
+        except IntegrityError:
+            return False
+        except OperationalError as exc:
+            raise StoreError(
+                f"cannot write to the results database {self.where}: {exc.orig}"
+            ) from None
         return True
 
     def runs(self) -> list[str]:
@@ -172,7 +501,7 @@ class ResultStore:
             known = set(session.scalars(select(RunRow.name).where(RunRow.name.in_(names))))
             missing = [n for n in names if n not in known]
             if missing:
-                raise StoreError(f"no run named {missing} in {self.url}; runs: {self.runs()}")
+                raise StoreError(f"no run named {missing} in {self.where}; runs: {self.runs()}")
             rows = session.scalars(
                 select(EpisodeRow).where(EpisodeRow.run.in_(names)).order_by(EpisodeRow.id)
             )
