@@ -142,13 +142,55 @@ def clean_text(text: str) -> str | BadValue:
         )
 
 
+def is_plain(value: Any, depth: int = 0) -> bool:
+    """Whether ``value`` is already plain JSON data: exact dict, list, str, int, float, bool or
+    None, valid text, finite numbers, at most :data:`MAX_DEPTH` deep. The common case, checked
+    without building anything (every action passes here on the hot path)."""
+    kind = type(value)
+    if kind is str:
+        return value.isascii() or _is_utf8(value)
+    if value is None or kind is int or kind is bool:
+        return True
+    if kind is float:
+        return math.isfinite(value)
+    if depth >= MAX_DEPTH:
+        return False
+    if kind is dict:
+        for key, item in value.items():  # loops, not all(...): this runs on every step
+            if type(key) is not str or not (key.isascii() or _is_utf8(key)):
+                return False
+            if not is_plain(item, depth + 1):
+                return False
+        return True
+    if kind is list:
+        for item in value:
+            if not is_plain(item, depth + 1):
+                return False
+        return True
+    return False  # tuples, numpy values, subclasses, objects: converted by json_data
+
+
+def _is_utf8(text: str) -> bool:
+    """Whether ``text`` holds no surrogate code point (lone, or a pair written as two)."""
+    try:
+        text.encode("utf-8")
+        return True
+    except UnicodeEncodeError:
+        return False
+
+
 def json_data(value: Any, depth: int = 0) -> Any:
     """``value`` as plain JSON data (dict with str keys, list, str, int, float, bool, None).
 
-    Tuples become lists and numpy scalars and arrays their Python values. What has no faithful
-    JSON form (NaN, infinities, lone surrogates, bytes, sets, other objects, nesting deeper than
-    :data:`MAX_DEPTH`) becomes a :class:`BadValue` in place, so the rest stays usable.
+    Plain data is returned as it is. Tuples become lists and numpy scalars and arrays their
+    Python values. What has no faithful JSON form (NaN, infinities, lone surrogates, bytes,
+    sets, other objects, nesting deeper than :data:`MAX_DEPTH`) becomes a :class:`BadValue` in
+    place, so the rest stays usable.
     """
+    return value if is_plain(value, depth) else _converted(value, depth)
+
+
+def _converted(value: Any, depth: int) -> Any:
     if value is None or value is True or value is False:
         return value
     if isinstance(value, str):
@@ -161,7 +203,7 @@ def json_data(value: Any, depth: int = 0) -> Any:
     if isinstance(value, int):
         return int(value)  # bool is handled above; IntEnum and friends become plain ints
     if isinstance(value, np.generic | np.ndarray):
-        return json_data(value.tolist() if isinstance(value, np.ndarray) else value.item(), depth)
+        return _converted(value.tolist() if isinstance(value, np.ndarray) else value.item(), depth)
     if isinstance(value, Mapping | list | tuple) and depth >= MAX_DEPTH:
         return BadValue(
             "too_deep", f"nests lists or objects deeper than {MAX_DEPTH} levels", _shown(value)
@@ -176,10 +218,10 @@ def json_data(value: Any, depth: int = 0) -> Any:
                     f"has the key {_shown(key)[:_SHOWN]}: object keys must be valid text",
                     _shown(value),
                 )
-            data[name] = json_data(item, depth + 1)
+            data[name] = _converted(item, depth + 1)
         return data
     if isinstance(value, list | tuple):
-        return [json_data(item, depth + 1) for item in value]
+        return [_converted(item, depth + 1) for item in value]
     kind = type(value).__name__
     return BadValue(
         "unsupported_value",
@@ -248,7 +290,7 @@ def _arguments(raw: Any, name: str) -> tuple[dict[str, Any] | None, str | None, 
         )
         error = f"arguments of {name!r} must be a JSON object, got {kind}"
         return None, error, "malformed_arguments"
-    found = first_bad(raw)
+    found = None if is_plain(raw) else first_bad(raw)
     if found is not None:
         where, bad = found
         error = f"invalid arguments for {name}: " + bad.describe(f"argument {where!r}")
@@ -347,9 +389,12 @@ def receive(action: Any) -> Received:
         )
         data = json_data(action)
         return _received(parsed, data, plain=False)
-    data = json_data(action)
+    plain = is_plain(action)
+    data = action if plain else _converted(action, 0)
     parsed = _parse_data(data)
-    plain = first_bad(data) is None and not (isinstance(data, dict) and REPLAY_MARKER in data)
+    plain = (plain or first_bad(data) is None) and not (
+        isinstance(data, dict) and REPLAY_MARKER in data
+    )
     return _received(parsed, data, plain)
 
 
