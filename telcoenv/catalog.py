@@ -539,16 +539,20 @@ def _dependency_cycle(constraints: Mapping[str, Any]) -> list[str] | None:
     return None
 
 
+def _check_within(
+    rule: KPIConstraint, low: float, high: float, file: str, field: str, what: str
+) -> None:
+    """The rule's range must lie inside [low, high]; ``what`` completes the message."""
+    if rule.min < low or rule.max > high:
+        raise CatalogError(file, field, f"[{rule.min:g}, {rule.max:g}] {what} [{low:g}, {high:g}]")
+
+
 def _check_physical_range(rule: KPIConstraint, info: KPIInfo, file: str, field: str) -> None:
     low, high = info.physical_range()
     low, high = -math.inf if low is None else low, math.inf if high is None else high
-    if rule.min < low or rule.max > high:
-        raise CatalogError(
-            file,
-            field,
-            f"[{rule.min:g}, {rule.max:g}] leaves the values the KPI can take, "
-            f"[{low:g}, {high:g}] (unit {info.unit!r})",
-        )
+    _check_within(
+        rule, low, high, file, field, f"leaves the values the KPI can take ({info.unit!r}):"
+    )
 
 
 def _check_readouts(blueprint: Blueprint, schemas: Mapping[str, Any], file: str) -> None:
@@ -570,13 +574,7 @@ def _check_readouts(blueprint: Blueprint, schemas: Mapping[str, Any], file: str)
                 )
             continue
         low, high = schema.get("minimum", -math.inf), schema.get("maximum", math.inf)
-        if rule.min < low or rule.max > high:
-            raise CatalogError(
-                file,
-                field,
-                f"[{rule.min:g}, {rule.max:g}] sets {parameter}, whose legal range is "
-                f"[{low:g}, {high:g}]",
-            )
+        _check_within(rule, low, high, file, field, f"sets {parameter}, whose legal range is")
 
 
 def _check_fault_sources(

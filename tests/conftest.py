@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import pytest
 
-from telcoenv.catalog import Catalog, default_catalog
+from telcoenv.catalog import Catalog, data_root, default_catalog
 from telcoenv.env import TelcoEnv
 
 #: The 15 network tools, in the order of the tools/ specs listing (submit_resolution excluded).
@@ -46,3 +49,23 @@ def submit(intent: str = "unknown", summary: str = "summary") -> dict:
 @pytest.fixture
 def beam_env() -> TelcoEnv:
     return TelcoEnv("beam_misalignment", privileged=True, embedder=None)
+
+
+@pytest.fixture
+def data_copy(tmp_path: Path) -> Path:
+    """A writable copy of the packaged data files (intents.yaml, blueprints/, tools/)."""
+    root = data_root()
+    shutil.copytree(root / "blueprints", tmp_path / "blueprints")
+    shutil.copytree(root / "tools", tmp_path / "tools")
+    shutil.copy(root / "intents.yaml", tmp_path / "intents.yaml")
+    return tmp_path
+
+
+def deep_list(depth: int) -> list:
+    """A list nested ``depth`` levels deep, built without recursion."""
+    root: list = []
+    node = root
+    for _ in range(depth):
+        node.append([])
+        node = node[0]
+    return root

@@ -82,15 +82,6 @@ def test_every_blueprint_kpi_is_in_the_kpi_catalogue(catalog):
             assert set(blueprint.constraints) <= set(known), blueprint.blueprint_id
 
 
-@pytest.fixture
-def data_copy(tmp_path: Path) -> Path:
-    root = data_root()
-    shutil.copytree(root / "blueprints", tmp_path / "blueprints")
-    shutil.copytree(root / "tools", tmp_path / "tools")
-    shutil.copy(root / "intents.yaml", tmp_path / "intents.yaml")
-    return tmp_path
-
-
 def _load(root: Path):
     return load_catalog(
         root / "intents.yaml", root / "blueprints", root / "tools", known_kpis=kpi_catalogue().kpis

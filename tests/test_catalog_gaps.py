@@ -4,7 +4,6 @@ refused at load time, with the file and the field."""
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -12,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from telcoenv.catalog import data_root, load_catalog
+from telcoenv.catalog import load_catalog
 from telcoenv.domains.bss.blueprints import load_care_catalog
 from telcoenv.domains.network import NetworkDomain
 from telcoenv.domains.network.kpis import kpi_catalogue
@@ -20,15 +19,6 @@ from telcoenv.env import TelcoEnv
 from telcoenv.errors import CatalogError
 
 Edit = Callable[[dict[str, Any]], Any]
-
-
-@pytest.fixture
-def data_copy(tmp_path: Path) -> Path:
-    root = data_root()
-    shutil.copytree(root / "blueprints", tmp_path / "blueprints")
-    shutil.copytree(root / "tools", tmp_path / "tools")
-    shutil.copy(root / "intents.yaml", tmp_path / "intents.yaml")
-    return tmp_path
 
 
 def _load(root: Path, **kwargs: Any):

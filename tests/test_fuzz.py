@@ -20,6 +20,8 @@ from sqlalchemy import create_engine, inspect, text
 from telcoenv.env import TelcoEnv
 from telcoenv.tooling import canonical_json
 
+from .conftest import deep_list
+
 TOOLS = {
     "network": ["oss_query", "kpi_timeseries", "optimize_cell", "push_config", "create_ticket"],
     "bss": ["get_customer", "get_bill", "apply_credit", "update_contact", "change_plan"],
@@ -39,15 +41,6 @@ ARGUMENT_NAMES = [
     "answer",
     "x",
 ]
-
-
-def _deep_list(depth: int) -> list:
-    root: list = []
-    node = root
-    for _ in range(depth):
-        node.append([])
-        node = node[0]
-    return root
 
 
 hostile_scalars = st.sampled_from(
@@ -72,7 +65,7 @@ hostile_scalars = st.sampled_from(
         "\u202eRLO \u200b zero width \x00 nul",
     ]
 ) | st.sampled_from(
-    [object, lambda: _deep_list(200), lambda: "[" * 3000, lambda: "x" * 200_000]
+    [object, lambda: deep_list(200), lambda: "[" * 3000, lambda: "x" * 200_000]
 ).map(
     lambda make: make()  # built when drawn: short strategy reprs
 )

@@ -22,21 +22,12 @@ from telcoenv.errors import EpisodeOptionError
 from telcoenv.snapshot import EnvState
 from telcoenv.wrappers import ChatMessages, RawTextAction
 
-from .conftest import gold_actions
+from .conftest import deep_list, gold_actions
 
 
 class _BrokenRepr:
     def __repr__(self) -> str:
         raise RuntimeError("no repr")
-
-
-def _deep(depth: int) -> list:
-    root: list = []
-    node = root
-    for _ in range(depth):
-        node.append([])
-        node = node[0]
-    return root
 
 
 # (value, the error type, words the message must hold) for a value in a tool argument.
@@ -51,7 +42,7 @@ BAD_ARGUMENTS = [
     ({1, 2}, "invalid_arguments", "Python set"),
     ((i for i in range(2)), "invalid_arguments", "Python generator"),
     (_BrokenRepr(), "invalid_arguments", "Python _BrokenRepr"),
-    (_deep(100_000), "invalid_arguments", "deeper than 32 levels"),
+    (deep_list(100_000), "invalid_arguments", "deeper than 32 levels"),
 ]
 DOMAINS = {
     "network": ("beam_misalignment", "oss_query", "cell_id"),
@@ -100,7 +91,7 @@ def test_a_bad_value_in_any_argument_is_refused_naming_the_argument(domain_env, 
         ({"role": "assistant", "content": "\ud800 cut"}, "invalid_text", "message content"),
         ("[" * 100_000, "malformed_json", "too deeply"),
         ('{"a":' * 100_000, "malformed_json", "too deeply"),
-        (_deep(100_000), "unsupported_action", "action type list"),
+        (deep_list(100_000), "unsupported_action", "action type list"),
         (b"bytes", "unsupported_action", "action type bytes"),
         ({"x", "y"}, "unsupported_action", "action type set"),
         ((1, 2), "unsupported_action", "action type tuple"),
@@ -108,7 +99,7 @@ def test_a_bad_value_in_any_argument_is_refused_naming_the_argument(domain_env, 
         (_BrokenRepr(), "unsupported_action", "action type _BrokenRepr"),
         ({1: "x"}, "unsupported_action", "object keys must be valid text"),
         ({"name": float("nan"), "arguments": {}}, "non_finite_number", "tool name"),
-        ({"tool_calls": _deep(1000)}, "malformed_action", "tool_calls[0] must be an object"),
+        ({"tool_calls": deep_list(1000)}, "malformed_action", "tool_calls[0] must be an object"),
         ("", "empty_action", "empty string"),
     ],
 )
@@ -392,8 +383,8 @@ HOSTILE_ACTIONS = [
         "role": "assistant",
         "tool_calls": [{"function": {"name": "oss_query", "arguments": {"cell_id": b"x"}}}],
     },
-    {"name": "oss_query", "arguments": _deep(5000)},
-    _deep(100_000),
+    {"name": "oss_query", "arguments": deep_list(5000)},
+    deep_list(100_000),
     {1, 2},
     None,
 ]
@@ -422,7 +413,7 @@ def test_trl_tools_raise_only_the_tool_error_trl_expects():
 
     environment = trl_environment("beam_misalignment", embedder=None)()
     environment.reset(seed=0)
-    for value in (float("nan"), "\udc80", b"x", {1}, _deep(1000)):
+    for value in (float("nan"), "\udc80", b"x", {1}, deep_list(1000)):
         with pytest.raises(ToolCallError) as error:
             environment.oss_query(cell_id=value, window="1h")
         assert error.value.kind == "invalid_arguments"
@@ -434,7 +425,7 @@ def test_openenv_step_answers_anything_with_an_observation():
 
     env = TelcoOpenEnv("beam_misalignment", embedder=None)
     env.reset(seed=0)
-    for action in ({"tool_name": 3}, {"bogus": True}, "\udc80", {1, 2}, None, _deep(2000)):
+    for action in ({"tool_name": 3}, {"bogus": True}, "\udc80", {1, 2}, None, deep_list(2000)):
         observation = env.step(action)
         assert observation.error is not None and observation.text
 
