@@ -540,19 +540,19 @@ def _dependency_cycle(constraints: Mapping[str, Any]) -> list[str] | None:
 
 
 def _check_within(
-    rule: KPIConstraint, low: float, high: float, file: str, field: str, what: str
+    rule: KPIConstraint, low: float, high: float, file: str, field: str, what: str, note: str = ""
 ) -> None:
-    """The rule's range must lie inside [low, high]; ``what`` completes the message."""
+    """The rule's range must lie inside [low, high]; ``what`` and ``note`` word the message."""
     if rule.min < low or rule.max > high:
-        raise CatalogError(file, field, f"[{rule.min:g}, {rule.max:g}] {what} [{low:g}, {high:g}]")
+        bounds = f"[{low:g}, {high:g}]{note}"
+        raise CatalogError(file, field, f"[{rule.min:g}, {rule.max:g}] {what} {bounds}")
 
 
 def _check_physical_range(rule: KPIConstraint, info: KPIInfo, file: str, field: str) -> None:
     low, high = info.physical_range()
     low, high = -math.inf if low is None else low, math.inf if high is None else high
-    _check_within(
-        rule, low, high, file, field, f"leaves the values the KPI can take ({info.unit!r}):"
-    )
+    what, note = "leaves the values the KPI can take,", f" (unit {info.unit!r})"
+    _check_within(rule, low, high, file, field, what, note)
 
 
 def _check_readouts(blueprint: Blueprint, schemas: Mapping[str, Any], file: str) -> None:
