@@ -25,7 +25,7 @@ import re
 import socket
 import sqlite3
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -409,44 +409,77 @@ class ResultStore:
     def claim(self, run: str, key: str, owner: Owner, *, retry_failed: bool = True) -> bool:
         """Claim an episode for ``owner``; False when it is stored (and not to be retried) or
         another live process holds it. The insert is atomic: of two claimers, one wins."""
+        return bool(self.claim_many(run, [key], owner, retry_failed=retry_failed))
+
+    def claim_many(
+        self, run: str, keys: Sequence[str], owner: Owner, *, retry_failed: bool = True
+    ) -> list[str]:
+        """Claim several episodes in one transaction (one commit, not one per episode); the
+        keys ``owner`` now holds, in order. When another process wins a race for one of them,
+        each key is claimed on its own instead."""
         now = time.time()
-        episode = (_EPISODES.c.run == run, _EPISODES.c.key == key)
-        this = (_CLAIMS.c.run == run, _CLAIMS.c.key == key)
         try:
             with self.engine.begin() as connection:
-                status = connection.scalar(select(_EPISODES.c.status).where(*episode))
-                if status is not None and (status != "failed" or not retry_failed):
-                    return False
-                held = connection.execute(
-                    select(
-                        _CLAIMS.c.owner, _CLAIMS.c.host, _CLAIMS.c.pid, _CLAIMS.c.heartbeat
-                    ).where(*this)
-                ).first()
-                if held is not None:
-                    if held.owner == owner.id:
-                        return True
-                    if not _claim_is_stale(held.host, held.pid, held.heartbeat, now):
-                        return False
-                    connection.execute(  # only the stale claim seen, not one that replaced it
-                        delete(_CLAIMS).where(
-                            *this,
-                            _CLAIMS.c.owner == held.owner,
-                            _CLAIMS.c.heartbeat == held.heartbeat,
+                statuses = dict(
+                    connection.execute(
+                        select(_EPISODES.c.key, _EPISODES.c.status).where(
+                            _EPISODES.c.run == run, _EPISODES.c.key.in_(keys)
                         )
-                    )
-                connection.execute(
-                    insert(_CLAIMS).values(
-                        run=run,
-                        key=key,
-                        owner=owner.id,
-                        host=owner.host,
-                        pid=owner.pid,
-                        heartbeat=now,
-                    )
+                    ).all()
                 )
-        except IntegrityError:  # another process claimed it first
-            return False
-        return True
+                held = {
+                    row.key: row
+                    for row in connection.execute(
+                        select(
+                            _CLAIMS.c.key,
+                            _CLAIMS.c.owner,
+                            _CLAIMS.c.host,
+                            _CLAIMS.c.pid,
+                            _CLAIMS.c.heartbeat,
+                        ).where(_CLAIMS.c.run == run, _CLAIMS.c.key.in_(keys))
+                    )
+                }
+                mine, fresh = set(), []
+                for key in keys:
+                    status = statuses.get(key)
+                    if status is not None and (status != "failed" or not retry_failed):
+                        continue
+                    claim = held.get(key)
+                    if claim is not None and claim.owner == owner.id:
+                        mine.add(key)
+                        continue
+                    if claim is not None:
+                        if not _claim_is_stale(claim.host, claim.pid, claim.heartbeat, now):
+                            continue
+                        connection.execute(  # only the stale claim seen, not a newer one
+                            delete(_CLAIMS).where(
+                                _CLAIMS.c.run == run,
+                                _CLAIMS.c.key == key,
+                                _CLAIMS.c.owner == claim.owner,
+                                _CLAIMS.c.heartbeat == claim.heartbeat,
+                            )
+                        )
+                    fresh.append(key)
+                if fresh:
+                    connection.execute(
+                        insert(_CLAIMS),
+                        [
+                            {
+                                "run": run,
+                                "key": key,
+                                "owner": owner.id,
+                                "host": owner.host,
+                                "pid": owner.pid,
+                                "heartbeat": now,
+                            }
+                            for key in fresh
+                        ],
+                    )
+        except IntegrityError:  # another process claimed one of them first
+            if len(keys) == 1:
+                return []
+            return [k for k in keys if self.claim(run, k, owner, retry_failed=retry_failed)]
+        return [key for key in keys if key in mine or key in fresh]
 
     def heartbeat(self, owner: Owner) -> None:
         """Refresh every claim of ``owner`` (so that other processes do not take them over)."""
