@@ -165,7 +165,10 @@ class TelcoEnv(gymnasium.Env[str, Any]):
         database_url: str | None = None,
         render_mode: str | None = None,
     ) -> None:
-        domain = get_domain(domain or "network") if isinstance(domain, str | None) else domain
+        if isinstance(domain, str | None):
+            domain = get_domain(domain or "network")
+        elif not all(hasattr(domain, name) for name in ("catalog", "toolbox", "start_episode")):
+            raise EpisodeOptionError(f"domain must be a domain name or a Domain, got {domain!r}")
         self.domain: Domain = domain
         catalog = domain.catalog
         self.lang = self._check_lang(lang)

@@ -282,6 +282,7 @@ def test_a_bad_seed_is_an_option_error(seed):
         {"max_steps": 0},
         {"blueprint": 3},
         {"database_url": 5},
+        {"domain": 5},
     ],
 )
 def test_make_keyword_arguments_are_typed(kwargs):
