@@ -391,6 +391,7 @@ class TelcoEnv(gymnasium.Env[str, Any]):
             else None
         )
         self._counts = {"steps": 0, "tool_calls": 0, "invalid_actions": 0, "engineer_messages": 0}
+        self._turn = 0
         # Trusted internal values: construct without re-validation on the reset hot path.
         tools = self.domain.catalog.tools
         gold = [
@@ -475,7 +476,7 @@ class TelcoEnv(gymnasium.Env[str, Any]):
         fields.setdefault("tool", None)
         fields.setdefault("raw", None)
         fields.setdefault("remeasure", False)
-        record = ActionRecord.model_construct(step=self._counts["steps"], **fields)
+        record = ActionRecord.model_construct(step=self._turn, **fields)
         self._trace.actions.append(record)
         if not record.valid:
             self._counts["invalid_actions"] += 1
@@ -553,7 +554,7 @@ class TelcoEnv(gymnasium.Env[str, Any]):
         self._counts["tool_calls"] += 1
         key = self._key
         context = self.domain.tool_context(  # the call's seed is computed only if a tool draws
-            self._setup.state, lambda: [*key, call_key(call.name, arguments)], self._counts["steps"]
+            self._setup.state, lambda: [*key, call_key(call.name, arguments)], self._turn
         )
         spec = self.domain.toolbox.specs.get(call.name)
         if self._approval_needed and spec is not None and spec.approval and not self._approved:
@@ -675,7 +676,8 @@ class TelcoEnv(gymnasium.Env[str, Any]):
         trace = self._trace
         if trace.terminated or trace.truncated:
             return self._step_after_end(received)
-        self._counts["steps"] += 1
+        self._counts["steps"] += 1  # budget steps: one more per extra call of a multi-call action
+        self._turn += 1  # actions: the calls of one message share their record's ``step``
         self._actions_log.append(received.log_entry)
         first_record = len(trace.actions)
         parsed = received.parsed
@@ -693,7 +695,7 @@ class TelcoEnv(gymnasium.Env[str, Any]):
             messages = [{"role": "user", "content": observation}]
         elif isinstance(parsed, PlainMessage):
             self._counts["engineer_messages"] += 1
-            rng = np.random.default_rng([*self._key, 1, self._counts["steps"]])
+            rng = np.random.default_rng([*self._key, 1, self._turn])
             observation = self.domain.reply(
                 self._setup, self._blueprint, parsed.content, trace.language, rng, ended=False
             )

@@ -21,7 +21,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from telcoenv.catalog import Catalog, default_catalog
+from telcoenv.catalog import Catalog
+from telcoenv.domains import get_domain
 from telcoenv.metrics import Embedder
 from telcoenv.metrics.scoring import RewardSpec, check_reward, reward_from, score_episode
 from telcoenv.trace import ActionRecord, EpisodeTrace
@@ -139,7 +140,8 @@ def episode_rewards(
         raise ValueError(f"episode {trace.episode_id} is not finished; nothing to reward yet")
     reward = check_reward(reward, embedder is not None)
     weights = check_shaping(shaping)
-    tools = (catalog or default_catalog()).tools
+    # The episode's own domain: a care distractor is no network tool, and vice versa.
+    tools = (catalog or get_domain(trace.domain).catalog).tools
     distractors = [name for name, spec in tools.items() if spec.kind == "distractor"]
     tracker = ShapingTracker(trace.gold_tools, distractors, weights)
     steps: dict[int, list[ActionRecord]] = {}

@@ -312,7 +312,7 @@ def test_every_call_of_a_multi_call_message_takes_a_step_of_the_budget():
     refused = [a for a in env.trace.actions if a.error_kind == "step_budget_exhausted"]
     assert [a.tool for a in refused] == [call["name"], "submit_resolution"]
     assert env.trace.submission is None
-    assert [a.step for a in env.trace.actions[:3]] == [1, 2, 3]
+    assert {a.step for a in env.trace.actions} == {1}  # one action: its records share a step
     outputs = json.loads(observation)
     assert len(outputs) == 5 and "steps are used up" in outputs[-1]["output"]["error"]["message"]
 

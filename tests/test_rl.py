@@ -170,6 +170,32 @@ def test_shaped_rewards_follow_the_weights_and_match_the_standalone_function():
     assert recomputed.components["gold_step"] == 3.0
 
 
+def test_shaped_rewards_of_multi_call_messages_and_care_distractors_recompute_exactly():
+    shaping = Shaping(invalid_action=-0.5, distractor_call=-0.25, gold_step=1.0)
+    env = TelcoEnv(
+        "pingpong_handovers", privileged=True, embedder=None, reward_mode="shaped", shaping=shaping
+    )
+    _, info = env.reset(seed=2)
+    gold = [
+        {"function": {"name": g["tool"], "arguments": g["arguments"]}}
+        for g in info["privileged"]["gold_chain"]
+    ]
+    first = env.step({"role": "assistant", "tool_calls": gold[:2]})[1]  # two credits at once
+    _, last, *_, final = env.step(
+        {"name": "submit_resolution", "arguments": {"intent": "x", "summary": "y"}}
+    )
+    recomputed = episode_rewards(final["trace"], mode="shaped", shaping=shaping)
+    assert first == 2.0 and recomputed.per_step == pytest.approx([first, last])
+    care = TelcoEnv("bill_shock", embedder=None, domain="bss", reward_mode="shaped")
+    care.reset(seed=0)
+    distractor = care.step({"name": "get_store_locations", "arguments": {"city": "Riyadh"}})[1]
+    *_, final = care.step(
+        {"name": "submit_resolution", "arguments": {"intent": "x", "summary": "y"}}
+    )
+    recomputed = episode_rewards(final["trace"], mode="shaped")
+    assert distractor == -0.02 and recomputed.per_step[0] == -0.02  # the care domain's distractor
+
+
 def test_bad_reward_settings_fail_at_construction():
     with pytest.raises(EpisodeOptionError, match="reward_mode"):
         TelcoEnv("pingpong_handovers", embedder=None, reward_mode="dense")
