@@ -9,11 +9,21 @@
 
 from telcoenv.errors import (
     CatalogError,
+    DatabaseError,
+    EmbedderUnavailableError,
     EpisodeOptionError,
+    ModelServerError,
+    ReleaseWarning,
+    RewardError,
+    RunMismatchError,
+    StoreError,
     TelcoEnvError,
+    ToolCallError,
     ToolError,
+    UnknownAgentError,
     UnknownEnvironmentError,
     UnknownIntentError,
+    UsageError,
 )
 from telcoenv.registration import EnvEntry, env_id, list_envs, make, register_envs
 
@@ -21,12 +31,22 @@ __version__ = "0.1.0"
 
 __all__ = [
     "CatalogError",
+    "DatabaseError",
+    "EmbedderUnavailableError",
     "EnvEntry",
     "EpisodeOptionError",
+    "ModelServerError",
+    "ReleaseWarning",
+    "RewardError",
+    "RunMismatchError",
+    "StoreError",
     "TelcoEnvError",
+    "ToolCallError",
     "ToolError",
+    "UnknownAgentError",
     "UnknownEnvironmentError",
     "UnknownIntentError",
+    "UsageError",
     "__version__",
     "env_id",
     "list_envs",

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from telcoenv.errors import TelcoEnvError
+from telcoenv.errors import TelcoEnvError, UsageError
 from telcoenv.evaluation.store import DEFAULT_DB
 
 if TYPE_CHECKING:
@@ -21,10 +21,6 @@ if TYPE_CHECKING:
 
 LANGUAGES = ("en", "ar")
 CONDITIONS = {"with": True, "without": False}
-
-
-class UsageError(TelcoEnvError):
-    """A command-line argument that cannot be used (exit code 2, one line, no traceback)."""
 
 
 def _short(text: str, width: int) -> str:

@@ -35,11 +35,7 @@ from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.pool import StaticPool
 from sqlalchemy.sql import ClauseElement
 
-from telcoenv.errors import TelcoEnvError
-
-
-class DatabaseError(TelcoEnvError):
-    """An episode database cannot be opened or used (bad URL, unreachable server, schema)."""
+from telcoenv.errors import DatabaseError
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,5 @@
-"""Exception types raised at telcoenv's API edge (never inside ``TelcoEnv.step``)."""
+"""Every exception (and warning) type telcoenv raises, in one place; none is raised inside
+``TelcoEnv.step`` for anything an agent sends."""
 
 from __future__ import annotations
 
@@ -54,3 +55,43 @@ class EmbedderUnavailableError(TelcoEnvError):
 
 class RewardError(TelcoEnvError):
     """A user reward function failed or returned a value that is not a finite number."""
+
+
+class UsageError(TelcoEnvError):
+    """A command-line argument that cannot be used (exit code 2, one line, no traceback)."""
+
+
+class StoreError(TelcoEnvError):
+    """The results database cannot be opened or used."""
+
+
+class RunMismatchError(StoreError):
+    """A run is resumed with another configuration than the one it was started with."""
+
+
+class ModelServerError(TelcoEnvError):
+    """The chat-completions server failed after the retries, or refused the request."""
+
+
+class UnknownAgentError(TelcoEnvError, ValueError):
+    """An agent name or ``module:factory`` reference that cannot be loaded."""
+
+
+class ReleaseWarning(UserWarning):
+    """A file of the published release was repaired or skipped while it was read."""
+
+
+class ToolCallError(TelcoEnvError, ValueError):
+    """The environment refused a call (invalid arguments, unknown cell, episode ended, ...).
+
+    The message is the environment's error message; ``kind`` its error type. TRL sends the
+    message back to the model as the tool's response.
+    """
+
+    def __init__(self, message: str, *, kind: str) -> None:
+        self.kind = kind
+        super().__init__(message)
+
+
+class DatabaseError(TelcoEnvError):
+    """An episode database cannot be opened or used (bad URL, unreachable server, schema)."""

@@ -36,7 +36,7 @@ from pydantic import BaseModel, ConfigDict
 
 from telcoenv.catalog import default_catalog, load_blueprint, parse_yaml, read_yaml
 from telcoenv.domains.network.kpis import kpi_catalogue
-from telcoenv.errors import CatalogError
+from telcoenv.errors import CatalogError, ReleaseWarning
 from telcoenv.metrics.reliability import ChainRecord, reliability
 from telcoenv.metrics.sequence import eap, msc, sas
 from telcoenv.specs import Blueprint
@@ -47,10 +47,6 @@ LANGUAGE_KEYS = {"En": "en", "Ar": "ar"}
 # A block mapping key glued to a flow value (``key:{`` or ``key:[``): YAML reads ``key:{`` as
 # the start of a plain scalar and then fails on the next ``: ``.
 _GLUED_FLOW_VALUE = re.compile(r"^(\s*[A-Za-z_][\w.-]*):(?=[{\[])", re.MULTILINE)
-
-
-class ReleaseWarning(UserWarning):
-    """A file of the published release was repaired or skipped while it was read."""
 
 
 def _warn(message: str) -> None:

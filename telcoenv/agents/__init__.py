@@ -20,7 +20,7 @@ from typing import Any, Protocol, runtime_checkable
 from telcoenv.agents.heuristic import HeuristicAgent
 from telcoenv.agents.oracle import OracleAgent
 from telcoenv.agents.random_agent import RandomAgent
-from telcoenv.errors import TelcoEnvError
+from telcoenv.errors import UnknownAgentError
 
 
 @runtime_checkable
@@ -44,10 +44,6 @@ AGENTS: dict[str, Callable[..., Agent]] = {
     "heuristic": HeuristicAgent,
     "openai": _openai,
 }
-
-
-class UnknownAgentError(TelcoEnvError, ValueError):
-    """An agent name or ``module:factory`` reference that cannot be loaded."""
 
 
 def load_agent(spec: str, **options: Any) -> Agent:

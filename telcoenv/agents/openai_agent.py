@@ -20,13 +20,9 @@ import urllib.error
 import urllib.request
 from typing import Any
 
-from telcoenv.errors import TelcoEnvError
+from telcoenv.errors import ModelServerError, TelcoEnvError
 
 RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
-
-
-class ModelServerError(TelcoEnvError):
-    """The chat-completions server failed after the retries, or refused the request."""
 
 
 class OpenAIAgent:

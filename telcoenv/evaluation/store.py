@@ -52,21 +52,13 @@ from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, OperationalError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
-from telcoenv.errors import TelcoEnvError
+from telcoenv.errors import RunMismatchError, StoreError
 
 DEFAULT_DB = "sqlite:///telcoenv-results.sqlite"
 # A claim not refreshed for this long belongs to a process that died on another machine (or
 # hangs); its episode is then free again. Claims are refreshed every HEARTBEAT_S.
 STALE_AFTER_S = 120.0
 HEARTBEAT_S = 15.0
-
-
-class StoreError(TelcoEnvError):
-    """The results database cannot be opened or used."""
-
-
-class RunMismatchError(StoreError):
-    """A run is resumed with another configuration than the one it was started with."""
 
 
 class Base(DeclarativeBase):

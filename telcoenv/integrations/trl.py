@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar, Literal
 
 import telcoenv
-from telcoenv.errors import TelcoEnvError
+from telcoenv.errors import ToolCallError
 from telcoenv.registration import env_id as resolve_env_id
 from telcoenv.specs import ToolSpec
 
@@ -52,18 +52,6 @@ _JSON_TYPES: dict[str, Any] = {
     "array": list,
     "null": type(None),
 }
-
-
-class ToolCallError(TelcoEnvError, ValueError):
-    """The environment refused a call (invalid arguments, unknown cell, episode ended, ...).
-
-    The message is the environment's error message; ``kind`` its error type. TRL sends the
-    message back to the model as the tool's response.
-    """
-
-    def __init__(self, message: str, *, kind: str) -> None:
-        self.kind = kind
-        super().__init__(message)
 
 
 # --- schemas and docstrings from the tool specs ---------------------------------------------------
