@@ -311,7 +311,7 @@ def _tool_call(entry: Any, index: int) -> ToolCall | ParseError:
     if not isinstance(name, str) or not name.strip():
         return ParseError(
             "malformed_action",
-            f"{where} has no tool name " '(expected {"name": ..., "arguments": {...}})',
+            f'{where} has no tool name (expected {{"name": ..., "arguments": {{...}}}})',
         )
     arguments, error, kind = _arguments(function.get("arguments", function.get("parameters")), name)
     call_id = entry.get("id")

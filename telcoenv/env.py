@@ -419,7 +419,7 @@ class TelcoEnv(gymnasium.Env[str, Any]):
             problem_statement=setup.problem_statement,
             sampled_kpis=setup.sampled_kpis,
             gold_answer=setup.gold_answer,
-            **{self.domain.snapshot_field: self.domain.snapshot(setup.state)},
+            **{self.domain.snapshot_field: self.domain.snapshot(setup)},
             gold_chain=gold,
             actions=[],
             submission=None,
@@ -554,7 +554,7 @@ class TelcoEnv(gymnasium.Env[str, Any]):
         self._counts["tool_calls"] += 1
         key = self._key
         context = self.domain.tool_context(  # the call's seed is computed only if a tool draws
-            self._setup.state, lambda: [*key, call_key(call.name, arguments)], self._turn
+            self._setup, lambda: [*key, call_key(call.name, arguments)], self._turn
         )
         spec = self.domain.toolbox.specs.get(call.name)
         if self._approval_needed and spec is not None and spec.approval and not self._approved:

@@ -39,24 +39,24 @@ def _call(env: TelcoEnv, name: str, **arguments) -> dict:
 def test_the_right_fix_brings_the_key_kpis_back(intent):
     for seed in range(4):
         env, info, cell = _episode(intent, seed)
-        state = env._setup.state
-        assert not all(key_kpis_recovered(state).values())
+        state, fault = env._setup.state, env._setup.truth
+        assert not all(key_kpis_recovered(state, fault).values())
         for action in gold_actions(info):
             env.step(action)
-        assert all(key_kpis_recovered(state).values()), (intent, seed)
-        for name in ranked_evidence(state.sampled, state.intent.evidence)[:2]:
+        assert all(key_kpis_recovered(state, fault).values()), (intent, seed)
+        for name in ranked_evidence(fault.sampled, fault.intent.evidence)[:2]:
             assert state.kpis(state.serving_id)[name] == pytest.approx(
-                healthy_target(name, state.sampled[name]), abs=1e-6
+                healthy_target(name, fault.sampled[name]), abs=1e-6
             )
 
 
 def test_a_wrong_fix_leaves_the_symptoms_and_a_harmful_one_worsens_them():
     env, info, cell = _episode("beam_misalignment", 3)
-    state = env._setup.state
-    name = ranked_evidence(state.sampled, state.intent.evidence)[0]
+    state, fault = env._setup.state, env._setup.truth
+    name = ranked_evidence(fault.sampled, fault.intent.evidence)[0]
     before = state.kpis(state.serving_id)[name]
     _call(env, "optimize_cell", cell_id=cell, changes={"cio_db": 1})  # wrong parameter
-    assert not all(key_kpis_recovered(state).values())
+    assert not all(key_kpis_recovered(state, fault).values())
     _call(env, "optimize_cell", cell_id=cell, changes={"tilt_deg": 15, "tx_power_dbm": 10})
     after = state.kpis(state.serving_id)[name]
     direction = kpi_catalogue().kpis[name].worse
@@ -70,23 +70,23 @@ def test_a_wrong_fix_leaves_the_symptoms_and_a_harmful_one_worsens_them():
 
 def test_series_continue_after_a_change_so_the_agent_can_remeasure():
     env, info, cell = _episode("pingpong_handovers", 1)
-    state = env._setup.state
+    fault = env._setup.truth
     before = _call(env, "kpi_timeseries", cell_id=cell, kpi="HO", window="1h")
     for action in gold_actions(info):
         env.step(action)
     after = _call(env, "kpi_timeseries", cell_id=cell, kpi="HO", window="1h")
     assert after["timestamps"][-1] > before["timestamps"][-1]  # the clock moved on
     series = after["series"]["ping_pong_rate"]["values"]
-    healthy = healthy_target("ping_pong_rate", state.sampled["ping_pong_rate"])
+    healthy = healthy_target("ping_pong_rate", fault.sampled["ping_pong_rate"])
     assert series[-1] == pytest.approx(healthy, abs=1.0)  # the newest points: fixed
     assert series[0] > healthy + 2  # the oldest: still the symptom
 
 
 def test_a_partial_fix_moves_the_kpis_part_of_the_way():
     env, info, cell = _episode("overshooting_cell", 2)
-    state = env._setup.state
-    name = ranked_evidence(state.sampled, state.intent.evidence)[0]
-    sampled, healthy = state.sampled[name], healthy_target(name, state.sampled[name])
+    state, fault = env._setup.state, env._setup.truth
+    name = ranked_evidence(fault.sampled, fault.intent.evidence)[0]
+    sampled, healthy = fault.sampled[name], healthy_target(name, fault.sampled[name])
     start = state.serving.config["tilt_deg"]
     _call(env, "optimize_cell", cell_id=cell, changes={"tilt_deg": (start + 6) / 2})
     current = state.kpis(state.serving_id)[name]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import types
 import warnings
 
 import gymnasium
@@ -494,3 +495,53 @@ def test_a_contact_detail_with_a_trailing_newline_is_refused_by_the_schema():
     arguments = {**call["arguments"], "email": call["arguments"]["email"] + "\n"}
     error = _error(env.step({"name": "update_contact", "arguments": arguments})[0])
     assert error["type"] == "invalid_arguments" and "argument 'email'" in error["message"]
+
+
+def _reachable(root: object) -> list[object]:
+    """Every object a tool can reach from its context by attributes and container items (our
+    own classes and plain containers; functions, modules and classes are not entered, so the
+    causal-model hook behind ``after_change`` counts as opaque)."""
+    seen: dict[int, object] = {}
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        opaque = (types.FunctionType, types.BuiltinFunctionType, types.MethodType, types.ModuleType)
+        if id(node) in seen or isinstance(node, (*opaque, type)):
+            continue
+        seen[id(node)] = node
+        if isinstance(node, dict):
+            stack.extend([*node.keys(), *node.values()])
+        elif isinstance(node, list | tuple | set | frozenset):
+            stack.extend(node)
+        elif type(node).__module__.startswith("telcoenv"):
+            stack.extend(vars(node).values() if hasattr(node, "__dict__") else [])
+            for name in getattr(type(node), "__slots__", ()):
+                if hasattr(node, name):
+                    stack.append(getattr(node, name))
+    return list(seen.values())
+
+
+@pytest.mark.parametrize("domain", ["network", "bss"])
+def test_no_tool_can_reach_the_ground_truth(domain):
+    from telcoenv.domains import EpisodeSetup
+    from telcoenv.domains.bss.generator import BssData
+    from telcoenv.domains.network.topology import Fault
+    from telcoenv.specs import CareIntent, Intent
+    from telcoenv.trace import EpisodeTrace
+
+    env = TelcoEnv(None, domain=domain, embedder=None)
+    forbidden = (EpisodeSetup, EpisodeTrace, Fault, BssData, Intent, CareIntent)
+    for seed in range(12):  # intents of every kind of fault
+        env.reset(seed=seed)
+        setup = env._setup  # the test looks behind the curtain the tools cannot
+        context = env.domain.tool_context(setup, lambda: [0], 1)
+        reached = _reachable(context)
+        leaks = [type(o).__name__ for o in reached if isinstance(o, forbidden)]
+        assert not leaks, leaks
+        gold = {
+            id(setup.gold_values),
+            id(setup.truth),
+            *(id(v) for v in setup.gold_values.values()),
+        }
+        shared = [o for o in reached if id(o) in gold and o is not None]
+        assert not [o for o in shared if not isinstance(o, str | int | float)], shared

@@ -30,6 +30,9 @@ class EpisodeSetup:
     problem_statement: str
     gold_summary: dict[str, str]  # per language: the reference RA compares summaries with
     gold_answer: str | None = None  # the exact answer to the counterpart's question, if any
+    # The ground truth the simulation needs and no tool may read (the network's fault and fix,
+    # the caller's identity and facts): the domain hands tools the live state only.
+    truth: Any = None
 
 
 class Domain(Protocol):
@@ -59,8 +62,10 @@ class Domain(Protocol):
     ) -> EpisodeSetup:
         """Sample the episode from ``rng`` and load its state into ``database``."""
 
-    def tool_context(self, state: Any, seed: Callable[[], list[int]], step: int) -> Any:
-        """The object passed to tool implementations; ``seed()`` seeds the call's generator."""
+    def tool_context(self, setup: EpisodeSetup, seed: Callable[[], list[int]], step: int) -> Any:
+        """The object passed to tool implementations; ``seed()`` seeds the call's generator.
+
+        It must not reach ``setup.truth`` or the gold values: tools see the live state only."""
 
     def reply(
         self,
@@ -73,7 +78,7 @@ class Domain(Protocol):
         ended: bool,
     ) -> str: ...
 
-    def snapshot(self, state: Any) -> dict[str, Any]:
+    def snapshot(self, setup: EpisodeSetup) -> dict[str, Any]:
         """The episode's starting state as JSON-ready data (for the trace)."""
 
     def privileged(self, setup: EpisodeSetup, intent: Any) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from telcoenv.database import EpisodeDatabase
 from telcoenv.domains import EpisodeSetup
 from telcoenv.domains.bss import customer
 from telcoenv.domains.bss.blueprints import default_care_catalog
-from telcoenv.domains.bss.generator import generate
+from telcoenv.domains.bss.generator import BssData, generate
 from telcoenv.domains.bss.scenario import gold_values, sample_scenario
 from telcoenv.domains.bss.schema import bss_metadata
 from telcoenv.domains.bss.state import BssState
@@ -98,6 +98,7 @@ class BssDomain:
         return EpisodeSetup(
             sampled_kpis=sampled,
             state=state,
+            truth=data,
             gold_values=values,
             problem_statement=customer.opening(intent, values, lang, rng),
             gold_summary={},
@@ -105,9 +106,9 @@ class BssDomain:
         )
 
     def tool_context(
-        self, state: BssState, seed: Callable[[], list[int]], step: int
+        self, setup: EpisodeSetup, seed: Callable[[], list[int]], step: int
     ) -> CareToolContext:
-        return CareToolContext(state, step)
+        return CareToolContext(setup.state, step)
 
     def reply(
         self,
@@ -125,9 +126,9 @@ class BssDomain:
     def asks_approval(self, message: str) -> bool:
         return "approval" in customer.asked_topics(message)
 
-    def snapshot(self, state: BssState) -> dict[str, Any]:
+    def snapshot(self, setup: EpisodeSetup) -> dict[str, Any]:
         """Who called, for the trace: ids, profile and the months of data."""
-        data = state.data
+        data: BssData = setup.truth
         profile = next(r for r in data.rows["customers"] if r[1] == data.customer_id)
         plan = next(r for r in data.rows["lines"] if r[1] == data.msisdns[0])[3]
         return {
@@ -139,7 +140,7 @@ class BssDomain:
             "language": profile[5],
             "plan_id": plan,
             "months": [data.months[0], data.months[-1]],
-            "today": state.today,
+            "today": setup.state.today,
         }
 
     def privileged(self, setup: EpisodeSetup, intent: CareIntent) -> dict[str, Any]:
@@ -159,6 +160,7 @@ class BssDomain:
         submission = trace.submission
         return verify(
             setup.state,
+            setup.truth,
             trace.gold_chain,
             self.write_tools,
             setup.gold_answer,

@@ -31,13 +31,16 @@ class BssState:
     """Everything BSS tools may read or change in one episode."""
 
     def __init__(self, db: EpisodeDatabase, data: BssData, episode_id: str) -> None:
-        self.db, self.data, self.episode_id = db, data, episode_id
+        # The generated data (with the caller's ids and the facts behind the answers) is only
+        # loaded, not kept: tools find the caller by asking, like a real agent.
+        self.db, self.episode_id = db, episode_id
         self.today = TODAY
-        db.start_episode(self._load)
 
-    def _load(self, db: EpisodeDatabase) -> None:
-        for table, rows in self.data.rows.items():
-            db.insert_values(table, rows)
+        def load(db: EpisodeDatabase) -> None:
+            for table, rows in data.rows.items():
+                db.insert_values(table, rows)
+
+        db.start_episode(load)
 
     def rows(self, query: Query, *keys: Any) -> list[dict[str, Any]]:
         """The rows of ``query`` for this episode (``keys``: the query's key values, bound)."""

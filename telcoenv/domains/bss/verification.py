@@ -128,14 +128,15 @@ def _describe(change: Mapping[str, Any]) -> str:
 
 def verify(
     state: BssState,
+    data: BssData,
     gold_chain: Iterable[GoldCall],
     write_tools: set[str],
     gold_answer: str | None,
     submitted_answer: str | None,
 ) -> CareVerdict:
     """Compare the episode's final database with the gold replay, and the answer with gold."""
-    expected = expected_changes(state.data, state.episode_id, gold_chain, write_tools)
-    made = diff(state.data.rows, state.current_rows())
+    expected = expected_changes(data, state.episode_id, gold_chain, write_tools)
+    made = diff(data.rows, state.current_rows())
     checks = [
         Check(name=_describe(change), passed=change in made, detail="expected change")
         for change in expected

@@ -12,13 +12,19 @@ from telcoenv.catalog import Catalog, default_catalog
 from telcoenv.database import EpisodeDatabase
 from telcoenv.domains import EpisodeSetup
 from telcoenv.domains.network import engineer
+from telcoenv.domains.network.dynamics import recompute
 from telcoenv.domains.network.kpis import COUPLINGS, background_kpis, kpi_catalogue
 from telcoenv.domains.network.parameters import KPI_TO_CELL_PARAMETER, legal_values
 from telcoenv.domains.network.schema import network_metadata
 from telcoenv.domains.network.state import NetworkState
 from telcoenv.domains.network.summaries import gold_summaries
 from telcoenv.domains.network.tools import IMPLEMENTATIONS, ToolContext
-from telcoenv.domains.network.topology import InitialNetwork, baseline_id, build_network
+from telcoenv.domains.network.topology import (
+    InitialNetwork,
+    baseline_id,
+    build_network,
+    fault_of,
+)
 from telcoenv.domains.network.verification import verify
 from telcoenv.sampling import SamplingPlan, compile_plan, sample_kpis
 from telcoenv.specs import LANGUAGES, Blueprint, Intent, Language
@@ -82,16 +88,18 @@ class NetworkDomain:
             sampled, blueprint.context.area, blueprint.context.cell_role, rng
         )
         initial = build_network(intent, blueprint, sampled, background, rng)
+        fault = fault_of(initial, intent, sampled)
         statement = engineer.problem_statement(intent, blueprint, initial, sampled, lang, rng)
-        values = self.gold_values(intent, initial)
+        values = self.gold_values(intent, initial, fault.fix)
         state = NetworkState(database, initial, episode_id)
         return EpisodeSetup(
-            sampled, state, values, statement, gold_summaries(intent, values, sampled)
+            sampled, state, values, statement, gold_summaries(intent, values, sampled), truth=fault
         )
 
-    def gold_values(self, intent: Intent, initial: InitialNetwork) -> dict[str, Any]:
+    def gold_values(
+        self, intent: Intent, initial: InitialNetwork, fix: dict[str, Any]
+    ) -> dict[str, Any]:
         """Values that fill the gold chain's argument templates (see intents.yaml)."""
-        fix = initial.fix
         values = {
             "cell_id": initial.serving.cell_id,
             "cluster_id": initial.cluster_id,
@@ -131,13 +139,13 @@ class NetworkDomain:
 
     def verify(self, setup: EpisodeSetup, intent: Intent, trace: EpisodeTrace) -> dict[str, Any]:
         """The verified-resolution verdict on the episode's final state (JSON-ready)."""
-        state = setup.state
-        return verify(intent, state, setup.gold_values["fix"]).model_dump()
+        return verify(setup.state, setup.truth).model_dump()
 
     def tool_context(
-        self, state: NetworkState, seed: Callable[[], list[int]], step: int
+        self, setup: EpisodeSetup, seed: Callable[[], list[int]], step: int
     ) -> ToolContext:
-        return ToolContext(state, seed, step)
+        state, fault = setup.state, setup.truth
+        return ToolContext(state, seed, step, lambda: recompute(state, fault))
 
     def reply(
         self,
@@ -151,9 +159,9 @@ class NetworkDomain:
     ) -> str:
         return engineer.reply(message, setup.state.initial, blueprint, lang, rng, ended=ended)
 
-    def snapshot(self, state: NetworkState) -> dict[str, Any]:
+    def snapshot(self, setup: EpisodeSetup) -> dict[str, Any]:
         """The network of an episode at its start as plain JSON-ready data (for the trace)."""
-        initial = state.initial
+        initial = setup.state.initial
         serving = initial.serving
         return {
             "cluster_id": initial.cluster_id,

@@ -26,6 +26,7 @@ from typing import Any
 from telcoenv.domains.network.kpis import kpi_catalogue
 from telcoenv.domains.network.parameters import change_schemas
 from telcoenv.domains.network.state import Configuration, NetworkState
+from telcoenv.domains.network.topology import Fault
 
 FIX_TOOLS = frozenset({"optimize_cell", "optimize_slice", "push_config"})
 CHANGE_DELAY = dt.timedelta(minutes=15)  # time for a change to take effect and be measured
@@ -43,27 +44,26 @@ def _distance(name: str, value: Any, target: Any) -> float:
     return min(1.0, abs(float(value) - float(target)) / span)
 
 
-def _fault_owner(state: NetworkState) -> str:
-    assert state.intent is not None
+def _fault_owner(state: NetworkState, fault: Fault) -> str:
     return {
         "cell": f"cell:{state.serving_id}",
         "backhaul": f"backhaul:{state.link_id}",
         "slice": f"slice:{state.fault_slice_id}",
         "config": f"cell:{state.serving_id}",
-    }[state.intent.fault.target]
+    }[fault.intent.fault.target]
 
 
-def severity(state: NetworkState, config: Configuration) -> float:
+def severity(state: NetworkState, fault: Fault, config: Configuration) -> float:
     """Share of the injected root cause still present (see the module docstring)."""
-    intent = state.intent
-    if intent is None or not FIX_TOOLS & set(intent.gold_tools):
+    intent = fault.intent
+    if not FIX_TOOLS & set(intent.gold_tools):
         return 1.0
     serving = f"cell:{state.serving_id}"
     if intent.fault.target == "config":
         baseline = state.baseline_of(state.serving_id)
         drifted = [n for n, v in baseline.items() if config[serving][n] != v]
-        return min(1.0, len(drifted) / max(1, state.start_drift))
-    owner = _fault_owner(state)
+        return min(1.0, len(drifted) / max(1, fault.start_drift))
+    owner = _fault_owner(state, fault)
     remaining = 0.0
     for name in intent.fault.parameters:
         if name == "pci":
@@ -71,7 +71,7 @@ def severity(state: NetworkState, config: Configuration) -> float:
             shared = any(config[f"cell:{other}"]["pci"] == pci for other in state.cell_ids[1:])
             remaining = max(remaining, float(shared))
             continue
-        target, current = state.fix.get(name), config[owner].get(name)
+        target, current = fault.fix.get(name), config[owner].get(name)
         initial = _distance(name, state.start[owner].get(name, current), target)
         if initial == 0.0:
             continue
@@ -79,15 +79,15 @@ def severity(state: NetworkState, config: Configuration) -> float:
     return remaining
 
 
-def harm(state: NetworkState, config: Configuration) -> dict[str, float]:
+def harm(state: NetworkState, fault: Fault, config: Configuration) -> dict[str, float]:
     """Per changed cell, how far changes outside the fault moved its configuration."""
-    fault = set(state.intent.fault.parameters) if state.intent is not None else set()
+    faulty = set(fault.intent.fault.parameters)
     serving_key = f"cell:{state.serving_id}"
-    if state.intent is not None and state.intent.fault.target == "config":
-        fault |= set(state.baseline_of(state.serving_id))
+    if fault.intent.fault.target == "config":
+        faulty |= set(state.baseline_of(state.serving_id))
     totals: dict[str, float] = {}
     for (owner, name), before, after in state.diff(config):
-        if not owner.startswith("cell:") or (owner == serving_key and name in fault):
+        if not owner.startswith("cell:") or (owner == serving_key and name in faulty):
             continue
         cell_id = owner[5:]
         totals[cell_id] = totals.get(cell_id, 0.0) + _distance(name, after, before)
@@ -104,26 +104,23 @@ def healthy_target(name: str, sampled: float) -> float:
     return sampled if better else info.healthy
 
 
-def key_kpis_recovered(state: NetworkState, count: int = 2) -> dict[str, bool]:
+def key_kpis_recovered(state: NetworkState, fault: Fault, count: int = 2) -> dict[str, bool]:
     """Whether the sample's key symptom KPIs are back within a quarter of their degradation."""
     from telcoenv.domains.network.engineer import ranked_evidence
 
-    assert state.intent is not None
     result = {}
-    for name in ranked_evidence(state.sampled, state.intent.evidence)[:count]:
-        sampled, healthy = state.sampled[name], healthy_target(name, state.sampled[name])
+    for name in ranked_evidence(fault.sampled, fault.intent.evidence)[:count]:
+        sampled, healthy = fault.sampled[name], healthy_target(name, fault.sampled[name])
         current = state.kpi_value(state.serving_id, name)
         assert current is not None, name  # every sampled KPI is recorded at the start
         result[name] = abs(current - healthy) <= 0.25 * abs(sampled - healthy) + 1e-9
     return result
 
 
-def _serving_kpis(
-    state: NetworkState, current: dict[str, float], s: float, h: float
-) -> dict[str, float]:
+def _serving_kpis(fault: Fault, current: dict[str, float], s: float, h: float) -> dict[str, float]:
     catalogue = kpi_catalogue()
     kpis = dict(current)
-    for name, sampled in state.sampled.items():
+    for name, sampled in fault.sampled.items():
         info = catalogue.kpis[name]
         healthy = healthy_target(name, sampled)
         value = healthy + s * (sampled - healthy)
@@ -140,12 +137,12 @@ def _serving_kpis(
     return kpis
 
 
-def recompute(state: NetworkState) -> None:
+def recompute(state: NetworkState, fault: Fault) -> None:
     """Recompute the KPIs after a change and record them as a new regime of samples."""
     config = state.configuration()
-    s, h = severity(state, config), harm(state, config)
+    s, h = severity(state, fault, config), harm(state, fault, config)
     current = state.latest_kpis()  # every measured object's KPIs now, in one query
-    kpis = _serving_kpis(state, current[state.serving_id], s, h.get(state.serving_id, 0))
+    kpis = _serving_kpis(fault, current[state.serving_id], s, h.get(state.serving_id, 0))
     samples = {state.serving_id: kpis}
     # The fault slice's and the link's KPIs that the sample set move with the serving cell.
     initial = state.initial

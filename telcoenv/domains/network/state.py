@@ -33,7 +33,6 @@ from telcoenv.domains.network.topology import (
     distance_km,
 )
 from telcoenv.errors import ToolError
-from telcoenv.specs import Intent
 
 TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 ConfigKey = tuple[str, str]  # ("cell:<id>" | "slice:<id>" | "backhaul:<id>", parameter)
@@ -222,8 +221,6 @@ class NetworkState:
         self.fault_slice_id = initial.fault_slice_id
         self.window = initial.window
         self.kpi_bounds = initial.kpi_bounds
-        self.intent: Intent | None = initial.intent
-        self.fix, self.sampled, self.start_drift = initial.fix, initial.sampled, initial.start_drift
         self.start = initial.configuration()
         self._owners: dict[str, str] = {}  # object id -> "cell:<id>" etc.
         self.collection_start = initial.now - RETENTION  # when the first KPI samples were taken

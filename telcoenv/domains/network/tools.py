@@ -18,7 +18,6 @@ from typing import Any
 
 import numpy as np
 
-from telcoenv.domains.network.dynamics import recompute
 from telcoenv.domains.network.kpis import kpi_band, kpi_catalogue, series_batch
 from telcoenv.domains.network.parameters import BACKHAUL_PARAMETERS, PROFILE, parse_window
 from telcoenv.domains.network.state import TIME_FORMAT, CellRow, NetworkState, latest
@@ -32,15 +31,25 @@ _TIME = TIME_FORMAT
 
 
 class ToolContext:
-    """What a tool implementation may use: the network, a per-call generator, the step number.
+    """What a tool implementation may use: the network, a per-call generator, the step number,
+    and ``after_change``, which lets the causal model recompute the KPIs after a change.
 
     The generator is seeded by the call itself and created on first use (most tools need none).
+    The episode's ground truth (its fault and fix) is not here: only the causal model behind
+    ``after_change`` knows it, so no tool can read the answer.
     """
 
-    __slots__ = ("_rng", "_seed", "state", "step")
+    __slots__ = ("_rng", "_seed", "after_change", "state", "step")
 
-    def __init__(self, state: NetworkState, seed: Callable[[], list[int]], step: int) -> None:
+    def __init__(
+        self,
+        state: NetworkState,
+        seed: Callable[[], list[int]],
+        step: int,
+        after_change: Callable[[], None],
+    ) -> None:
         self.state, self._seed, self.step = state, seed, step
+        self.after_change = after_change
         self._rng: np.random.Generator | None = None
 
     @property
@@ -490,7 +499,7 @@ def _change(ctx: ToolContext, tool: str, reason: str, targets: list[Any]) -> str
     """Apply a change and let the causal model recompute the KPIs, as one database change."""
     with ctx.state.db.change():
         change_id = ctx.state.apply(tool, ctx.step, reason, targets)
-        recompute(ctx.state)
+        ctx.after_change()
     return change_id
 
 

@@ -14,7 +14,7 @@ import datetime as dt
 import itertools
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -180,12 +180,6 @@ class InitialNetwork:
     now: dt.datetime
     window: str
     fault_slice_id: str
-    # What the causal model needs (see dynamics.py): the intent, its fix, the original sample
-    # and the number of parameters drifted at the start.
-    intent: Intent | None = None
-    fix: dict[str, Any] = field(default_factory=dict)
-    sampled: dict[str, float] = field(default_factory=dict)
-    start_drift: int = 0
 
     @property
     def cells(self) -> list[Cell]:
@@ -529,10 +523,27 @@ def build_network(
             dict(serving.config),
         )
     state.alarms = _alarms(state, intent, blueprint, rng)
-    state.intent, state.sampled, state.fix = intent, dict(sampled), gold_fix(state, intent)
-    _, baseline = state.baselines[baseline_id(serving.cell_id)]
-    state.start_drift = sum(serving.config.get(n) != v for n, v in baseline.items())
     return state
+
+
+@dataclass(frozen=True)
+class Fault:
+    """The episode's ground truth, for the causal model and the verification only: the intent,
+    its fix, the original sample and the number of parameters drifted at the start. Tools never
+    see it (their context holds the live network, and a hook that recomputes the KPIs)."""
+
+    intent: Intent
+    fix: dict[str, Any]
+    sampled: dict[str, float]
+    start_drift: int
+
+
+def fault_of(initial: InitialNetwork, intent: Intent, sampled: dict[str, float]) -> Fault:
+    """The ground truth of a network built by :func:`build_network` for ``intent``."""
+    serving = initial.serving
+    _, baseline = initial.baselines[baseline_id(serving.cell_id)]
+    drift = sum(serving.config.get(n) != v for n, v in baseline.items())
+    return Fault(intent, gold_fix(initial, intent), dict(sampled), drift)
 
 
 def gold_fix(state: InitialNetwork, intent: Intent) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict
 
 from telcoenv.domains.network.dynamics import FIX_TOOLS, key_kpis_recovered
 from telcoenv.domains.network.state import ConfigKey, Configuration, NetworkState
+from telcoenv.domains.network.topology import Fault
 from telcoenv.specs import Intent
 
 
@@ -82,8 +83,9 @@ def _root_cause_checks(
     return checks
 
 
-def verify(intent: Intent, state: NetworkState, fix: dict[str, Any]) -> Verification:
-    """Check the final state of an episode against its intent and its starting snapshot."""
+def verify(state: NetworkState, fault: Fault) -> Verification:
+    """Check the final state of an episode against its fault and its starting snapshot."""
+    intent, fix = fault.intent, fault.fix
     required = intent.resolution.ticket_required
     ticket_found = state.ticket_count() > 0
     config = state.configuration()
@@ -96,7 +98,7 @@ def verify(intent: Intent, state: NetworkState, fix: dict[str, Any]) -> Verifica
     ]
     root_cause_removed = all(checks.values())
     if FIX_TOOLS & set(intent.gold_tools):  # fixed from the OSS: the KPIs must have recovered
-        for name, recovered in key_kpis_recovered(state).items():
+        for name, recovered in key_kpis_recovered(state, fault).items():
             checks[f"{name} recovered"] = recovered
     if required:
         checks["ticket opened"] = ticket_found
