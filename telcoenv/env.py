@@ -26,18 +26,15 @@ from telcoenv.catalog import fill_gold_arguments
 from telcoenv.domains import Domain, EpisodeSetup, get_domain
 from telcoenv.errors import EmbedderUnavailableError, EpisodeOptionError
 from telcoenv.metrics.embeddings import Embedder, get_embedder
-from telcoenv.metrics.scoring import (
-    EpisodeMetrics,
-    RewardSpec,
-    check_reward,
-    reward_from,
-    score_episode,
-)
+from telcoenv.metrics.scoring import EpisodeMetrics, score_episode
 from telcoenv.rewards import (
     RewardMode,
+    RewardSpec,
     Shaping,
     ShapingTracker,
+    check_reward,
     check_shaping,
+    reward_from,
     terminal_components,
 )
 from telcoenv.snapshot import EnvState, EpisodeStart

@@ -21,10 +21,10 @@ from telcoenv.metrics.embeddings import (
     USEEmbedder,
     get_embedder,
 )
-from telcoenv.metrics.scoring import check_reward, score_episode
+from telcoenv.metrics.scoring import score_episode
 from telcoenv.metrics.semantic import similarities
 from telcoenv.registration import make
-from telcoenv.rewards import Shaping, check_shaping, episode_rewards
+from telcoenv.rewards import Shaping, check_reward, check_shaping, episode_rewards
 from tests.embedders import HashEmbedder
 
 INTENT = "pingpong_handovers"

@@ -1,5 +1,5 @@
 """Score an episode trace: IRA, MSC, EAP, SAS, RA, argument and answer accuracy, and turn the
-scores into a reward.
+scores as metrics (the reward built from them is :mod:`telcoenv.rewards`).
 
 Scoring is a pure function of the trace (:func:`score_episode`), so a stored episode can be
 re-scored later without the environment. :func:`score_episodes` batches the texts of many
@@ -8,25 +8,17 @@ episodes into one encoding call.
 
 from __future__ import annotations
 
-import contextlib
-import inspect
-import math
-import numbers
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from telcoenv.errors import RewardError
 from telcoenv.metrics.answers import answers_match
 from telcoenv.metrics.arguments import argument_accuracy
 from telcoenv.metrics.embeddings import Embedder, get_embedder
 from telcoenv.metrics.semantic import similarities
 from telcoenv.metrics.sequence import eap, msc, sas
 from telcoenv.trace import EpisodeTrace
-
-#: Metric names a weighted reward may combine.
-REWARD_COMPONENTS = ("ira", "msc", "eap", "sas", "ra", "resolved", "args", "answer")
 
 
 class EpisodeMetrics(BaseModel):
@@ -134,92 +126,3 @@ def score_episode(
 ) -> EpisodeMetrics:
     """Score one stored episode trace without running the environment."""
     return score_episodes([trace], embedder)[0]
-
-
-RewardFunction = Callable[[EpisodeMetrics, EpisodeTrace], float]
-RewardSpec = str | Mapping[str, float] | RewardFunction
-
-
-def _callable_name(function: Callable[..., Any]) -> str:
-    return getattr(function, "__qualname__", None) or repr(function)
-
-
-def _weight(name: str, value: Any) -> float:
-    """One reward weight as a float; a bool, a non-number, NaN, inf or a negative is refused."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ValueError(f"reward weight {name!r} must be a number, got {value!r}")
-    weight = float(value)
-    # Every metric is "higher is better": a negative weight would reward failure.
-    if not math.isfinite(weight) or weight < 0:
-        raise ValueError(f"reward weight {name!r} must be a finite number >= 0, got {value!r}")
-    return weight
-
-
-def check_reward(spec: RewardSpec, has_embedder: bool) -> RewardSpec:
-    """Validate a reward specification; return it with a dict of weights copied as floats.
-
-    Raises ValueError naming the problem: an unknown metric, a weight that is not a finite
-    number >= 0 (a bool, NaN, inf, a negative), weights that are all zero, a callable that
-    cannot take ``(metrics, trace)``, or a reward on IRA or RA without an embedder.
-    """
-    if callable(spec):
-        try:
-            signature = inspect.signature(spec)
-        except (TypeError, ValueError):  # some builtins have no signature: checked when called
-            return spec
-        try:
-            signature.bind(None, None)
-        except TypeError as exc:
-            raise ValueError(
-                f"reward function {_callable_name(spec)} must accept (metrics, trace): {exc}"
-            ) from None
-        return spec
-    if isinstance(spec, str):
-        weights = {spec: 1.0}
-    elif isinstance(spec, Mapping):
-        weights = dict(spec)
-    else:
-        raise ValueError(
-            f"reward must be a metric name, a dict of weights or a callable, got {spec!r}"
-        )
-    unknown = [name for name in weights if name not in REWARD_COMPONENTS]
-    if unknown or not weights:
-        problem = f"unknown reward component(s) {unknown}" if unknown else "no reward weights"
-        raise ValueError(
-            f"{problem}; use one of {list(REWARD_COMPONENTS)}, a dict of weights, or a callable"
-        )
-    weights = {name: _weight(name, value) for name, value in weights.items()}
-    if not any(weights.values()):
-        raise ValueError(f"reward weights are all zero: {weights}; the reward would always be 0")
-    if not has_embedder and {"ira", "ra"} & set(weights):
-        raise ValueError("rewards on 'ira' or 'ra' need an embedder (embedder=None was given)")
-    return spec if isinstance(spec, str) else weights
-
-
-def _call(function: RewardFunction, metrics: EpisodeMetrics, trace: EpisodeTrace) -> float:
-    """A user reward function's value; any failure is a RewardError that names the function."""
-    name = _callable_name(function)
-    try:
-        value = function(metrics, trace)
-    except Exception as exc:  # the user's code: report whatever it raised, chained
-        raise RewardError(f"reward function {name} raised {type(exc).__name__}: {exc}") from exc
-    reward = math.nan
-    if not isinstance(value, str | bytes):  # float("0.5") would pass text off as a number
-        with contextlib.suppress(TypeError, ValueError, OverflowError):
-            reward = float(value)  # numbers, bools and numpy or torch scalars
-    if not math.isfinite(reward):
-        raise RewardError(f"reward function {name} returned {value!r}, not a finite number")
-    return reward
-
-
-def reward_from(spec: RewardSpec, metrics: EpisodeMetrics, trace: EpisodeTrace) -> float:
-    """The reward of a finished episode: one metric, a weighted sum, or a user callable.
-
-    A callable that raises, or returns something other than a finite number, raises
-    :class:`~telcoenv.errors.RewardError` naming it. A metric that does not apply to the
-    episode raises ValueError.
-    """
-    if callable(spec):
-        return _call(spec, metrics, trace)
-    weights = {spec: 1.0} if isinstance(spec, str) else spec
-    return float(sum(weight * metrics.component(name) for name, weight in weights.items()))
