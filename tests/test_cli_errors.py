@@ -16,6 +16,8 @@ import pytest
 from telcoenv.cli import main
 from telcoenv.evaluation.store import ResultStore
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 # One intent, one sample, English, no embedder: a two-episode grid.
 TINY = [

@@ -35,6 +35,8 @@ from telcoenv.evaluation.store import (
 )
 from telcoenv.trace import EpisodeTrace
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 HERE = "tests.test_evaluation_hardening"
 # One intent, one sample, English: two episodes (the two beam-misalignment blueprints).

@@ -6,7 +6,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from .stub_openai import StubServer
+
+pytestmark = pytest.mark.integration
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 

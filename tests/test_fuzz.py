@@ -22,6 +22,8 @@ from telcoenv.tooling import canonical_json
 
 from .conftest import deep_list
 
+pytestmark = pytest.mark.slow
+
 TOOLS = {
     "network": ["oss_query", "kpi_timeseries", "optimize_cell", "push_config", "create_ticket"],
     "bss": ["get_customer", "get_bill", "apply_credit", "update_contact", "change_plan"],

@@ -30,6 +30,8 @@ from telcoenv.integrations.openenv import (
     create_telcoenv_app,
 )
 
+pytestmark = pytest.mark.integration
+
 INTENT = "beam_misalignment"
 SEED = 3
 

@@ -24,6 +24,8 @@ from telcoenv.integrations.trl import (  # noqa: E402
 from .conftest import NETWORK_TOOLS as NETWORK_TOOL_NAMES  # noqa: E402
 from .conftest import gold_actions  # noqa: E402
 
+pytestmark = pytest.mark.integration
+
 NETWORK_TOOLS = set(NETWORK_TOOL_NAMES)
 TOOLS = NETWORK_TOOLS | {"submit_resolution"}
 NOT_TOOLS = {"reset", "get_reward"}  # TRL treats these two specially

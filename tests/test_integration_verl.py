@@ -41,6 +41,8 @@ from telcoenv.integrations import verl as tv
 
 from .conftest import gold_actions
 
+pytestmark = pytest.mark.integration
+
 ENV_KWARGS = {"intent": "beam_misalignment", "embedder": None}
 SPEC = {"seed": 11, "lang": "en"}
 EOS = "<|im_end|>"
