@@ -54,4 +54,4 @@ __all__ = [
     "register_envs",
 ]
 
-register_envs()
+register_envs(plugins=False)  # other packages' domains: at first make, env_id or list_envs

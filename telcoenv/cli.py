@@ -36,17 +36,12 @@ def _cmd_list(_: argparse.Namespace) -> int:
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
-    if args.domain == "bss":
-        from telcoenv.domains.bss.blueprints import load_care_catalog
+    from telcoenv.domains import get_domain
 
-        catalog = load_care_catalog(args.intents, args.blueprints, args.tools)
-    else:
-        from telcoenv.catalog import load_catalog
-        from telcoenv.domains.network.kpis import kpi_catalogue
-
-        catalog = load_catalog(
-            args.intents, args.blueprints, args.tools, known_kpis=kpi_catalogue().kpis
-        )
+    domain = get_domain(args.domain)
+    if not hasattr(domain, "load_catalog"):
+        raise UsageError(f"the {args.domain} domain cannot validate data folders")
+    catalog = domain.load_catalog(args.intents, args.blueprints, args.tools)
     count = sum(len(family) for family in catalog.blueprints.values())
     print(f"ok: {len(catalog.intents)} intents, {count} blueprints, {len(catalog.tools)} tools")
     return 0
@@ -278,14 +273,14 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def _cmd_show(args: argparse.Namespace) -> int:
-    from telcoenv.domains import DOMAINS, get_domain
+    from telcoenv.domains import domain_names, get_domain
 
-    for domain in DOMAINS:
+    for domain in domain_names():
         if _show(args.name, get_domain(domain).catalog):
             return 0
     valid = sorted(
         name
-        for domain in DOMAINS
+        for domain in domain_names()
         for name in [
             *(i.env_name for i in get_domain(domain).catalog.intents),
             *get_domain(domain).catalog.tools,
@@ -306,7 +301,8 @@ def _show(name: str, catalog: Any) -> bool:
     except TelcoEnvError:
         blueprint = None
     if blueprint is not None:
-        print(f"{blueprint.blueprint_id} ({blueprint.intent}): {blueprint.description}")
+        about = getattr(blueprint, "description", "")
+        print(f"{blueprint.blueprint_id} ({blueprint.intent})" + (f": {about}" if about else ""))
         if hasattr(blueprint, "constraints"):
             _show_network_blueprint(blueprint)
         else:
@@ -322,12 +318,15 @@ def _show(name: str, catalog: Any) -> bool:
         return False
     print(f"{intent.key} / {intent.env_name} ({catalog.categories[intent.category]['en']})")
     print(f"  {intent.label.en} | {intent.label.ar}")
-    print(f"  {intent.description.en}")
+    # Fields that only some domains' intents have are shown when present.
+    if hasattr(intent, "description"):
+        print(f"  {intent.description.en}")
     print(f"  gold chain: {' -> '.join(intent.gold_tools)}")
     if hasattr(intent, "fault"):
         print(f"  fault: {intent.fault.target} {dict(intent.fault.parameters)}")
-    else:
+    if hasattr(intent, "customer"):
         print(f"  customer: {intent.customer.en}")
+    if hasattr(intent, "answer"):
         print(f"  answer: {intent.answer or '(a request: verified on the final state)'}")
     print(f"  blueprints: {', '.join(b.blueprint_id for b in catalog.blueprints[intent.key])}")
     return True
@@ -361,6 +360,8 @@ def _cmd_generate(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from telcoenv.domains import domain_names
+
     parser = argparse.ArgumentParser(prog="telcoenv", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("list", help="list the registered environments").set_defaults(
@@ -371,7 +372,7 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("--blueprints", help="blueprints folder (default: packaged)")
     validate.add_argument("--tools", help="tool specs folder (default: packaged)")
     validate.add_argument(
-        "--domain", default="network", choices=["network", "bss"], help="which catalogue"
+        "--domain", default="network", choices=domain_names(), help="which catalogue"
     )
     validate.set_defaults(func=_cmd_validate)
     rescore = commands.add_parser(
@@ -404,7 +405,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     evaluate.add_argument(
         "--domain",
-        choices=["network", "bss", "all"],
+        choices=[*domain_names(), "all"],
         help="network operations, customer care (bss) or both (default: network for --intents "
         "all, the intents' own domains for named intents)",
     )
@@ -459,7 +460,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--lang", default="en,ar", help="comma-separated languages (en,ar)")
     demo.add_argument("--seed", type=int, default=0)
     demo.add_argument("--width", type=int, default=110, help="characters per printed line")
-    demo.add_argument("--domain", default="network", choices=["network", "bss"])
+    demo.add_argument("--domain", default="network", choices=domain_names())
     demo.set_defaults(func=_cmd_demo)
     return parser
 

@@ -9,6 +9,8 @@ environment of a domain is made.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
 from functools import cache
 from typing import Any, NamedTuple
 
@@ -16,6 +18,7 @@ import gymnasium
 import yaml
 
 from telcoenv.catalog import data_root
+from telcoenv.domains import BUILTIN_DOMAINS, domain_names, get_domain
 from telcoenv.errors import UnknownEnvironmentError
 from telcoenv.specs import gym_name
 
@@ -37,7 +40,8 @@ class EnvEntry(NamedTuple):
 
 
 @cache
-def _entries() -> tuple[EnvEntry, ...]:
+def _packaged_entries() -> tuple[EnvEntry, ...]:
+    """The packaged domains' environments, from a fast parse of intents.yaml alone."""
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     with (data_root() / "intents.yaml").open(encoding="utf-8") as handle:
         document = yaml.load(handle, Loader=loader)
@@ -58,9 +62,46 @@ def _entries() -> tuple[EnvEntry, ...]:
     return tuple(entries)
 
 
-def register_envs() -> None:
-    """Register every environment with Gymnasium (idempotent)."""
-    for entry in _entries():
+def _taxonomy_name(taxonomy_env: str) -> str:
+    """``"CustomerCare"`` -> ``"customer_care"``: the short name of a domain's whole taxonomy."""
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", taxonomy_env).lower()
+
+
+def _plugin_entries() -> list[EnvEntry]:
+    """The environments of domains that other packages add (built on first use)."""
+    entries = []
+    for name in domain_names():
+        if name in BUILTIN_DOMAINS:
+            continue
+        domain = get_domain(name)
+        entries += [
+            EnvEntry(
+                intent.env_name,
+                f"{NAMESPACE}/{gym_name(intent.env_name)}-v{VERSION}",
+                intent.key,
+                intent.category,
+                name,
+            )
+            for intent in domain.catalog.intents
+        ]
+        taxonomy = domain.taxonomy_env
+        entries.append(
+            EnvEntry(
+                _taxonomy_name(taxonomy), f"{NAMESPACE}/{taxonomy}-v{VERSION}", None, None, name
+            )
+        )
+    return entries
+
+
+def _entries() -> tuple[EnvEntry, ...]:
+    return (*_packaged_entries(), *_plugin_entries())
+
+
+def register_envs(*, plugins: bool = True) -> None:
+    """Register every environment with Gymnasium (idempotent). ``import telcoenv`` registers
+    the packaged domains' at once; those of domains other packages add are registered here, and
+    by ``make``, ``env_id`` and ``list_envs`` (call this before ``gymnasium.make`` of one)."""
+    for entry in _entries() if plugins else _packaged_entries():
         if entry.id in gymnasium.registry:
             continue
         kwargs: dict[str, Any] = {"intent": entry.intent} if entry.intent else {}
@@ -72,16 +113,28 @@ def register_envs() -> None:
 
 
 def list_envs() -> list[EnvEntry]:
-    """Every telcoenv environment: one per intent (20 network, 12 customer care) and one per
-    domain over all its intents."""
+    """Every telcoenv environment: one per intent (20 network, 12 customer care, and those of
+    added domains) and one per domain over all its intents."""
+    register_envs()
     return list(_entries())
+
+
+def _find(name: str, entries: Iterable[EnvEntry]) -> str | None:
+    for entry in entries:
+        if name in (entry.name, entry.id, entry.intent, entry.id.split("/")[1]):
+            return entry.id
+    return None
 
 
 def env_id(name: str) -> str:
     """Gymnasium id of a short name, intent key or id; raises UnknownEnvironmentError."""
-    for entry in _entries():
-        if name in (entry.name, entry.id, entry.intent, entry.id.split("/")[1]):
-            return entry.id
+    found = _find(name, _packaged_entries())
+    if found is not None:
+        return found
+    register_envs()  # another package's domain: registered, so that gymnasium.make finds it
+    found = _find(name, _plugin_entries())
+    if found is not None:
+        return found
     valid = ", ".join(entry.name for entry in _entries())
     raise UnknownEnvironmentError(f"unknown telcoenv environment {name!r}; valid names: {valid}")
 

@@ -217,7 +217,7 @@ class ToolSpec(_Frozen):
     kind: Literal["core", "distractor", "reserved"]
     effect: Literal["read", "write", "control"]
     approval: bool = False  # changes the network: gated when the engineer must approve
-    domain: Literal["network", "bss", "all"] = "network"  # the catalogue that loads it
+    domain: str = "network"  # the catalogue that loads it ("all": every domain's)
     # Parameters in the agent's own words (a ticket summary): argument accuracy skips them.
     free_text: tuple[str, ...] = ()
 

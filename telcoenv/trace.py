@@ -73,6 +73,7 @@ class EpisodeTrace(BaseModel):
     sampled_kpis: dict[str, float]
     network: dict[str, Any] = {}  # the network at the start (network operations)
     customer: dict[str, Any] | None = None  # who called (customer care)
+    start_state: dict[str, Any] | None = None  # the start of a domain another package adds
     gold_chain: list[GoldCall]
     gold_answer: str | None = None  # the exact answer, when the counterpart asked a question
     actions: list[ActionRecord] = []

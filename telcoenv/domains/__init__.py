@@ -8,6 +8,9 @@ drives any object that satisfies :class:`Domain`.
 
 from __future__ import annotations
 
+import importlib
+import importlib.metadata
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -15,6 +18,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from telcoenv.catalog import Catalog
+from telcoenv.errors import EpisodeOptionError
 from telcoenv.specs import Blueprint, Intent, Language
 from telcoenv.tooling import Toolbox
 from telcoenv.trace import EpisodeTrace
@@ -91,19 +95,90 @@ class Domain(Protocol):
         """Verdict on the final state: ``resolved``, ``checks``, ``collateral_changes``."""
 
 
-DOMAINS = ("network", "bss")
+#: The entry-point group through which an installed package adds a domain: each entry point
+#: names a zero-argument factory returning a :class:`Domain` (``"pkg.module:factory"``).
+ENTRY_POINT_GROUP = "telcoenv.domains"
+#: The packaged domains, by name: where their factory lives.
+BUILTIN_DOMAINS = {
+    "network": "telcoenv.domains.network:network_domain",
+    "bss": "telcoenv.domains.bss:bss_domain",
+}
+_FACTORIES: dict[str, str | Callable[[], Domain]] = dict(BUILTIN_DOMAINS)
+_INSTANCES: dict[str, Domain] = {}
+_LOCK = threading.Lock()
+_DISCOVERED = False
+
+
+def register_domain(name: str, factory: str | Callable[[], Domain]) -> None:
+    """Add a domain under ``name``: a zero-argument factory, or its ``"module:attribute"``
+    path (imported when the domain is first used). A packaged domain cannot be replaced."""
+    if name in BUILTIN_DOMAINS and factory != BUILTIN_DOMAINS[name]:
+        raise EpisodeOptionError(f"{name!r} is a packaged domain and cannot be replaced")
+    with _LOCK:
+        _FACTORIES[name] = factory
+        _INSTANCES.pop(name, None)
+
+
+def _discover() -> None:
+    """Register the domains that installed packages declare (once per process)."""
+    global _DISCOVERED
+    if _DISCOVERED:
+        return
+    _DISCOVERED = True
+    for entry in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        if entry.name not in _FACTORIES:
+            _FACTORIES[entry.name] = entry.value
+
+
+def domain_names() -> tuple[str, ...]:
+    """Every domain: the packaged ones first, then registered and installed ones by name."""
+    _discover()
+    extra = sorted(name for name in _FACTORIES if name not in BUILTIN_DOMAINS)
+    return (*BUILTIN_DOMAINS, *extra)
+
+
+def _build(name: str, factory: str | Callable[[], Domain]) -> Domain:
+    if isinstance(factory, str):
+        module, _, attribute = factory.partition(":")
+        try:
+            factory = getattr(importlib.import_module(module), attribute)
+        except (ImportError, AttributeError) as exc:
+            raise EpisodeOptionError(f"domain {name!r}: cannot load {factory!r}: {exc}") from exc
+    domain = factory()
+    missing = [a for a in _REQUIRED if not hasattr(domain, a)]
+    if missing:
+        raise EpisodeOptionError(
+            f"domain {name!r} does not implement the Domain contract: {missing}"
+        )
+    return domain
 
 
 def get_domain(name: str) -> Domain:
-    """The packaged domain of that name (``"network"`` or ``"bss"``), shared per process."""
-    if name == "network":
-        from telcoenv.domains.network import network_domain
+    """The domain of that name, built once per process and shared by environments."""
+    _discover()
+    if name not in _FACTORIES:
+        raise EpisodeOptionError(f"unknown domain {name!r}; valid domains: {list(domain_names())}")
+    with _LOCK:
+        if name not in _INSTANCES:
+            _INSTANCES[name] = _build(name, _FACTORIES[name])
+        return _INSTANCES[name]
 
-        return network_domain()
-    if name == "bss":
-        from telcoenv.domains.bss import bss_domain
 
-        return bss_domain()
-    from telcoenv.errors import EpisodeOptionError
-
-    raise EpisodeOptionError(f"unknown domain {name!r}; valid domains: {list(DOMAINS)}")
+# What a domain object must have (the Domain protocol's members).
+_REQUIRED = (
+    "name",
+    "taxonomy_env",
+    "counterpart",
+    "snapshot_field",
+    "instructions",
+    "catalog",
+    "toolbox",
+    "connect",
+    "start_episode",
+    "tool_context",
+    "reply",
+    "snapshot",
+    "privileged",
+    "asks_approval",
+    "verify",
+)

@@ -58,6 +58,20 @@ def _is_care(record: Mapping[str, Any]) -> bool:
     return record.get("domain") == "bss"
 
 
+def _domain_tables(records: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per language, the chain, argument, answer and resolution metrics of every domain other
+    than the packaged two (domains added by other packages)."""
+    tables: dict[str, dict[str, Any]] = {}
+    for domain in sorted({r.get("domain") or "network" for r in records} - {"network", "bss"}):
+        rows = [r for r in records if r.get("domain") == domain]
+        tables[domain] = {
+            lang: {"n": len(group), **{m: _mean(group, m) for m in CARE_METRICS}}
+            for lang in LANGS
+            if (group := [r for r in rows if r["language"] == lang])
+        }
+    return tables
+
+
 def _breakdown(records: Sequence[Mapping[str, Any]], field: str) -> dict[str, dict[str, Any]]:
     groups: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for record in records:
@@ -72,7 +86,8 @@ def run_report(records: Sequence[Mapping[str, Any]], weights: str = "equal") -> 
     """All the tables of one run, as plain data."""
     everything = records
     care = [r for r in records if _is_care(r)]
-    records = [r for r in records if not _is_care(r)]  # the paper's tables: network operations
+    # The paper's tables: network operations only.
+    records = [r for r in records if (r.get("domain") or "network") == "network"]
     by_lang = {lang: [r for r in records if r["language"] == lang] for lang in LANGS}
     conditions = {True: "with_list", False: "without_list"}
     ira = {
@@ -121,6 +136,7 @@ def run_report(records: Sequence[Mapping[str, Any]], weights: str = "equal") -> 
             for lang in LANGS
             if care_by_lang[lang]
         },
+        "domains": _domain_tables(everything),
         "per_intent": _breakdown(everything, "intent"),
         "per_category": _breakdown(everything, "category"),
     }
@@ -240,6 +256,14 @@ def to_markdown(report: Mapping[str, Any]) -> str:
                 ["run", "lang", "n", "MSC", "EAP", "SAS", "Args", "Answer", "Resolved"], care_rows
             ),
         ]
+    for domain in sorted({d for r in runs.values() for d in r.get("domains", {})}):
+        rows = [
+            [n, lang, values["n"], *(values[m] for m in CARE_METRICS)]
+            for n, r in runs.items()
+            for lang, values in r.get("domains", {}).get(domain, {}).items()
+        ]
+        out += ["", f"## Domain {domain}: tool chain, arguments, answers, verified state", ""]
+        out += _table(["run", "lang", "n", "MSC", "EAP", "SAS", "Args", "Answer", "Resolved"], rows)
     for scope, title in (("per_category", "category"), ("per_intent", "intent")):
         out += ["", f"## Per {title} (both languages and conditions)", ""]
         out += _table(
@@ -275,6 +299,10 @@ def to_csv(report: Mapping[str, Any]) -> str:
         for lang, values in r["care"].items():
             for metric, value in values.items():
                 writer.writerow([name, "care", "", lang, "", metric, value])
+        for domain, table in r.get("domains", {}).items():
+            for lang, values in table.items():
+                for metric, value in values.items():
+                    writer.writerow([name, f"domain:{domain}", "", lang, "", metric, value])
         for scope in ("per_category", "per_intent"):
             for group, values in r[scope].items():
                 for metric, value in values.items():

@@ -40,7 +40,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from telcoenv import __version__
 from telcoenv.agents import Agent, load_agent
-from telcoenv.domains import DOMAINS, get_domain
+from telcoenv.domains import domain_names, get_domain
 from telcoenv.env import TelcoEnv
 from telcoenv.errors import (
     EpisodeOptionError,
@@ -119,9 +119,10 @@ def run_settings(config: RunConfig, grid: Sequence[EpisodeSpec]) -> dict[str, An
 
 def _domains(domain: str) -> list[str]:
     if domain == "all":
-        return list(DOMAINS)
-    if domain not in DOMAINS:
-        raise EpisodeOptionError(f"unknown domain {domain!r}; use {', '.join(DOMAINS)} or all")
+        return list(domain_names())
+    if domain not in domain_names():
+        valid = ", ".join(domain_names())
+        raise EpisodeOptionError(f"unknown domain {domain!r}; use {valid} or all")
     return [domain]
 
 
@@ -151,7 +152,7 @@ def _chosen(intents: str | Sequence[str], domain: str | None) -> list[tuple[str,
         ]
     if not intents:
         raise EpisodeOptionError("no intents given: name at least one, or all")
-    allowed = _domains(domain) if domain is not None else list(DOMAINS)
+    allowed = _domains(domain) if domain is not None else list(domain_names())
     chosen: dict[str, tuple[str, Any]] = {}  # by intent key: a name given twice counts once
     for name in intents:
         for owner, intent in _resolve(name):

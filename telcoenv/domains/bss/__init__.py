@@ -20,7 +20,7 @@ from telcoenv.catalog import Catalog
 from telcoenv.database import EpisodeDatabase
 from telcoenv.domains import EpisodeSetup
 from telcoenv.domains.bss import customer
-from telcoenv.domains.bss.blueprints import default_care_catalog
+from telcoenv.domains.bss.blueprints import default_care_catalog, load_care_catalog
 from telcoenv.domains.bss.generator import BssData, generate
 from telcoenv.domains.bss.scenario import gold_values, sample_scenario
 from telcoenv.domains.bss.schema import bss_metadata
@@ -68,6 +68,12 @@ class BssDomain:
         self.catalog = catalog or default_care_catalog()
         self.toolbox = Toolbox(self.catalog.tools, IMPLEMENTATIONS)
         self.write_tools = {n for n, spec in self.catalog.tools.items() if spec.effect == "write"}
+
+    def load_catalog(
+        self, intents: Any = None, blueprints: Any = None, tools: Any = None
+    ) -> Catalog:
+        """Load and validate a customer-care data folder (``None``: the packaged one)."""
+        return load_care_catalog(intents, blueprints, tools)
 
     def connect(self, url: str | None = None) -> EpisodeDatabase:
         """A BSS database for one environment: private and in memory unless ``url``."""

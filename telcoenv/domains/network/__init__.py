@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from telcoenv.catalog import Catalog, default_catalog
+from telcoenv.catalog import Catalog, default_catalog, load_catalog
 from telcoenv.database import EpisodeDatabase
 from telcoenv.domains import EpisodeSetup
 from telcoenv.domains.network import engineer
@@ -69,6 +69,12 @@ class NetworkDomain:
             for family in self.catalog.blueprints.values()
             for b in family
         }
+
+    def load_catalog(
+        self, intents: Any = None, blueprints: Any = None, tools: Any = None
+    ) -> Catalog:
+        """Load and validate a network data folder (``None``: the packaged file or folder)."""
+        return load_catalog(intents, blueprints, tools, known_kpis=kpi_catalogue().kpis)
 
     def connect(self, url: str | None = None) -> EpisodeDatabase:
         """A network database for one environment: private and in memory unless ``url``."""
