@@ -119,6 +119,16 @@ def register_domain(name: str, factory: str | Callable[[], Domain]) -> None:
         _INSTANCES.pop(name, None)
 
 
+def unregister_domain(name: str) -> None:
+    """Remove a domain added with :func:`register_domain` (a packaged one stays). Its
+    environments stay registered with Gymnasium for this process."""
+    if name in BUILTIN_DOMAINS:
+        raise EpisodeOptionError(f"{name!r} is a packaged domain and cannot be removed")
+    with _LOCK:
+        _FACTORIES.pop(name, None)
+        _INSTANCES.pop(name, None)
+
+
 def _discover() -> None:
     """Register the domains that installed packages declare (once per process)."""
     global _DISCOVERED
