@@ -98,7 +98,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_rescore(args: argparse.Namespace) -> int:
-    from telcoenv.release import load_evaluations, load_release_blueprints, rescore
+    from telcoenv.domains.network.release import load_evaluations, load_release_blueprints, rescore
 
     def warn(message: str) -> None:  # a repaired or skipped release file: one line each
         print(f"telcoenv: warning: {message}", file=sys.stderr)
@@ -343,7 +343,7 @@ def _show_network_blueprint(blueprint: Any) -> None:
 
 
 def _cmd_generate(args: argparse.Namespace) -> int:
-    from telcoenv.dataset import generate
+    from telcoenv.domains.network.dataset import generate
 
     _at_least("--samples", args.samples)
     out = Path(args.out)

@@ -69,4 +69,6 @@ def deep_list(depth: int) -> list:
         node.append([])
         node = node[0]
     return root
+
+
 collect_ignore = ["plugins"]  # the plug-in domain package is imported by its own tests

@@ -9,8 +9,8 @@ from itertools import pairwise
 from pathlib import Path
 
 from telcoenv.cli import main
-from telcoenv.dataset import generate
-from telcoenv.release import load_samples
+from telcoenv.domains.network.dataset import generate
+from telcoenv.domains.network.release import load_samples
 
 ARABIC = re.compile(r"[\u0600-\u06FF]")
 

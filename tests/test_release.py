@@ -13,15 +13,15 @@ import pytest
 from telcoenv.catalog import read_yaml
 from telcoenv.cli import main
 from telcoenv.domains.network import NetworkDomain
-from telcoenv.env import TelcoEnv
-from telcoenv.errors import CatalogError
-from telcoenv.release import (
+from telcoenv.domains.network.release import (
     ReleaseWarning,
     load_evaluations,
     load_release_blueprints,
     load_samples,
     rescore,
 )
+from telcoenv.env import TelcoEnv
+from telcoenv.errors import CatalogError
 
 RELEASE = Path(__file__).parent / "fixtures" / "release"
 # The published release's defect, line 19: `throughput_p50_mbps:{ min: 0,  max: 5 }`.
@@ -149,7 +149,7 @@ def test_rescore_flags_a_tampered_score(tmp_path):
     assert row.mismatches == [path.stem]
 
 
-@pytest.mark.filterwarnings("ignore::telcoenv.release.ReleaseWarning")  # the later calls
+@pytest.mark.filterwarnings("ignore::telcoenv.errors.ReleaseWarning")  # the later calls
 def test_rescore_cli(capsys):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

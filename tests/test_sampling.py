@@ -7,7 +7,7 @@ import pytest
 
 from telcoenv.domains.network import network_domain
 from telcoenv.domains.network.parameters import legal_values
-from telcoenv.sampling import compile_plan, sample_kpis
+from telcoenv.domains.network.sampling import compile_plan, sample_kpis
 from telcoenv.specs import Blueprint
 
 SAMPLES = 300

@@ -15,6 +15,7 @@ from telcoenv.domains.network import engineer
 from telcoenv.domains.network.dynamics import recompute
 from telcoenv.domains.network.kpis import COUPLINGS, background_kpis, kpi_catalogue
 from telcoenv.domains.network.parameters import KPI_TO_CELL_PARAMETER, legal_values
+from telcoenv.domains.network.sampling import SamplingPlan, compile_plan, sample_kpis
 from telcoenv.domains.network.schema import network_metadata
 from telcoenv.domains.network.state import NetworkState
 from telcoenv.domains.network.summaries import gold_summaries
@@ -26,7 +27,6 @@ from telcoenv.domains.network.topology import (
     fault_of,
 )
 from telcoenv.domains.network.verification import verify
-from telcoenv.sampling import SamplingPlan, compile_plan, sample_kpis
 from telcoenv.specs import LANGUAGES, Blueprint, Intent, Language
 from telcoenv.tooling import Toolbox
 from telcoenv.trace import EpisodeTrace

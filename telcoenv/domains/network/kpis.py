@@ -17,8 +17,8 @@ import numpy as np
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from telcoenv.domains.network.sampling import Coupling
 from telcoenv.errors import CatalogError
-from telcoenv.sampling import Coupling
 from telcoenv.specs import Bilingual, Language
 
 Family = Literal[
@@ -133,7 +133,7 @@ _LOAD = ("PRB_util", "prb_util")
 _BLER = ("BLER", "bler")
 _DELAY = ("sched_latency_p95_ms", "latency_ms")
 
-#: Domain physics applied to KPIs whose blueprint declares no dependency (see telcoenv.sampling).
+#: Domain physics applied to KPIs whose blueprint declares no dependency (see sampling.py).
 COUPLINGS: tuple[Coupling, ...] = (
     *((t, "sinr_dB", 1) for t in _THROUGHPUT),
     *((t, load, -1) for t in _THROUGHPUT for load in _LOAD),
