@@ -63,9 +63,7 @@ def main(samples: int = 12) -> dict[str, float]:
             agent.reset(observation, info)
             done = False
             while not done:
-                observation, _, terminated, truncated, info = env.step(
-                    agent.act(observation, info)
-                )
+                observation, _, terminated, truncated, info = env.step(agent.act(observation, info))
                 done = terminated or truncated
             episodes.append(time.perf_counter() - start)
             assert info["resolved"], (blueprint.blueprint_id, info["verification"])

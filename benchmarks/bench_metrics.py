@@ -16,7 +16,7 @@ import statistics
 import time
 
 from telcoenv.agents import OracleAgent, run_episode
-from telcoenv.catalog import default_catalog
+from telcoenv.domains.network.loading import default_catalog
 from telcoenv.env import TelcoEnv
 from telcoenv.metrics import score_episodes
 from telcoenv.metrics.embeddings import e5_embedder, english_embedder, multilingual_embedder

@@ -20,19 +20,33 @@ msisdn = re.search(r"\d{9,15}", reply).group()
 customer = json.loads(env.step({"name": "get_customer", "arguments": {"msisdn": msisdn}})[0])
 customer_id = customer["customer"]["customer_id"]
 account_id = customer["accounts"][0]["account_id"]
-bill = json.loads(env.step(
-    {"name": "get_bill", "arguments": {"account_id": account_id, "period": period}})[0])
+bill = json.loads(
+    env.step({"name": "get_bill", "arguments": {"account_id": account_id, "period": period}})[0]
+)
 invoices = bill["invoices"]
 print("INVOICES:", [(i["invoice_id"], i["issued_at"], i["amount"]) for i in invoices])
 assert len(invoices) == 2 and invoices[0]["amount"] == invoices[1]["amount"]  # fired twice
 
-env.step({"name": "open_care_ticket", "arguments": {
-    "customer_id": customer_id, "category": "billing_dispute",
-    "summary": f"{invoices[1]['invoice_id']} duplicates {invoices[0]['invoice_id']}."}})
-_, reward, terminated, _, info = env.step({"name": "submit_resolution", "arguments": {
-    "intent": "Billing dispute: duplicate charge",
-    "summary": "The billing run fired twice; a dispute ticket is open.",
-    "answer": f"{invoices[0]['amount']:.2f} SAR"}})
+env.step(
+    {
+        "name": "open_care_ticket",
+        "arguments": {
+            "customer_id": customer_id,
+            "category": "billing_dispute",
+            "summary": f"{invoices[1]['invoice_id']} duplicates {invoices[0]['invoice_id']}.",
+        },
+    }
+)
+_, reward, terminated, _, info = env.step(
+    {
+        "name": "submit_resolution",
+        "arguments": {
+            "intent": "Billing dispute: duplicate charge",
+            "summary": "The billing run fired twice; a dispute ticket is open.",
+            "answer": f"{invoices[0]['amount']:.2f} SAR",
+        },
+    }
+)
 metrics = info["metrics"]
 print("RESOLVED:", info["resolved"], "ANSWER:", metrics["answer"], "ARGS:", metrics["args"])
 print("SAS:", metrics["sas"], "CHAIN:", " > ".join(info["predicted_chain"]))

@@ -15,7 +15,8 @@ network = env.unwrapped.trace.network  # what the engineer just told us
 cell, cluster = network["serving_cell"]["cell_id"], network["cluster_id"]
 
 observation, *_ = env.step(
-    {"name": "coverage_map", "arguments": {"area": cluster, "resolution": "100m"}})
+    {"name": "coverage_map", "arguments": {"area": cluster, "resolution": "100m"}}
+)
 print("SSB BEAM SHARES:", json.loads(observation)["ssb_beams"]["user_share_per_beam"])
 observation, *_ = env.step({"name": "oss_query", "arguments": {"cell_id": cell, "window": "6h"}})
 offset = json.loads(observation)["configuration"]["beam_azimuth_offset_deg"]
@@ -24,19 +25,40 @@ print("BEAM OFFSET:", offset)
 # A malformed call is an error observation, never an exception (and it counts in the chain).
 print("ERROR:", env.step({"name": "optimize_cell", "arguments": {"cell_id": cell}})[0][:90])
 
-env.step({"name": "optimize_cell",
-          "arguments": {"cell_id": cell, "changes": {"beam_azimuth_offset_deg": 0}}})
-env.step({"name": "create_ticket", "arguments": {
-    "cell_id": cell, "severity": "minor", "team": "field_ops",
-    "summary": "Beam weights re-aligned; please check the antenna mounting."}})
-observation, reward, terminated, truncated, info = env.step({
-    "name": "submit_resolution",
-    "arguments": {"intent": "Beam Misalignment",
-                  "summary": f"The SSB beams of {cell} were steered {offset} degrees off "
-                             "boresight. We re-aligned the beam weights (offset 0) and opened a "
-                             "field ticket to check the antenna mounting."}})
+env.step(
+    {
+        "name": "optimize_cell",
+        "arguments": {"cell_id": cell, "changes": {"beam_azimuth_offset_deg": 0}},
+    }
+)
+env.step(
+    {
+        "name": "create_ticket",
+        "arguments": {
+            "cell_id": cell,
+            "severity": "minor",
+            "team": "field_ops",
+            "summary": "Beam weights re-aligned; please check the antenna mounting.",
+        },
+    }
+)
+observation, reward, terminated, truncated, info = env.step(
+    {
+        "name": "submit_resolution",
+        "arguments": {
+            "intent": "Beam Misalignment",
+            "summary": f"The SSB beams of {cell} were steered {offset} degrees off "
+            "boresight. We re-aligned the beam weights (offset 0) and opened a "
+            "field ticket to check the antenna mounting.",
+        },
+    }
+)
 metrics = info["metrics"]
 print("REWARD (SAS):", round(reward, 3), "TERMINATED:", terminated)
 print("CHAINS:", metrics["predicted_chain"], "vs gold", metrics["gold_chain"])
-print("METRICS:", {k: round(metrics[k], 3) for k in ("ira", "msc", "eap", "sas", "ra")},
-      "embedder:", metrics["embedder"])
+print(
+    "METRICS:",
+    {k: round(metrics[k], 3) for k in ("ira", "msc", "eap", "sas", "ra")},
+    "embedder:",
+    metrics["embedder"],
+)

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import yaml
 
-from telcoenv.catalog import data_root, load_catalog
+from telcoenv.catalog import data_root
 from telcoenv.domains.network.kpis import kpi_catalogue
+from telcoenv.domains.network.loading import load_catalog
 from telcoenv.errors import CatalogError
 
 workdir = Path(tempfile.mkdtemp())

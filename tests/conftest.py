@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from telcoenv.catalog import Catalog, data_root, default_catalog
+from telcoenv.catalog import Catalog, data_root
+from telcoenv.domains.network.loading import default_catalog
 from telcoenv.env import TelcoEnv
 
 #: The 15 network tools, in the order of the tools/ specs listing (submit_resolution excluded).

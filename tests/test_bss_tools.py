@@ -12,12 +12,13 @@ import fastjsonschema
 import numpy as np
 import pytest
 
-from telcoenv.catalog import default_catalog, load_tools
+from telcoenv.catalog import load_tools
 from telcoenv.database import EpisodeDatabase, Query
 from telcoenv.domains.bss.generator import Focal, generate
 from telcoenv.domains.bss.schema import bss_metadata
 from telcoenv.domains.bss.state import BssState
 from telcoenv.domains.bss.tools import CREDIT_LIMIT, IMPLEMENTATIONS
+from telcoenv.domains.network.loading import default_catalog
 from telcoenv.errors import ToolError
 
 TOOLS = Path(__file__).resolve().parent.parent / "tools"

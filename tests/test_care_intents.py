@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from telcoenv.catalog import load_care_intents, load_tools
+from telcoenv.catalog import load_tools
+from telcoenv.domains.bss.blueprints import load_care_intents
 from telcoenv.errors import CatalogError
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from telcoenv.catalog import data_root, load_catalog
+from telcoenv.catalog import data_root
 from telcoenv.domains.network.kpis import kpi_catalogue
+from telcoenv.domains.network.loading import load_catalog
 from telcoenv.errors import CatalogError
 
 # The reference's Table I (shared/reference/telcoagent_bench.md, section 2): intent -> category,

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 import yaml
 
-from telcoenv.catalog import load_catalog
 from telcoenv.domains.bss.blueprints import load_care_catalog
 from telcoenv.domains.network import NetworkDomain
 from telcoenv.domains.network.kpis import kpi_catalogue
+from telcoenv.domains.network.loading import load_catalog
 from telcoenv.env import TelcoEnv
 from telcoenv.errors import CatalogError
 

@@ -12,8 +12,8 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from telcoenv.agents import OracleAgent, run_episode
-from telcoenv.catalog import default_catalog
 from telcoenv.database import DatabaseError
+from telcoenv.domains.network.loading import default_catalog
 from telcoenv.domains.network.schema import network_metadata
 from telcoenv.env import TelcoEnv
 from telcoenv.errors import ToolError

@@ -13,7 +13,8 @@ import json
 import re
 from typing import Any
 
-from telcoenv.catalog import default_catalog, fill_gold_arguments
+from telcoenv.catalog import fill_gold_arguments
+from telcoenv.domains.network.loading import default_catalog
 from telcoenv.specs import Intent
 from telcoenv.tooling import RESERVED_SUBMIT
 

@@ -10,14 +10,16 @@ intent's templates use is planted. Problems raise :class:`~telcoenv.errors.Catal
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from telcoenv.catalog import (
     Catalog,
+    check_gold_chain,
     data_root,
+    load_blueprint_folder,
     load_intents,
     load_tools,
     parse_model,
@@ -29,10 +31,85 @@ from telcoenv.domains.bss.generator import catalogue
 from telcoenv.domains.bss.scenario import FACT_SOURCES, cheapest_plan, eligible
 from telcoenv.domains.bss.tools import MAX_START_AHEAD_DAYS
 from telcoenv.errors import CatalogError
-from telcoenv.specs import CareBlueprint, CareIntent
+from telcoenv.specs import CareBlueprint, CareIntent, ToolSpec
 
 BSS_FOLDER = "bss"  # inside blueprints/: the network loader reads <INTENT>/*.yaml only
 MAX_AGE = 120  # oldest customer (the generator turns an age into a birth date)
+
+
+# Template fields of customer-care gold chains and answers, with a plausible value each (used
+# to validate the templates against the BSS tool specs at load time).
+CARE_EXAMPLE_VALUES: dict[str, Any] = {
+    "msisdn": "966512345678",
+    "customer_id": "C000001",
+    "account_id": "A000002",
+    "group_id": "FG000040",
+    "period": "2026-09",
+    "plan_id": "POST-PLUS",
+    "addon_id": "ROAM-EU-14",
+    "zone": "EUROPE",
+    "start_date": "2026-12-05",
+    "subscription_id": "SUB000001",
+    "email": "new.address@mail.example.sa",
+    "ticket_summary": "Billing run fired twice for the period.",
+    "roaming_charge": 117.2,
+    "duplicate_amount": 414.0,
+    "failure_reason": "card expired",
+    "average_data_gb": 22.83,
+    "family_data_gb": 61.4,
+    "balance": 467.94,
+    "months": 12,
+    "destination": "France",
+    "need_gb": 4,
+    "budget": 150,
+}
+
+
+def _check_care_templates(intent: CareIntent, file: str, index: int) -> None:
+    """Every template field of a care intent's chain, answer and opening is a known one."""
+    texts = [
+        (f"gold_chain.{n}.arguments", value)
+        for n, step in enumerate(intent.gold_chain)
+        for value in template_strings(step.arguments)
+    ]
+    texts += [("answer", intent.answer)] if intent.answer else []
+    texts += [(f"customer.{lang}", getattr(intent.customer, lang)) for lang in ("en", "ar")]
+    for where, text in texts:
+        try:
+            bad = template_fields(text) - set(CARE_EXAMPLE_VALUES)
+        except ValueError as exc:
+            raise CatalogError(
+                file, f"intents.{index}.{where}", f"malformed template {text!r}: {exc}"
+            ) from exc
+        if bad:
+            raise CatalogError(
+                file,
+                f"intents.{index}.{where}",
+                f"unknown template field(s) {sorted(bad)}; allowed: {sorted(CARE_EXAMPLE_VALUES)}",
+            )
+
+
+def _parse_care_intent(
+    tools: Mapping[str, ToolSpec],
+) -> Callable[[dict[str, Any], str, int], CareIntent]:
+    def parse(raw: dict[str, Any], file: str, index: int) -> CareIntent:
+        intent = parse_model(CareIntent, raw, file)
+        _check_care_templates(intent, file, index)
+        check_gold_chain(intent, tools, file, index, CARE_EXAMPLE_VALUES)
+        return intent
+
+    return parse
+
+
+def load_care_intents(
+    path: str | Path | None = None, tools: Mapping[str, ToolSpec] | None = None
+) -> tuple[dict[str, Any], tuple[Any, ...]]:
+    """The customer-care (BSS) categories and intents of ``intents.yaml``, validated against
+    the BSS tool specs (``tools``; default: the packaged ones)."""
+    root = data_root()
+    tools = tools if tools is not None else load_tools(root / "tools", domain="bss")
+    path = Path(path) if path else root / "intents.yaml"
+    return load_intents(path, "bss", _parse_care_intent(tools))
 
 
 def _ranges(blueprint: CareBlueprint) -> list[tuple[str, tuple[float, float]]]:
@@ -197,23 +274,10 @@ def load_care_blueprints(
     folder: Path, intents: tuple[CareIntent, ...]
 ) -> dict[str, tuple[CareBlueprint, ...]]:
     """``<folder>/<INTENT>/*.yaml`` for every care intent (each needs one at least)."""
-    if not folder.is_dir():
-        raise CatalogError(str(folder), "", "care blueprints folder not found")
     by_key = {intent.key: intent for intent in intents}
-    found: dict[str, list[CareBlueprint]] = {key: [] for key in by_key}
-    ids: dict[str, str] = {}
-    for path in sorted(folder.glob("*/*.yaml")):
-        blueprint = load_care_blueprint(path, by_key)
-        if blueprint.blueprint_id in ids:
-            raise CatalogError(
-                str(path), "blueprint_id", f"duplicate id (also {ids[blueprint.blueprint_id]})"
-            )
-        ids[blueprint.blueprint_id] = str(path)
-        found[blueprint.intent].append(blueprint)
-    missing = [key for key, family in found.items() if not family]
-    if missing:
-        raise CatalogError(str(folder), "", f"no blueprint for care intent(s) {missing}")
-    return {key: tuple(family) for key, family in found.items()}
+    return load_blueprint_folder(
+        folder, intents, lambda path: load_care_blueprint(path, by_key), "care "
+    )
 
 
 def load_care_catalog(
@@ -224,9 +288,7 @@ def load_care_catalog(
     """The customer-care catalogue; paths left out come from the packaged data."""
     root = data_root()
     tools = load_tools(Path(tools_dir) if tools_dir else root / "tools", domain="bss")
-    categories, intents = load_intents(
-        Path(intents_path) if intents_path else root / "intents.yaml", tools, domain="bss"
-    )
+    categories, intents = load_care_intents(intents_path, tools)
     folder = Path(blueprints_dir) if blueprints_dir else root / "blueprints" / BSS_FOLDER
     blueprints: Any = load_care_blueprints(folder, intents)
     return Catalog(categories=categories, intents=intents, blueprints=blueprints, tools=tools)

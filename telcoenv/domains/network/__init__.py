@@ -8,12 +8,13 @@ from typing import Any
 
 import numpy as np
 
-from telcoenv.catalog import Catalog, default_catalog, load_catalog
+from telcoenv.catalog import Catalog
 from telcoenv.database import EpisodeDatabase
 from telcoenv.domains import EpisodeSetup
 from telcoenv.domains.network import engineer
 from telcoenv.domains.network.dynamics import recompute
 from telcoenv.domains.network.kpis import COUPLINGS, background_kpis, kpi_catalogue
+from telcoenv.domains.network.loading import default_catalog, load_catalog
 from telcoenv.domains.network.parameters import KPI_TO_CELL_PARAMETER, legal_values
 from telcoenv.domains.network.sampling import SamplingPlan, compile_plan, sample_kpis
 from telcoenv.domains.network.schema import network_metadata

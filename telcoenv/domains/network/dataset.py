@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import Any
 
 from telcoenv.agents import OracleAgent
-from telcoenv.catalog import default_catalog
 from telcoenv.domains.network.engineer import phrases, quote_kpis, ranked_evidence
 from telcoenv.domains.network.kpis import kpi_catalogue
+from telcoenv.domains.network.loading import default_catalog
 from telcoenv.env import TelcoEnv
 from telcoenv.specs import LANGUAGES, Intent
 

@@ -12,7 +12,7 @@ import re
 from functools import cache, lru_cache
 from typing import Any
 
-from telcoenv.catalog import default_catalog
+from telcoenv.domains.network.loading import default_catalog
 from telcoenv.errors import ToolError
 
 #: Engineering profile of a healthy cell per role: what recommend_param_change compares with.

@@ -34,8 +34,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from telcoenv.catalog import default_catalog, load_blueprint, parse_yaml, read_yaml
+from telcoenv.catalog import parse_yaml, read_yaml
 from telcoenv.domains.network.kpis import kpi_catalogue
+from telcoenv.domains.network.loading import default_catalog, load_blueprint
 from telcoenv.errors import CatalogError, ReleaseWarning
 from telcoenv.metrics.reliability import ChainRecord, reliability
 from telcoenv.metrics.sequence import eap, msc, sas
