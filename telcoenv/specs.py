@@ -81,29 +81,35 @@ class ResolutionTemplate(_Frozen):
     ticket: TicketTemplate | None = None
 
 
-class CareIntent(_Frozen):
-    """A customer-care intent of the BSS domain: what the customer wants, the gold API chain
-    (argument templates filled from the episode's data) and, for a question, the exact answer
-    (a template of the episode's facts)."""
+class IntentModel(_Frozen):
+    """What every domain's intent has: the environment drives episodes with these fields alone.
+    A domain's intent model extends it with its own (a fault, a customer's opening, ...)."""
 
     key: str
-    domain: Literal["bss"]
     env_name: str
     category: str
     label: Bilingual
-    description: Bilingual
-    customer: Bilingual  # the customer's opening message (a template)
     gold_chain: tuple[GoldStep, ...]
-    answer: str | None = None
 
     @property
     def gym_name(self) -> str:
-        """CamelCase name used in the Gymnasium id, e.g. ``BillShock``."""
+        """CamelCase name used in the Gymnasium id, e.g. ``BeamMisalignment``."""
         return gym_name(self.env_name)
 
     @property
     def gold_tools(self) -> tuple[str, ...]:
         return tuple(step.tool for step in self.gold_chain)
+
+
+class CareIntent(IntentModel):
+    """A customer-care intent of the BSS domain: what the customer wants, the gold API chain
+    (argument templates filled from the episode's data) and, for a question, the exact answer
+    (a template of the episode's facts)."""
+
+    domain: Literal["bss"]
+    description: Bilingual
+    customer: Bilingual  # the customer's opening message (a template)
+    answer: str | None = None
 
 
 class CareCustomer(_Frozen):
@@ -140,27 +146,13 @@ class CareBlueprint(_Frozen):
     new_email: bool = False  # the customer gives a new email address
 
 
-class Intent(_Frozen):
+class Intent(IntentModel):
     """A troubleshooting intent of the taxonomy (one row of the paper's Table I)."""
 
-    key: str
-    env_name: str
-    category: str
     evidence: tuple[str, ...]
-    label: Bilingual
     description: Bilingual
-    gold_chain: tuple[GoldStep, ...]
     fault: Fault
     resolution: ResolutionTemplate
-
-    @property
-    def gym_name(self) -> str:
-        """CamelCase name used in the Gymnasium id, e.g. ``BeamMisalignment``."""
-        return gym_name(self.env_name)
-
-    @property
-    def gold_tools(self) -> tuple[str, ...]:
-        return tuple(step.tool for step in self.gold_chain)
 
 
 class KPIConstraint(_Frozen):

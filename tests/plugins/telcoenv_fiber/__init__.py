@@ -21,29 +21,15 @@ from pydantic import BaseModel, ConfigDict
 from telcoenv.catalog import Catalog, load_tools
 from telcoenv.domains import EpisodeSetup
 from telcoenv.errors import ToolError
-from telcoenv.specs import Bilingual, GoldStep, Language, gym_name
+from telcoenv.specs import IntentModel, Language
 from telcoenv.tooling import Toolbox
 from telcoenv.trace import EpisodeTrace
 
 HERE = Path(__file__).parent
 
 
-class FiberIntent(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    key: str
-    env_name: str
-    category: str
-    label: Bilingual
-    gold_chain: tuple[GoldStep, ...]
-
-    @property
-    def gym_name(self) -> str:
-        return gym_name(self.env_name)
-
-    @property
-    def gold_tools(self) -> tuple[str, ...]:
-        return tuple(step.tool for step in self.gold_chain)
+class FiberIntent(IntentModel):
+    """The core's intent fields are all this domain needs."""
 
 
 class FiberBlueprint(BaseModel):
