@@ -706,7 +706,7 @@ def test_bad_contact_details_through_the_environment_change_nothing(arguments):
 
     env = TelcoEnv("contact_update", domain="bss", embedder=None, privileged=True)
     _, info = env.reset(seed=3)
-    ctx = Ctx(env._setup.state)
+    ctx = Ctx(env.episode.setup.state)
     before = snapshot(ctx)
     customer = info["privileged"]["values"]["customer_id"]
     observation, *_ = env.step(

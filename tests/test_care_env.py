@@ -202,7 +202,7 @@ def test_a_missing_parameter_is_named_and_asking_the_customer_gets_it():
 def test_hostile_arguments_are_errors_and_change_nothing(msisdn):
     env = care_env("contact_update")
     env.reset(seed=6)
-    state = env._setup.state
+    state = env.episode.setup.state
     before = state.snapshot()
     for action in (
         call("get_customer", msisdn=msisdn),
@@ -329,4 +329,4 @@ def test_snapshots_restore_a_care_episode():
     env.step("What is your mobile number?")
     twin = env.clone()
     assert twin.trace.actions[0].observation == env.trace.actions[0].observation
-    assert twin._setup.state.snapshot() == env._setup.state.snapshot()
+    assert twin.episode.setup.state.snapshot() == env.episode.setup.state.snapshot()

@@ -65,7 +65,7 @@ def test_the_gold_chain_resolves_and_scores_the_maximum():
 def test_a_refused_call_changes_nothing_and_is_counted():
     env, gold = _env()
     ont = gold[0]["arguments"]["ont_id"]
-    before = dict(env._setup.state.onts[ont])
+    before = dict(env.episode.setup.state.onts[ont])
     for action in (
         {"name": "reboot_ont", "arguments": {"ont_id": "ONT-12"}},  # breaks the spec's pattern
         {"name": "reboot_ont", "arguments": {"ont_id": float("nan")}},
@@ -73,7 +73,7 @@ def test_a_refused_call_changes_nothing_and_is_counted():
     ):
         observation, *_, info = env.step(action)
         assert "error" in json.loads(observation)
-    assert env._setup.state.onts[ont] == before and info["invalid_actions"] == 3
+    assert env.episode.setup.state.onts[ont] == before and info["invalid_actions"] == 3
 
 
 def test_the_budget_truncates_and_approval_gates_the_change():
@@ -113,5 +113,5 @@ def test_shaped_rewards_recompute_from_the_trace():
 def test_the_registered_domain_is_shared_and_its_tools_cannot_see_the_truth():
     assert get_domain("fiber") is fiber_domain()
     env, _ = _env()
-    context = env.domain.tool_context(env._setup, lambda: [0], 1)
+    context = env.domain.tool_context(env.episode.setup, lambda: [0], 1)
     assert not hasattr(context, "truth") and not hasattr(context, "gold_values")

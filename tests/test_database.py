@@ -33,7 +33,7 @@ def _call(env: TelcoEnv, name: str, **arguments) -> dict:
 
 
 def _counts(env: TelcoEnv) -> dict[str, int]:
-    cursor = env._setup.state.db._cursor
+    cursor = env.episode.setup.state.db._cursor
     return {
         table: cursor.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
         for table in network_metadata().tables
@@ -43,7 +43,7 @@ def _counts(env: TelcoEnv) -> dict[str, int]:
 def test_an_episode_lives_in_the_database_and_the_next_reset_discards_it():
     env = TelcoEnv("pci_collision", privileged=True, embedder=None)
     env.reset(seed=0)
-    state = env._setup.state
+    state = env.episode.setup.state
     counts = _counts(env)
     assert counts["cells"] == len(state.cell_ids) and counts["sites"] == len(state.cell_ids)
     assert counts["config_baselines"] == len(state.cell_ids) and counts["slices"] == 2
@@ -58,15 +58,15 @@ def test_an_episode_lives_in_the_database_and_the_next_reset_discards_it():
     assert cell["pci"] == row[0]
     first_cells = set(state.cell_ids)
     env.reset(seed=1)
-    ids = {r[0] for r in env._setup.state.db._cursor.execute("SELECT cell_id FROM cells")}
-    assert ids == set(env._setup.state.cell_ids) and not ids & (first_cells - ids)
+    ids = {r[0] for r in env.episode.setup.state.db._cursor.execute("SELECT cell_id FROM cells")}
+    assert ids == set(env.episode.setup.state.cell_ids) and not ids & (first_cells - ids)
     assert _counts(env)["change_log"] == 0
 
 
 def test_write_tools_change_rows_and_append_to_the_change_log():
     env = TelcoEnv("config_mismatch", privileged=True, embedder=None)
     _, info = env.reset(seed=2)
-    state = env._setup.state
+    state = env.episode.setup.state
     for action in gold_actions(info):
         env.step(action)
     log = state.change_log()
@@ -107,7 +107,7 @@ def test_write_tools_change_rows_and_append_to_the_change_log():
 def test_refused_changes_name_the_problem_and_change_nothing(name, arguments, kind, named):
     env = TelcoEnv("beam_misalignment", privileged=True, embedder=None)
     env.reset(seed=3)
-    state = env._setup.state
+    state = env.episode.setup.state
     before, counts = state.configuration(), _counts(env)
     filled = json.loads(json.dumps(arguments).replace("{cell}", state.serving_id))
     output = _call(env, name, **filled)
@@ -119,7 +119,7 @@ def test_refused_changes_name_the_problem_and_change_nothing(name, arguments, ki
 def test_the_schema_refuses_what_the_tool_spec_forbids_and_rolls_back_all_of_it():
     env = TelcoEnv("degraded_backhaul", privileged=True, embedder=None)
     env.reset(seed=0)
-    state = env._setup.state
+    state = env.episode.setup.state
     before, counts = state.configuration(), _counts(env)
     # Bypass the JSON Schema check: the database's CHECK constraints are the backstop. The first
     # target is valid, the second is not, and neither may stay.
@@ -141,7 +141,7 @@ def test_the_schema_refuses_what_the_tool_spec_forbids_and_rolls_back_all_of_it(
 def test_hostile_arguments_are_bound_kept_verbatim_and_change_nothing_else(hostile):
     env = TelcoEnv("beam_misalignment", privileged=True, embedder=None)
     env.reset(seed=4)
-    state = env._setup.state
+    state = env.episode.setup.state
     before, counts = state.configuration(), _counts(env)
     for name, arguments in (
         ("oss_query", {"cell_id": hostile, "window": "1h"}),
@@ -201,7 +201,7 @@ def test_a_kept_database_keeps_what_was_committed_when_the_process_is_killed(tmp
         from telcoenv.env import TelcoEnv
         env = TelcoEnv("beam_misalignment", privileged=True, embedder=None, database_url={url!r})
         _, info = env.reset(seed=7)
-        cell = env._setup.state.serving_id
+        cell = env.episode.setup.state.serving_id
         env.step({{"name": "optimize_cell", "arguments": {{"cell_id": cell,
                   "changes": {{"beam_azimuth_offset_deg": 0}}, "reason": "before the crash"}}}})
         print(info["database_episode_id"], flush=True)
@@ -233,7 +233,7 @@ def test_close_releases_the_database_and_a_later_reset_opens_a_new_one():
     env = TelcoEnv("beam_misalignment", embedder=None)
     env.reset(seed=0)
     env.close()
-    assert env._database is None
+    assert env.database is None
     observation, _ = env.reset(seed=0)
     assert observation
 
@@ -285,7 +285,7 @@ def test_a_postgresql_database_keeps_episodes_and_refuses_like_sqlite():
         env.close()
     env = TelcoEnv("degraded_backhaul", privileged=True, embedder=None, database_url=url)
     _, info = env.reset(seed=0)
-    state = env._setup.state
+    state = env.episode.setup.state
     before = state.configuration()
     assert _call(env, "oss_query", cell_id=HOSTILE[0], window="1h")["error"]["type"] == "not_found"
     targets = [

@@ -39,7 +39,7 @@ def _call(env: TelcoEnv, name: str, **arguments) -> dict:
 def test_the_right_fix_brings_the_key_kpis_back(intent):
     for seed in range(4):
         env, info, cell = _episode(intent, seed)
-        state, fault = env._setup.state, env._setup.truth
+        state, fault = env.episode.setup.state, env.episode.setup.truth
         assert not all(key_kpis_recovered(state, fault).values())
         for action in gold_actions(info):
             env.step(action)
@@ -52,7 +52,7 @@ def test_the_right_fix_brings_the_key_kpis_back(intent):
 
 def test_a_wrong_fix_leaves_the_symptoms_and_a_harmful_one_worsens_them():
     env, info, cell = _episode("beam_misalignment", 3)
-    state, fault = env._setup.state, env._setup.truth
+    state, fault = env.episode.setup.state, env.episode.setup.truth
     name = ranked_evidence(fault.sampled, fault.intent.evidence)[0]
     before = state.kpis(state.serving_id)[name]
     _call(env, "optimize_cell", cell_id=cell, changes={"cio_db": 1})  # wrong parameter
@@ -70,7 +70,7 @@ def test_a_wrong_fix_leaves_the_symptoms_and_a_harmful_one_worsens_them():
 
 def test_series_continue_after_a_change_so_the_agent_can_remeasure():
     env, info, cell = _episode("pingpong_handovers", 1)
-    fault = env._setup.truth
+    fault = env.episode.setup.truth
     before = _call(env, "kpi_timeseries", cell_id=cell, kpi="HO", window="1h")
     for action in gold_actions(info):
         env.step(action)
@@ -84,7 +84,7 @@ def test_series_continue_after_a_change_so_the_agent_can_remeasure():
 
 def test_a_partial_fix_moves_the_kpis_part_of_the_way():
     env, info, cell = _episode("overshooting_cell", 2)
-    state, fault = env._setup.state, env._setup.truth
+    state, fault = env.episode.setup.state, env.episode.setup.truth
     name = ranked_evidence(fault.sampled, fault.intent.evidence)[0]
     sampled, healthy = fault.sampled[name], healthy_target(name, fault.sampled[name])
     start = state.serving.config["tilt_deg"]

@@ -533,7 +533,7 @@ def test_no_tool_can_reach_the_ground_truth(domain):
     forbidden = (EpisodeSetup, EpisodeTrace, Fault, BssData, Intent, CareIntent)
     for seed in range(12):  # intents of every kind of fault
         env.reset(seed=seed)
-        setup = env._setup  # the test looks behind the curtain the tools cannot
+        setup = env.episode.setup  # the test looks behind the curtain the tools cannot
         context = env.domain.tool_context(setup, lambda: [0], 1)
         reached = _reachable(context)
         leaks = [type(o).__name__ for o in reached if isinstance(o, forbidden)]

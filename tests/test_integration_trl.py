@@ -6,6 +6,7 @@ import inspect
 import json
 import re
 import typing
+from typing import Any
 
 import pytest
 
@@ -47,9 +48,9 @@ def specs() -> dict:
     return dict(TelcoEnv(embedder=None).domain.catalog.tools)
 
 
-def gold_episode(intent: str, seed: int) -> tuple[TelcoEnv, list[dict]]:
+def gold_episode(intent: str, seed: int, **kwargs: Any) -> tuple[TelcoEnv, list[dict]]:
     """A privileged reference env reset with ``seed`` and the gold actions of its episode."""
-    env = TelcoEnv(intent, privileged=True, embedder=None)
+    env = TelcoEnv(intent, privileged=True, embedder=None, **kwargs)
     _, info = env.reset(seed=seed)
     return env, gold_actions(info)
 
@@ -210,8 +211,7 @@ def test_unsubmitted_episode_scores_zero(beam: type) -> None:
 
 def test_truncation_at_max_steps_gives_the_env_reward() -> None:
     short = trl_environment("beam_misalignment", max_steps=2)
-    reference, actions = gold_episode("beam_misalignment", seed=5)
-    reference.max_steps = 2
+    reference, actions = gold_episode("beam_misalignment", seed=5, max_steps=2)
     instance = short()
     instance.reset(seed=5)
     for action in actions[:2]:

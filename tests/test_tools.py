@@ -85,7 +85,7 @@ def test_every_fault_is_in_the_state_and_the_gold_fix_changes_it(catalog):
             snapshot = env.trace.network
             for name, healthy in info["privileged"]["fix"].items():
                 if intent.fault.target == "slice":
-                    current = snapshot["slices"][env._setup.gold_values["slice_id"]]["policy"][name]
+                    current = snapshot["slices"][env.episode.setup.gold_values["slice_id"]]["policy"][name]
                 elif intent.fault.target == "backhaul":
                     current = snapshot["backhaul"]["config"][name]
                 elif name == "pci":
@@ -135,7 +135,7 @@ def test_optimize_cell_changes_the_state_and_logs_it():
     assert result["changes"][0]["old"] >= 92
     config = _call(env, "oss_query", cell_id=cell, window="1h")["configuration"]
     assert config["mlb_threshold_pct"] == 70
-    assert env._setup.state.change_log()[0]["reason"] == "offload"
+    assert env.episode.setup.state.change_log()[0]["reason"] == "offload"
     neighbour = env.trace.network["neighbours"][0]["cell_id"]
     refused = _call(env, "optimize_cell", cell_id=neighbour, changes={"bh_shaper_mbps": 500})
     assert refused["error"]["type"] == "rejected"

@@ -83,8 +83,8 @@ def test_parallel_environments_never_share_state():
     _, info_b = second.reset(seed=5)
     for action in gold_actions(info_a):
         first.step(action)
-    assert first._setup.state.serving.config["mlb_threshold_pct"] == 70
-    assert second._setup.state.serving.config["mlb_threshold_pct"] != 70
+    assert first.episode.setup.state.serving.config["mlb_threshold_pct"] == 70
+    assert second.episode.setup.state.serving.config["mlb_threshold_pct"] != 70
 
 
 def test_sql_like_strings_are_kept_verbatim_and_change_nothing_else():
@@ -92,7 +92,7 @@ def test_sql_like_strings_are_kept_verbatim_and_change_nothing_else():
     _, info = env.reset(seed=0)
     tricky = 'Robert\'); DROP TABLE tickets;-- "quoted" ; SELECT * FROM cells'
     env.step({"name": "create_ticket", "arguments": {"summary": tricky, "severity": "minor"}})
-    assert env._setup.state.tickets()[0]["summary"] == tricky
+    assert env.episode.setup.state.tickets()[0]["summary"] == tricky
     *_, info = env.step(submit("Coverage Hole", tricky))
     assert info["trace"].submission.summary == tricky
     assert info["collateral_changes"] == []
@@ -120,7 +120,7 @@ def test_changes_can_require_the_engineers_approval():
     env.step(audit)
     refused, *_ = env.step(change)
     assert '"approval_required"' in refused
-    assert env._setup.state.serving.config["mlb_threshold_pct"] != 70  # nothing changed
+    assert env.episode.setup.state.serving.config["mlb_threshold_pct"] != 70  # nothing changed
     env.step("May I lower the load-balancing threshold?")
     applied, *_ = env.step(change)
     assert '"status":"applied"' in applied

@@ -70,7 +70,7 @@ except ModuleNotFoundError as exc:  # pragma: no cover - exercised only without 
     ) from exc
 
 import telcoenv
-from telcoenv.env import RESET_OPTIONS
+from telcoenv.options import RESET_OPTIONS
 
 if TYPE_CHECKING:
     from fastapi import FastAPI

@@ -77,7 +77,8 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "telcoenv.integrations.verl needs verl 0.9 (install the 'verl' extra, see the README)"
     ) from exc
 
-from telcoenv.env import RESET_OPTIONS, TelcoEnv
+from telcoenv.env import TelcoEnv
+from telcoenv.options import RESET_OPTIONS
 
 __all__ = [
     "AGENT_LOOP_CLASS",

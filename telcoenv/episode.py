@@ -1,0 +1,452 @@
+"""One episode: its sampled setup, its trace, its rules and the step that advances it.
+
+:class:`~telcoenv.env.TelcoEnv` draws the episode and builds an :class:`Episode`; every
+``step`` then goes here. One step:
+
+1. :func:`telcoenv.actions.receive` has turned the action into tool calls, a plain message or a
+   :class:`~telcoenv.actions.ParseError` (never an exception).
+2. A message goes to the domain's counterpart (``domain.reply``); a tool call runs through the
+   domain's toolbox with a ``domain.tool_context`` that cannot reach the ground truth;
+   ``submit_resolution`` ends the episode. The rules of :mod:`telcoenv.policies` (step budget,
+   approval gate, re-measurements) and the reward shaper see every call.
+3. Every action becomes an :class:`~telcoenv.trace.ActionRecord` of the trace.
+4. At the end the domain verifies the final state, the metrics are computed and the reward
+   comes from them (:mod:`telcoenv.rewards`).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import uuid
+import zlib
+from typing import Any
+
+import numpy as np
+import orjson
+
+from telcoenv.actions import ParseError, PlainMessage, Received, ToolCall
+from telcoenv.catalog import fill_gold_arguments
+from telcoenv.domains import Domain
+from telcoenv.errors import EmbedderUnavailableError
+from telcoenv.metrics.scoring import EpisodeMetrics, score_episode
+from telcoenv.options import EnvSettings
+from telcoenv.policies import ApprovalGate, Remeasurements, StepBudget
+from telcoenv.rewards import ShapingTracker, reward_from, terminal_components
+from telcoenv.specs import IntentModel, Language
+from telcoenv.tooling import RESERVED_SUBMIT, call_key, canonical_json
+from telcoenv.trace import ActionRecord, EpisodeTrace, GoldCall, Submission
+
+#: What ``step`` returns: observation, reward, terminated, truncated, info.
+StepResult = tuple[str, float, bool, bool, dict[str, Any]]
+
+
+def error_observation(kind: str, message: str) -> str:
+    return canonical_json({"error": {"type": kind, "message": message}})
+
+
+def episode_id_of(key: list[int]) -> str:
+    return f"ep-{zlib.crc32(repr(key).encode()):08x}"
+
+
+class Episode:
+    """The mutable state of one episode (``TelcoEnv.episode``); built by ``reset``."""
+
+    def __init__(
+        self,
+        *,
+        settings: EnvSettings,
+        env_id: str,
+        intent: IntentModel,
+        blueprint: Any,
+        key: list[int],
+        lang: Language,
+        seed: int | None,
+        options: dict[str, Any],
+        database: Any,
+    ) -> None:
+        domain: Domain = settings.domain
+        self.settings, self.domain = settings, domain
+        self.intent, self.blueprint, self.key = intent, blueprint, key
+        self.episode_id = episode_id_of(key)
+        # A kept database may already hold this episode (same seed): give it a unique id there.
+        self.stored_id = (
+            f"{self.episode_id}-{uuid.uuid4().hex[:12]}" if database.persistent else None
+        )
+        self.setup = domain.start_episode(
+            intent,
+            blueprint,
+            np.random.default_rng(key),
+            lang,
+            database,
+            self.stored_id or self.episode_id,
+        )
+        self.privileged: bool = options.get("privileged", settings.privileged)
+        self.budget = StepBudget(settings.max_steps)
+        self.approval = ApprovalGate(
+            options.get("require_approval", settings.require_approval), domain.counterpart
+        )
+        self.remeasurements = Remeasurements()
+        self.shaper = (
+            ShapingTracker(intent.gold_tools, _distractors(domain), settings.shaping)
+            if settings.reward_mode == "shaped"
+            else None
+        )
+        self.tool_calls = self.invalid_actions = self.counterpart_messages = 0
+        self.turn = 0  # actions taken; the calls of one message share their record's ``step``
+        self.actions_log: list[str] = []  # every action as received, for snapshots
+        self.metrics: EpisodeMetrics | None = None
+        self.metrics_error: str | None = None
+        self.trace = self._start_trace(env_id, lang, seed, options)
+
+    def _start_trace(
+        self, env_id: str, lang: Language, seed: int | None, options: dict[str, Any]
+    ) -> EpisodeTrace:
+        intent, setup, domain = self.intent, self.setup, self.domain
+        tools = domain.catalog.tools
+        # Trusted internal values: construct without re-validation on the reset hot path.
+        gold = [
+            GoldCall.model_construct(
+                tool=step.tool,
+                arguments=fill_gold_arguments(step.arguments, setup.gold_values),
+                free_text=list(tools[step.tool].free_text),
+            )
+            for step in intent.gold_chain
+        ]
+        return EpisodeTrace.model_construct(
+            episode_id=self.episode_id,
+            env_id=env_id,
+            domain=domain.name,
+            intent=intent.key,
+            category=intent.category,
+            blueprint_id=self.blueprint.blueprint_id,
+            language=lang,
+            intent_list=options.get("intent_list", self.settings.intent_list),
+            gold_label=intent.label.model_dump(),
+            gold_summary=setup.gold_summary,
+            seed=seed,
+            sample_index=options.get("sample_index"),
+            episode_key=self.key,
+            problem_statement=setup.problem_statement,
+            sampled_kpis=setup.sampled_kpis,
+            gold_answer=setup.gold_answer,
+            **{domain.snapshot_field: domain.snapshot(setup)},
+            gold_chain=gold,
+            actions=[],
+            submission=None,
+            verification=None,
+            terminated=False,
+            truncated=False,
+        )
+
+    # --- what callers read ------------------------------------------------------------------------
+
+    @property
+    def ended(self) -> bool:
+        return self.trace.terminated or self.trace.truncated
+
+    @property
+    def require_approval(self) -> bool:
+        return self.approval.required
+
+    def counts(self) -> dict[str, int]:
+        """The running counts every ``info`` carries."""
+        return {
+            "steps": self.budget.used,
+            "tool_calls": self.tool_calls,
+            "invalid_actions": self.invalid_actions,
+            "engineer_messages": self.counterpart_messages,
+        }
+
+    def privileged_info(self) -> dict[str, Any]:
+        intent, trace = self.intent, self.trace
+        return orjson.loads(  # a fresh copy: nothing shared with the trace or the domain
+            orjson.dumps(
+                {
+                    "intent": intent.key,
+                    "label": intent.label.model_dump(),
+                    "category": intent.category,
+                    "blueprint_id": trace.blueprint_id,
+                    "gold_chain": [c.model_dump() for c in trace.gold_chain],
+                    "sampled_kpis": trace.sampled_kpis,
+                    "gold_summary": trace.gold_summary,
+                    **self.domain.privileged(self.setup, intent),
+                }
+            )
+        )
+
+    def info(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
+        """A step's info: counts and the last action; at the end the trace, metrics, verdict."""
+        trace = self.trace
+        info: dict[str, Any] = {"episode_id": trace.episode_id, "messages": messages}
+        info.update(self.counts())
+        if trace.actions:
+            last = trace.actions[-1]
+            info["action"] = {"kind": last.kind, "valid": last.valid, "error_type": last.error_kind}
+        if self.ended:
+            assert self.metrics is not None
+            info["trace"] = trace
+            info["predicted_chain"] = trace.predicted_chain
+            info["metrics"] = self.metrics.model_dump()
+            # Copies: a caller may keep and change what it gets (Gymnasium's data-reuse rule).
+            verification = copy.deepcopy(trace.verification or {})
+            info["resolved"] = verification.get("resolved")
+            info["verification"] = verification
+            info["collateral_changes"] = copy.deepcopy(verification.get("collateral_changes", []))
+            if self.metrics_error:
+                info["metrics_error"] = self.metrics_error
+            if self.privileged:
+                info["privileged"] = self.privileged_info()
+        return info
+
+    # --- the step ---------------------------------------------------------------------------------
+
+    def step(self, received: Received) -> StepResult:
+        """Advance the episode by one action; never raises on what the agent sent."""
+        if self.ended:
+            return self._step_after_end(received)
+        trace = self.trace
+        self.budget.take()  # one more per extra call of a multi-call action (see _tool_calls)
+        self.turn += 1
+        self.actions_log.append(received.log_entry)
+        first_record = len(trace.actions)
+        parsed = received.parsed
+        submitted = False
+        if isinstance(parsed, ParseError):
+            observation = error_observation(parsed.kind, parsed.message)
+            self._record(
+                kind="invalid",
+                raw=received.raw,
+                valid=False,
+                error_kind=parsed.kind,
+                error=parsed.message,
+                observation=observation,
+            )
+            messages = [{"role": "user", "content": observation}]
+        elif isinstance(parsed, PlainMessage):
+            observation = self._message(parsed.content)
+            messages = [{"role": "user", "content": observation}]
+        else:
+            observation, messages, submitted = self._tool_calls(parsed, received.raw)
+        if submitted:
+            trace.terminated = True
+        elif self.budget.exhausted:
+            trace.truncated = True
+        components = (
+            self.shaper.step(trace.actions[first_record:]) if self.shaper is not None else {}
+        )
+        if self.ended:
+            components.update(self._finish())
+        info = self.info(messages)
+        info["reward_components"] = components
+        return observation, float(sum(components.values())), trace.terminated, trace.truncated, info
+
+    def truncate(self, reason: str) -> tuple[float, dict[str, Any]]:
+        """End the running episode as truncated by a limit outside the task (see TelcoEnv)."""
+        self.trace.truncated = True
+        components = self._finish()
+        info = self.info([])
+        info["reward_components"] = components
+        info["truncation_reason"] = reason
+        return float(sum(components.values())), info
+
+    def _message(self, content: str) -> str:
+        self.counterpart_messages += 1
+        rng = np.random.default_rng([*self.key, 1, self.turn])
+        observation = self.domain.reply(
+            self.setup, self.blueprint, content, self.trace.language, rng, ended=False
+        )
+        self.approval.heard(self.domain.asks_approval(content))
+        self._record(kind="message", raw=content, valid=True, observation=observation)
+        return observation
+
+    def _step_after_end(self, received: Received) -> StepResult:
+        trace = self.trace
+        observation = error_observation(
+            "episode_ended", "the episode has ended; call reset() to start a new one"
+        )
+        if isinstance(received.parsed, PlainMessage):  # the counterpart says the case is closed
+            rng = np.random.default_rng([*self.key, 2, len(trace.actions)])
+            observation = self.domain.reply(
+                self.setup, self.blueprint, "", trace.language, rng, ended=True
+            )
+        # A new trace object: the one returned at the end of the episode stays as it was.
+        self.trace = trace.model_copy(update={"actions": list(trace.actions)})
+        self._record(
+            kind="after_end",
+            raw=received.raw,
+            valid=False,
+            error_kind="episode_ended",
+            error="action after the end",
+            observation=observation,
+        )
+        return observation, 0.0, trace.terminated, trace.truncated, self.info([])
+
+    def _tool_calls(self, calls: list[ToolCall], raw: Any) -> tuple[str, list[dict], bool]:
+        # Every call past the first takes one more step of the budget; calls past the budget or
+        # after a submission are refused, not run.
+        outputs: list[tuple[str, str]] = []
+        messages: list[dict[str, Any]] = []
+        submitted = False
+        for index, call in enumerate(calls):
+            over_budget = index > 0 and self.budget.exhausted
+            if index > 0 and not submitted and not over_budget:
+                self.budget.take()
+            if submitted or over_budget:
+                observation = self._refuse(call, submitted)
+            else:
+                observation, submitted = self._call(call, raw)
+            outputs.append((call.name, observation))
+            messages.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": call.call_id or f"call_{index}",
+                    "name": call.name,
+                    "content": observation,
+                }
+            )
+        if len(outputs) == 1:
+            return outputs[0][1], messages, submitted
+        combined = canonical_json([{"name": n, "output": _decoded(o)} for n, o in outputs])
+        return combined, messages, submitted
+
+    def _refuse(self, call: ToolCall, submitted: bool) -> str:
+        if submitted:
+            kind, message = "episode_ended", "call after submit_resolution refused"
+        else:
+            kind, message = "step_budget_exhausted", self.budget.refusal()
+        observation = error_observation(kind, message)
+        self._record(
+            kind="after_end",
+            tool=call.name,
+            valid=False,
+            error_kind=kind,
+            error=message,
+            observation=observation,
+        )
+        return observation
+
+    def _call(self, call: ToolCall, raw: Any) -> tuple[str, bool]:
+        """Run one tool call (or the submission); returns (observation, submitted).
+
+        The raw action is kept only when the arguments could not be parsed, so that nothing
+        the agent sent is lost.
+        """
+        kind = "submit" if call.name == RESERVED_SUBMIT else "tool_call"
+        if call.error is not None:
+            error_kind = call.error_kind or "malformed_arguments"
+            return self._refused_call(kind, call.name, None, raw, error_kind, call.error), False
+        arguments = call.arguments or {}
+        if kind == "submit":
+            return self._submit(arguments)
+        self.tool_calls += 1
+        key, spec = self.key, self.domain.toolbox.specs.get(call.name)
+        result = self.approval.refusal(call.name, spec)
+        if result is None:
+            context = self.domain.tool_context(  # the call's seed is computed only if drawn
+                self.setup, lambda: [*key, call_key(call.name, arguments)], self.turn
+            )
+            result = self.domain.toolbox.run(call.name, arguments, context)
+            self.approval.ran(spec, result)
+        remeasure = self.remeasurements.ran(call.name, arguments, spec, result)
+        observation = (
+            canonical_json(result.output)
+            if result.ok
+            else error_observation(result.error_kind or "execution", result.error or "")
+        )
+        self._record(
+            kind="tool_call",
+            tool=call.name,
+            arguments=arguments,
+            valid=result.ok,
+            error_kind=result.error_kind,
+            error=result.error,
+            observation=observation,
+            remeasure=remeasure,
+        )
+        return observation, False
+
+    def _submit(self, arguments: dict[str, Any]) -> tuple[str, bool]:
+        problem = self.domain.toolbox.validate(RESERVED_SUBMIT, arguments)
+        if problem is not None:
+            message = f"invalid arguments for {RESERVED_SUBMIT}: {problem}"
+            observation = error_observation("invalid_arguments", message)
+            self._record(
+                kind="submit",
+                tool=RESERVED_SUBMIT,
+                arguments=arguments,
+                valid=False,
+                error_kind="invalid_arguments",
+                error=problem,
+                observation=observation,
+            )
+            return observation, False
+        self.trace.submission = Submission(**arguments)
+        observation = canonical_json({"status": "submitted", "episode_id": self.episode_id})
+        self._record(
+            kind="submit",
+            tool=RESERVED_SUBMIT,
+            arguments=arguments,
+            valid=True,
+            observation=observation,
+        )
+        return observation, True
+
+    def _refused_call(
+        self, kind: str, name: str, arguments: Any, raw: Any, error_kind: str, error: str
+    ) -> str:
+        observation = error_observation(error_kind, error)
+        self._record(
+            kind=kind,
+            tool=name,
+            arguments=arguments,
+            raw=raw,
+            valid=False,
+            error_kind=error_kind,
+            error=error,
+            observation=observation,
+        )
+        return observation
+
+    def _record(self, **fields: Any) -> ActionRecord:
+        # Built from trusted internal values: skip validation on this hot path.
+        fields.setdefault("error_kind", None)
+        fields.setdefault("error", None)
+        fields.setdefault("arguments", None)
+        fields.setdefault("tool", None)
+        fields.setdefault("raw", None)
+        fields.setdefault("remeasure", False)
+        record = ActionRecord.model_construct(step=self.turn, **fields)
+        self.trace.actions.append(record)
+        if not record.valid:
+            self.invalid_actions += 1
+        return record
+
+    # --- the end ----------------------------------------------------------------------------------
+
+    def _finish(self) -> dict[str, float]:
+        """Verify and score the ended episode; returns the terminal reward terms (never raises)."""
+        trace, settings = self.trace, self.settings
+        trace.verification = self.domain.verify(self.setup, self.intent, trace)
+        self.metrics, self.metrics_error = _scored(trace, settings.embedder)
+        try:
+            terminal = reward_from(settings.reward, self.metrics, trace)
+        except (ValueError, TypeError) as exc:
+            self.metrics_error, terminal = f"reward: {exc}", 0.0
+        resolved = (trace.verification or {}).get("resolved")
+        return terminal_components(terminal, resolved, settings.reward_mode, settings.shaping)
+
+
+def _scored(trace: EpisodeTrace, embedder: Any) -> tuple[EpisodeMetrics, str | None]:
+    try:
+        return score_episode(trace, embedder), None
+    except EmbedderUnavailableError as exc:  # report it; a training loop must not die
+        return score_episode(trace, None), str(exc)
+
+
+def _distractors(domain: Domain) -> list[str]:
+    return [name for name, spec in domain.catalog.tools.items() if spec.kind == "distractor"]
+
+
+def _decoded(observation: str) -> Any:
+    return json.loads(observation) if observation.startswith(("{", "[")) else observation

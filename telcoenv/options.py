@@ -1,0 +1,203 @@
+"""The settings of an environment and the options of a reset, checked once at the API edge.
+
+``TelcoEnv(**kwargs)`` builds an :class:`EnvSettings`; ``reset(options=...)`` goes through
+:func:`check_reset_options`. Both raise :class:`~telcoenv.errors.EpisodeOptionError` naming the
+bad argument, so that nothing unchecked reaches an episode.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any
+
+import numpy as np
+
+from telcoenv.domains import Domain, get_domain
+from telcoenv.errors import EpisodeOptionError
+from telcoenv.metrics.embeddings import Embedder, get_embedder
+from telcoenv.rewards import RewardMode, RewardSpec, Shaping, check_reward, check_shaping
+from telcoenv.specs import LANGUAGES, IntentModel, Language
+
+#: The options ``reset`` takes, with the type each must have (``None`` means "not given").
+OPTION_TYPES: dict[str, type] = {
+    "intent": str,
+    "blueprint": str,
+    "sample_index": int,
+    "lang": str,
+    "privileged": bool,
+    "intent_list": bool,
+    "require_approval": bool,
+}
+RESET_OPTIONS = frozenset(OPTION_TYPES)
+RENDER_MODES = ("ansi",)
+_TYPE_NAMES = {str: "a string", int: "an integer", bool: "a bool (True or False)"}
+
+
+def typed_value(where: str, value: Any, kind: type) -> Any:
+    """``value`` as ``kind`` (numpy scalars accepted), or an EpisodeOptionError naming ``where``.
+
+    Only real booleans are booleans: ``"no"`` or ``0`` is refused, never taken as truthy.
+    """
+    if kind is bool and isinstance(value, bool | np.bool_):
+        return bool(value)
+    is_bool = isinstance(value, bool | np.bool_)
+    if kind is int and isinstance(value, int | np.integer) and not is_bool:
+        return int(value)
+    if kind is str and isinstance(value, str):
+        return value
+    raise EpisodeOptionError(f"{where} must be {_TYPE_NAMES[kind]}, got {value!r}")
+
+
+def check_lang(lang: Any) -> Language:
+    if lang not in LANGUAGES:
+        raise EpisodeOptionError(f"lang must be one of {list(LANGUAGES)}, got {lang!r}")
+    return lang
+
+
+def check_seed(seed: Any) -> int | None:
+    if seed is None:
+        return None
+    seed = typed_value("seed", seed, int)
+    if seed < 0:
+        raise EpisodeOptionError(f"seed must be a non-negative integer, got {seed}")
+    return seed
+
+
+def check_reset_options(options: Any) -> dict[str, Any]:
+    """The reset options, typed; unknown names, a non-mapping or a wrong type raise."""
+    if options is None:
+        return {}
+    if not isinstance(options, Mapping):
+        raise EpisodeOptionError(
+            f"reset options must be a dict, got {type(options).__name__}; "
+            f"valid options: {sorted(RESET_OPTIONS)}"
+        )
+    unknown = [name for name in options if name not in RESET_OPTIONS]
+    if unknown:
+        raise EpisodeOptionError(
+            f"unknown reset option(s) {sorted(map(str, unknown))}; "
+            f"valid options: {sorted(RESET_OPTIONS)}"
+        )
+    checked = {
+        name: typed_value(f"reset option {name!r}", value, OPTION_TYPES[name])
+        for name, value in options.items()
+        if value is not None
+    }
+    if checked.get("sample_index", 0) < 0:
+        raise EpisodeOptionError(
+            f"sample_index must be a non-negative integer, got {checked['sample_index']!r}"
+        )
+    return checked
+
+
+def check_domain(domain: Any) -> Domain:
+    if isinstance(domain, str | None):
+        return get_domain(domain or "network")
+    if not all(hasattr(domain, name) for name in ("catalog", "toolbox", "start_episode")):
+        raise EpisodeOptionError(f"domain must be a domain name or a Domain, got {domain!r}")
+    return domain
+
+
+def check_blueprint(domain: Domain, blueprint_id: str | None, intent: IntentModel | None) -> Any:
+    """The blueprint of that id (``None`` for none), which must belong to ``intent`` if given."""
+    if blueprint_id is None:
+        return None
+    blueprint = domain.catalog.blueprint(blueprint_id)
+    if intent is not None and blueprint.intent != intent.key:
+        valid = [b.blueprint_id for b in domain.catalog.blueprints[intent.key]]
+        raise EpisodeOptionError(
+            f"blueprint {blueprint_id!r} belongs to {blueprint.intent}, "
+            f"not {intent.key}; its blueprints are {valid}"
+        )
+    return blueprint
+
+
+@dataclass(frozen=True, slots=True)
+class EnvSettings:
+    """The checked keyword arguments of :class:`~telcoenv.env.TelcoEnv` (documented there).
+
+    ``as_kwargs()`` rebuilds an equal environment (``clone``); the resolved domain and embedder
+    are shared, not rebuilt.
+    """
+
+    intent: str | None
+    lang: Language
+    blueprint: str | None
+    max_steps: int
+    intent_list: bool
+    privileged: bool
+    reward: RewardSpec
+    reward_mode: RewardMode
+    shaping: Shaping
+    embedder: Embedder | None
+    require_approval: bool
+    domain: Domain
+    database_url: str | None
+    render_mode: str | None
+
+    @classmethod
+    def check(
+        cls,
+        *,
+        intent: Any,
+        lang: Any,
+        blueprint: Any,
+        max_steps: Any,
+        intent_list: Any,
+        privileged: Any,
+        reward: Any,
+        reward_mode: Any,
+        shaping: Any,
+        embedder: Any,
+        require_approval: Any,
+        domain: Any,
+        database_url: Any,
+        render_mode: Any,
+    ) -> EnvSettings:
+        for name, value in (
+            ("intent", intent),
+            ("blueprint", blueprint),
+            ("database_url", database_url),
+        ):
+            if value is not None:
+                typed_value(name, value, str)
+        max_steps = typed_value("max_steps", max_steps, int)
+        if max_steps < 1:
+            raise EpisodeOptionError(f"max_steps must be a positive integer, got {max_steps!r}")
+        if render_mode not in (None, *RENDER_MODES):
+            raise EpisodeOptionError(
+                f"render_mode must be one of {list(RENDER_MODES)} or None, got {render_mode!r}"
+            )
+        try:  # a copy of the weights: the caller's dict may change later
+            reward = check_reward(reward, embedder is not None)
+        except ValueError as exc:
+            raise EpisodeOptionError(str(exc)) from None
+        if reward_mode not in ("sparse", "shaped"):
+            raise EpisodeOptionError(
+                f"reward_mode must be 'sparse' or 'shaped', got {reward_mode!r}"
+            )
+        try:
+            shaping = check_shaping(shaping)
+        except (TypeError, ValueError) as exc:
+            raise EpisodeOptionError(f"invalid shaping: {exc}") from None
+        return cls(
+            intent=intent,
+            lang=check_lang(lang),
+            blueprint=blueprint,
+            max_steps=max_steps,
+            intent_list=typed_value("intent_list", intent_list, bool),
+            privileged=typed_value("privileged", privileged, bool),
+            reward=reward,
+            reward_mode=reward_mode,
+            shaping=shaping,
+            # Resolving is cheap (a model loads at the first score); a missing package fails here.
+            embedder=get_embedder(embedder) if embedder is not None else None,
+            require_approval=typed_value("require_approval", require_approval, bool),
+            domain=check_domain(domain),
+            database_url=database_url,
+            render_mode=render_mode,
+        )
+
+    def as_kwargs(self) -> dict[str, Any]:
+        return {field.name: getattr(self, field.name) for field in fields(self)}

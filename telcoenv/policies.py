@@ -1,0 +1,93 @@
+"""The per-episode rules an :class:`~telcoenv.episode.Episode` composes.
+
+Each rule is a small object with its own state, built fresh for every episode:
+
+* :class:`StepBudget`: ``max_steps`` actions; every call of a multi-call message takes a step.
+* :class:`ApprovalGate`: with ``require_approval``, a change waits for the counterpart's yes.
+* :class:`Remeasurements`: which reads repeat an earlier read after a change (they verify the
+  change and do not count twice in the predicted chain).
+
+Reward shaping is the fourth rule, :class:`telcoenv.rewards.ShapingTracker`, kept with the rest
+of the reward code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from telcoenv.specs import ToolSpec
+from telcoenv.tooling import ToolResult, canonical_json
+
+
+@dataclass(slots=True)
+class StepBudget:
+    """``max_steps`` steps per episode; the step that uses the last one truncates it."""
+
+    max_steps: int
+    used: int = 0
+
+    def take(self) -> None:
+        self.used += 1
+
+    @property
+    def exhausted(self) -> bool:
+        return self.used >= self.max_steps
+
+    def refusal(self) -> str:
+        return (
+            f"call refused: the episode's {self.max_steps} steps are used up "
+            "(every tool call takes one step)"
+        )
+
+
+@dataclass(slots=True)
+class ApprovalGate:
+    """One approval per change: a change tool runs only after the counterpart said yes.
+
+    With ``required=False`` every call passes.
+    """
+
+    required: bool
+    counterpart: str
+    approved: bool = False
+
+    def heard(self, asked_for_approval: bool) -> None:
+        """The agent sent the counterpart a message (that may ask for approval)."""
+        self.approved = self.approved or asked_for_approval
+
+    def refusal(self, name: str, spec: ToolSpec | None) -> ToolResult | None:
+        """The refusal of a call that needs an approval not given yet (``None``: it may run)."""
+        if not self.required or spec is None or not spec.approval or self.approved:
+            return None
+        return ToolResult(
+            None,
+            "approval_required",
+            f"{name} makes a change: ask the {self.counterpart} for approval first (a plain "
+            "message such as 'May I apply this change?'), then call it again",
+        )
+
+    def ran(self, spec: ToolSpec | None, result: ToolResult) -> None:
+        if result.ok and spec is not None and spec.approval:
+            self.approved = False  # the next change needs its own approval
+
+
+@dataclass(slots=True)
+class Remeasurements:
+    """Successful reads, and which of them were made before the latest applied change."""
+
+    reads: set[str] = field(default_factory=set)
+    verifiable: set[str] = field(default_factory=set)
+
+    def ran(self, name: str, arguments: Any, spec: ToolSpec | None, result: ToolResult) -> bool:
+        """Note a call's result; returns whether it re-measures a read made before a change."""
+        if not result.ok or spec is None:
+            return False
+        if spec.approval:  # a change: every read so far can now verify it
+            self.verifiable = set(self.reads)
+            return False
+        if spec.effect != "read":
+            return False
+        read = canonical_json([name, arguments])
+        self.reads.add(read)
+        return read in self.verifiable
