@@ -17,9 +17,9 @@ import time
 
 from telcoenv.agents import OracleAgent, run_episode
 from telcoenv.domains.network.loading import default_catalog
+from telcoenv.embeddings import e5_embedder, english_embedder, multilingual_embedder
 from telcoenv.env import TelcoEnv
 from telcoenv.metrics import score_episodes
-from telcoenv.metrics.embeddings import e5_embedder, english_embedder, multilingual_embedder
 from telcoenv.metrics.scoring import text_pairs
 
 FACTORIES = {"multilingual": multilingual_embedder, "english": english_embedder, "e5": e5_embedder}

@@ -25,9 +25,9 @@ from gymnasium.error import ResetNeeded
 
 from telcoenv.actions import receive, replayed
 from telcoenv.domains import Domain
+from telcoenv.embeddings import Embedder
 from telcoenv.episode import Episode
 from telcoenv.errors import EpisodeOptionError
-from telcoenv.metrics.embeddings import Embedder
 from telcoenv.metrics.scoring import EpisodeMetrics
 from telcoenv.options import (
     RENDER_MODES,

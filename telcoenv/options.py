@@ -14,8 +14,8 @@ from typing import Any
 import numpy as np
 
 from telcoenv.domains import Domain, get_domain
+from telcoenv.embeddings import Embedder, get_embedder
 from telcoenv.errors import EpisodeOptionError
-from telcoenv.metrics.embeddings import Embedder, get_embedder
 from telcoenv.rewards import RewardMode, RewardSpec, Shaping, check_reward, check_shaping
 from telcoenv.specs import LANGUAGES, IntentModel, Language
 

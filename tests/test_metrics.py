@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from telcoenv.domains.network.engineer import ranked_evidence
 from telcoenv.domains.network.kpis import kpi_catalogue
+from telcoenv.embeddings import E5, ENGLISH, MULTILINGUAL
 from telcoenv.env import TelcoEnv
 from telcoenv.errors import EmbedderUnavailableError, EpisodeOptionError
 from telcoenv.metrics import (
@@ -32,7 +33,6 @@ from telcoenv.metrics import (
     score_episodes,
     sd,
 )
-from telcoenv.metrics.embeddings import E5, ENGLISH, MULTILINGUAL
 from telcoenv.trace import EpisodeTrace
 
 from .conftest import gold_actions, submit
@@ -232,7 +232,7 @@ def test_multilingual_scores_are_comparable_across_languages(multilingual):
 
 
 def test_missing_models_name_the_package(monkeypatch):
-    from telcoenv.metrics import embeddings
+    from telcoenv import embeddings
 
     real = importlib.util.find_spec
     monkeypatch.setattr(

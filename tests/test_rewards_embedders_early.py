@@ -11,16 +11,16 @@ import numpy as np
 import pytest
 
 import telcoenv  # noqa: F401  (registers the environments)
-from telcoenv.env import TelcoEnv
-from telcoenv.errors import EmbedderUnavailableError, EpisodeOptionError, RewardError
-from telcoenv.evaluation.runner import RunConfig, build_grid, evaluate
-from telcoenv.evaluation.store import ResultStore
-from telcoenv.metrics import embeddings
-from telcoenv.metrics.embeddings import (
+from telcoenv import embeddings
+from telcoenv.embeddings import (
     SentenceTransformerEmbedder,
     USEEmbedder,
     get_embedder,
 )
+from telcoenv.env import TelcoEnv
+from telcoenv.errors import EmbedderUnavailableError, EpisodeOptionError, RewardError
+from telcoenv.evaluation.runner import RunConfig, build_grid, evaluate
+from telcoenv.evaluation.store import ResultStore
 from telcoenv.metrics.scoring import score_episode
 from telcoenv.metrics.semantic import similarities
 from telcoenv.registration import make

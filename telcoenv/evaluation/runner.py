@@ -41,6 +41,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from telcoenv import __version__
 from telcoenv.agents import Agent, load_agent
 from telcoenv.domains import domain_names, get_domain
+from telcoenv.embeddings import MULTILINGUAL, USEEmbedder, get_embedder
 from telcoenv.env import TelcoEnv
 from telcoenv.errors import (
     EpisodeOptionError,
@@ -49,7 +50,6 @@ from telcoenv.errors import (
     UnknownIntentError,
 )
 from telcoenv.evaluation.store import HEARTBEAT_S, Owner, ResultStore, StoreError, without_secrets
-from telcoenv.metrics.embeddings import MULTILINGUAL, USEEmbedder, get_embedder
 from telcoenv.registration import env_id, list_envs
 from telcoenv.trace import EpisodeTrace
 

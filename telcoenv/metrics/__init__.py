@@ -4,7 +4,7 @@ Every metric is a pure function with its formula in its docstring; the environme
 evaluation tools only compose them.
 """
 
-from telcoenv.metrics.embeddings import (
+from telcoenv.embeddings import (
     Embedder,
     SentenceTransformerEmbedder,
     USEEmbedder,

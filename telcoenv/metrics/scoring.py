@@ -13,9 +13,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from telcoenv.embeddings import Embedder, get_embedder
 from telcoenv.metrics.answers import answers_match
 from telcoenv.metrics.arguments import argument_accuracy
-from telcoenv.metrics.embeddings import Embedder, get_embedder
 from telcoenv.metrics.semantic import similarities
 from telcoenv.metrics.sequence import eap, msc, sas
 from telcoenv.trace import EpisodeTrace

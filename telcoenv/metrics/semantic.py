@@ -13,8 +13,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from telcoenv.embeddings import Embedder
 from telcoenv.errors import EmbedderUnavailableError
-from telcoenv.metrics.embeddings import Embedder
 
 
 def _vectors(embedder: Embedder, texts: list[str]) -> np.ndarray:

