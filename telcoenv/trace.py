@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_validator
 
 from telcoenv.specs import Language
 
@@ -70,10 +70,11 @@ class EpisodeTrace(BaseModel):
     problem_statement: str
     gold_label: dict[str, str]
     gold_summary: dict[str, str]
-    sampled_kpis: dict[str, float]
-    network: dict[str, Any] = {}  # the network at the start (network operations)
-    customer: dict[str, Any] | None = None  # who called (customer care)
-    start_state: dict[str, Any] | None = None  # the start of a domain another package adds
+    # The scenario's sampled numbers the counterpart may quote (KPIs, a customer's age, ...).
+    facts: dict[str, float]
+    # What the domain's world looked like at the start (the network around the serving cell,
+    # the customer who called, ...), as the domain describes it.
+    start_state: dict[str, Any] = {}
     gold_chain: list[GoldCall]
     gold_answer: str | None = None  # the exact answer, when the counterpart asked a question
     actions: list[ActionRecord] = []
@@ -81,6 +82,24 @@ class EpisodeTrace(BaseModel):
     verification: dict[str, Any] | None = None  # verified resolution of the final state
     terminated: bool = False
     truncated: bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _earlier_field_names(cls, data: Any) -> Any:
+        """Traces recorded by earlier versions named the facts ``sampled_kpis`` and kept the
+        start in ``network`` or ``customer``: they still load, under today's names."""
+        if not isinstance(data, dict) or not {"sampled_kpis", "network", "customer"} & set(data):
+            return data
+        data = dict(data)
+        if data.get("start_state", {}) is None:
+            del data["start_state"]
+        if "sampled_kpis" in data:
+            data.setdefault("facts", data.pop("sampled_kpis"))
+        for older in ("network", "customer"):
+            value = data.pop(older, None)
+            if value:
+                data.setdefault("start_state", value)
+        return data
 
     @property
     def predicted_chain(self) -> list[str]:

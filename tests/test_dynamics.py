@@ -17,7 +17,7 @@ from .conftest import gold_actions
 def _episode(intent: str, seed: int = 0) -> tuple[TelcoEnv, dict, str]:
     env = TelcoEnv(intent, privileged=True, embedder=None, max_steps=50)
     _, info = env.reset(seed=seed)
-    return env, info, env.trace.network["serving_cell"]["cell_id"]
+    return env, info, env.trace.start_state["serving_cell"]["cell_id"]
 
 
 def _call(env: TelcoEnv, name: str, **arguments) -> dict:

@@ -50,7 +50,7 @@ def test_replies_use_the_episode_facts_in_both_languages():
     for lang in ("en", "ar"):
         env = TelcoEnv("coverage_hole", lang=lang)
         env.reset(seed=2)
-        network = env.trace.network
+        network = env.trace.start_state
         answers = {env.step("Which cell is it?")[0] for _ in range(5)}
         assert all(
             network["serving_cell"]["cell_id"] in a or network["cluster_id"] in a for a in answers

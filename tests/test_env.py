@@ -139,7 +139,7 @@ def test_problem_statement_is_in_the_episode_language_and_has_no_spoilers(catalo
                 assert intent.label.ar not in statement
                 assert not any(tool in lowered for tool in TOOL_NAMES), statement
                 assert bool(ARABIC.search(statement)) == (lang == "ar"), statement
-                assert env.trace.sampled_kpis  # quotes come from the sample
+                assert env.trace.facts  # quotes come from the sample
                 arabic_letters = len(ARABIC.findall(statement))
                 if lang == "ar":  # mostly Arabic: acronyms and numbers are the exception
                     assert arabic_letters > 0.5 * sum(c.isalpha() for c in statement)
@@ -148,7 +148,7 @@ def test_problem_statement_is_in_the_episode_language_and_has_no_spoilers(catalo
 def test_statements_quote_sampled_values_with_units():
     env = TelcoEnv("throughput_drop_dl", blueprint="DL_DROP_URBAN_PEAK")
     statement, _ = env.reset(seed=5)
-    kpis = env.trace.sampled_kpis
+    kpis = env.trace.facts
     assert f"{kpis['PRB_util'] * 100:.0f}%" in statement
     assert f"{kpis['DL_thr_Mbps']:.1f} Mbps" in statement
     env_ar = TelcoEnv("throughput_drop_dl", blueprint="DL_DROP_URBAN_PEAK", lang="ar")
@@ -168,7 +168,7 @@ def test_sample_index_pins_the_episode_regardless_of_seed():
     first, _ = env.reset(seed=1, options=options)
     trace_one = env.trace
     second, _ = env.reset(seed=99, options=options)
-    assert first == second and env.trace.sampled_kpis == trace_one.sampled_kpis
+    assert first == second and env.trace.facts == trace_one.sampled_kpis
     assert env.trace.intent == "PCI_COLLISION"
     other, _ = env.reset(seed=1, options={**options, "sample_index": 8})
     assert other != first
@@ -253,7 +253,7 @@ def test_several_tool_calls_in_one_message(beam_env):
 
 def test_plain_messages_go_to_the_engineer(beam_env):
     beam_env.reset(seed=0)
-    cell = beam_env.trace.network["serving_cell"]["cell_id"]
+    cell = beam_env.trace.start_state["serving_cell"]["cell_id"]
     reply, reward, terminated, truncated, info = beam_env.step("Which cell id should I look at?")
     assert cell in reply and not terminated and info["messages"][0]["role"] == "user"
     approval, *_ = beam_env.step({"role": "assistant", "content": "May I apply the change?"})
@@ -306,7 +306,7 @@ ERROR_CASES = [
 @pytest.mark.parametrize(("action", "kind", "recorded"), ERROR_CASES)
 def test_bad_actions_become_error_observations(beam_env, action, kind, recorded):
     beam_env.reset(seed=0)
-    cell = beam_env.trace.network["serving_cell"]["cell_id"]
+    cell = beam_env.trace.start_state["serving_cell"]["cell_id"]
     if isinstance(action, dict) and isinstance(action.get("arguments"), dict):
         action = json.loads(json.dumps(action).replace("{cell}", cell))
     observation, reward, terminated, truncated, info = beam_env.step(action)
@@ -321,7 +321,7 @@ def test_bad_actions_become_error_observations(beam_env, action, kind, recorded)
 
 def test_error_messages_are_specific(beam_env):
     beam_env.reset(seed=0)
-    cell = beam_env.trace.network["serving_cell"]["cell_id"]
+    cell = beam_env.trace.start_state["serving_cell"]["cell_id"]
     missing = json.loads(beam_env.step({"name": "oss_query", "arguments": {"cell_id": cell}})[0])
     assert "missing required argument 'window'" in missing["error"]["message"]
     out_of_range = json.loads(
@@ -342,7 +342,7 @@ def test_error_messages_are_specific(beam_env):
 
 def test_an_out_of_range_change_changes_nothing(beam_env):
     beam_env.reset(seed=0)
-    cell = beam_env.trace.network["serving_cell"]["cell_id"]
+    cell = beam_env.trace.start_state["serving_cell"]["cell_id"]
     before = beam_env.step({"name": "oss_query", "arguments": {"cell_id": cell, "window": "1h"}})[0]
     beam_env.step(
         {
@@ -426,6 +426,22 @@ def test_the_same_seed_gives_the_same_scenario_in_both_languages():
     for seed in range(5):
         english.reset(seed=seed)
         arabic.reset(seed=seed)
-        assert english.trace.sampled_kpis == arabic.trace.sampled_kpis
-        assert english.trace.network == arabic.trace.network
+        assert english.trace.facts == arabic.trace.facts
+        assert english.trace.start_state == arabic.trace.start_state
         assert english.trace.problem_statement != arabic.trace.problem_statement
+
+
+def test_traces_recorded_under_the_earlier_field_names_still_load():
+    """Before the domain-neutral names, the facts were ``sampled_kpis`` and the start state sat
+    in ``network`` (network operations) or ``customer`` (customer care)."""
+    for domain, older in (("network", "network"), ("bss", "customer")):
+        env = TelcoEnv(None, domain=domain, embedder=None)
+        env.reset(seed=3)
+        env.step("hello")
+        today = env.trace.model_dump(mode="json")
+        recorded = {k: v for k, v in today.items() if k not in ("facts", "start_state")}
+        recorded |= {"sampled_kpis": today["facts"], older: today["start_state"]}
+        recorded |= {"customer": None} if older == "network" else {"network": {}}
+        loaded = EpisodeTrace.model_validate_json(json.dumps(recorded))
+        assert loaded.model_dump(mode="json") == today
+        assert today["facts"] and today["start_state"]

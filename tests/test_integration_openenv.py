@@ -121,7 +121,7 @@ def test_reset_takes_a_caller_episode_id_and_reset_options():
 
 def test_step_tool_call_returns_tool_json_and_counts(env):
     env.reset(seed=SEED)
-    cell = env.telco_env.trace.network["serving_cell"]["cell_id"]
+    cell = env.telco_env.trace.start_state["serving_cell"]["cell_id"]
     arguments = {"cell_id": cell, "window": "6h"}
     observation = env.step(TelcoAction(tool_name="oss_query", arguments=arguments))
     assert isinstance(json.loads(observation.text), dict) and observation.error is None

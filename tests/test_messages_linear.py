@@ -51,8 +51,8 @@ def fact(env: TelcoEnv, domain: str) -> str:
     """What the question asks: the serving cell, or the caller's line number."""
     trace = env.trace
     if domain == "network":
-        return trace.network["serving_cell"]["cell_id"]
-    return trace.customer["msisdns"][0]
+        return trace.start_state["serving_cell"]["cell_id"]
+    return trace.start_state["msisdns"][0]
 
 
 @pytest.mark.parametrize("lang", ["en", "ar"])

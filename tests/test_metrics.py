@@ -317,10 +317,10 @@ def test_ira_conditions_and_gold_summaries_in_both_languages():
     _, info = env.reset(seed=1, options={"intent_list": True})
     assert env.trace.intent_list is True and "Degraded Backhaul" in info["instructions"]
     summary = env.trace.gold_summary
-    cell = env.trace.network["serving_cell"]["cell_id"]
+    cell = env.trace.start_state["serving_cell"]["cell_id"]
     assert cell in summary["en"] and cell in summary["ar"]
     assert "ticket" in summary["en"] and "تذكرة" in summary["ar"]
-    kpis = env.trace.sampled_kpis
+    kpis = env.trace.facts
     first = ranked_evidence(kpis, ("backhaul",))[0]  # the evidence quotes the backhaul KPIs
     assert kpi_catalogue().kpis[first].family == "backhaul"
     for lang in ("en", "ar"):

@@ -101,7 +101,7 @@ def test_a_release_blueprint_runs_in_the_environment(catalog):
     overlaps = []
     for seed in range(200):
         env.reset(seed=seed)
-        overlaps.append(env.trace.sampled_kpis["neighbor_pci_overlap"])
+        overlaps.append(env.trace.facts["neighbor_pci_overlap"])
     overlaps = np.array(overlaps)
     in_high = (overlaps >= 45) & (overlaps <= 60)
     assert np.all(in_high | ((overlaps >= 20) & (overlaps <= 35)))  # the two mixture components

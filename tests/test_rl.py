@@ -28,7 +28,7 @@ ENV_ID = "telcoenv/PingpongHandovers-v0"
 
 
 def _cell(env: TelcoEnv) -> str:
-    return env.trace.network["serving_cell"]["cell_id"]
+    return env.trace.start_state["serving_cell"]["cell_id"]
 
 
 def _oss(cell: str, window: str = "1h") -> dict:
@@ -75,8 +75,8 @@ def test_async_vector_env_needs_shared_memory_off_and_says_so():
 
 def test_the_same_seed_gives_the_same_episode():
     env = TelcoEnv(None, embedder=None)
-    first = env.reset(seed=11)[0], env.trace.network
-    again = env.reset(seed=11)[0], env.trace.network
+    first = env.reset(seed=11)[0], env.trace.start_state
+    again = env.reset(seed=11)[0], env.trace.start_state
     assert first == again
 
 

@@ -22,7 +22,7 @@ def _call(env: TelcoEnv, name: str, **arguments) -> dict:
 def _episode(intent: str, seed: int = 0, **kwargs) -> tuple[TelcoEnv, str, dict]:
     env = TelcoEnv(intent, privileged=True, max_steps=50, embedder=None, **kwargs)
     _, info = env.reset(seed=seed)
-    return env, env.trace.network["serving_cell"]["cell_id"], info
+    return env, env.trace.start_state["serving_cell"]["cell_id"], info
 
 
 @pytest.mark.parametrize(
@@ -34,8 +34,8 @@ def test_kpi_timeseries_statistics_match_the_sample(catalog, blueprint):
     family_of = {name: info.family for name, info in kpi_catalogue().kpis.items()}
     for seed in range(4):
         env, cell, _ = _episode(intent, seed, blueprint=blueprint)
-        window = env.trace.network["window"]
-        for name, value in env.trace.sampled_kpis.items():
+        window = env.trace.start_state["window"]
+        for name, value in env.trace.facts.items():
             info = kpi_catalogue().kpis[name]
             output = _call(env, "kpi_timeseries", cell_id=cell, kpi=family_of[name], window=window)
             series = output["series"][name]
@@ -49,7 +49,7 @@ def test_kpi_timeseries_statistics_match_the_sample(catalog, blueprint):
         stamps = output["timestamps"]
         span = dt.datetime.fromisoformat(stamps[-1]) - dt.datetime.fromisoformat(stamps[0])
         assert span == dt.timedelta(hours=hours) - dt.timedelta(minutes=output["granularity_min"])
-        assert stamps[-1] == env.trace.network["now"]
+        assert stamps[-1] == env.trace.start_state["now"]
 
 
 def test_every_family_has_a_series_and_background_values_are_coherent():
@@ -57,7 +57,7 @@ def test_every_family_has_a_series_and_background_values_are_coherent():
     for family in get_args(Family):
         output = _call(env, "kpi_timeseries", cell_id=cell, kpi=family, window="1h")
         assert output.get("series"), (family, output)
-    kpis = env.trace.sampled_kpis
+    kpis = env.trace.facts
     assert "BLER" not in kpis  # derived from the sampled SINR: poor SINR, high BLER
     bler = _call(env, "kpi_timeseries", cell_id=cell, kpi="BLER", window="1h")["series"]["BLER"]
     assert (bler["mean"] > 9.5) == (kpis["sinr_dB"] < 4)
@@ -66,7 +66,7 @@ def test_every_family_has_a_series_and_background_values_are_coherent():
 def test_oss_query_reports_the_sampled_kpis_the_fault_and_the_alarm(catalog):
     env, cell, info = _episode("beam_misalignment", 2)
     record = _call(env, "oss_query", cell_id=cell, window="6h")
-    for name, value in env.trace.sampled_kpis.items():
+    for name, value in env.trace.facts.items():
         scale = kpi_catalogue().kpis[name].scale
         assert record["kpis"][name]["value"] == pytest.approx(value * scale, abs=0.051)
     assert record["configuration"]["beam_azimuth_offset_deg"] >= 15  # the injected fault
@@ -82,7 +82,7 @@ def test_every_fault_is_in_the_state_and_the_gold_fix_changes_it(catalog):
             continue
         for seed in range(3):
             env, cell, info = _episode(intent.env_name, seed)
-            snapshot = env.trace.network
+            snapshot = env.trace.start_state
             for name, healthy in info["privileged"]["fix"].items():
                 if intent.fault.target == "slice":
                     current = snapshot["slices"][env.episode.setup.gold_values["slice_id"]]["policy"][name]
@@ -113,12 +113,12 @@ def test_neighbor_audit_finds_pci_conflicts_only_where_they_exist():
 
 def test_coverage_map_follows_coverage_gap_and_beam_steering():
     env, cell, info = _episode("coverage_hole", 3)
-    hole = _call(env, "coverage_map", area=env.trace.network["cluster_id"], resolution="100m")
-    gap = env.trace.sampled_kpis["coverage_gap_ratio"]
+    hole = _call(env, "coverage_map", area=env.trace.start_state["cluster_id"], resolution="100m")
+    gap = env.trace.facts["coverage_gap_ratio"]
     assert abs(hole["summary"]["coverage_gap_bins_pct"] - gap) < 8
     assert len(hole["grid"]["rsrp_dbm"]) == 8 and len(hole["grid"]["rsrp_dbm"][0]) == 8
     env, cell, info = _episode("beam_misalignment", 3)
-    cluster = env.trace.network["cluster_id"]
+    cluster = env.trace.start_state["cluster_id"]
     skewed = _call(env, "coverage_map", area=cluster, resolution="100m")["ssb_beams"]
     _call(env, "optimize_cell", cell_id=cell, changes=info["privileged"]["fix"])
     aligned = _call(env, "coverage_map", area=cluster, resolution="50m")["ssb_beams"]
@@ -136,7 +136,7 @@ def test_optimize_cell_changes_the_state_and_logs_it():
     config = _call(env, "oss_query", cell_id=cell, window="1h")["configuration"]
     assert config["mlb_threshold_pct"] == 70
     assert env.episode.setup.state.change_log()[0]["reason"] == "offload"
-    neighbour = env.trace.network["neighbours"][0]["cell_id"]
+    neighbour = env.trace.start_state["neighbours"][0]["cell_id"]
     refused = _call(env, "optimize_cell", cell_id=neighbour, changes={"bh_shaper_mbps": 500})
     assert refused["error"]["type"] == "rejected"
 
@@ -144,9 +144,9 @@ def test_optimize_cell_changes_the_state_and_logs_it():
 def test_push_config_restores_the_baseline():
     env, cell, _ = _episode("config_mismatch", 4)
     drift = _call(env, "oss_query", cell_id=cell, window="12h")["config_audit"]
-    expected = min(int(env.trace.sampled_kpis["mismatch_count"]), 13)
+    expected = min(int(env.trace.facts["mismatch_count"]), 13)
     assert len(drift["parameters_off_baseline"]) == expected
-    config_id = env.trace.network["baseline_config_id"]
+    config_id = env.trace.start_state["baseline_config_id"]
     dry = _call(env, "push_config", config_id=config_id, dry_run=True)
     assert len(dry["changes"]) == expected
     assert _call(env, "oss_query", cell_id=cell, window="1h")["config_audit"] == drift
@@ -166,7 +166,7 @@ def test_slices_tickets_and_distractors():
     first = _call(env, "create_ticket", summary="a", severity="major", cell_id=cell)
     second = _call(env, "create_ticket", summary="b", severity="minor")
     assert first["ticket_id"].endswith("0001") and second["ticket_id"].endswith("0002")
-    cluster = env.trace.network["cluster_id"]
+    cluster = env.trace.start_state["cluster_id"]
     for name, arguments in [
         ("subscriber_insight", {"cell_id": cell, "window": "1d"}),
         ("device_cap_lookup", {"cell_id": cell, "device_model": "X1"}),

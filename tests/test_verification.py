@@ -55,7 +55,7 @@ def test_a_change_to_an_unrelated_cell_is_collateral():
         "beam_misalignment", privileged=True, embedder=None, reward={"sas": 0.5, "resolved": 0.5}
     )
     _, info = env.reset(seed=2)
-    neighbour = env.trace.network["neighbours"][0]["cell_id"]
+    neighbour = env.trace.start_state["neighbours"][0]["cell_id"]
     for action in gold_actions(info):
         env.step(action)
     env.step(
