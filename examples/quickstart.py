@@ -11,7 +11,7 @@ print("TOOLS:", [tool["function"]["name"] for tool in info["tools"]])
 
 # A plain message goes to the engineer; a tool call is an OpenAI-style {"name", "arguments"}.
 print("ENGINEER:", env.step("Which cluster is affected?")[0])
-network = env.unwrapped.trace.network  # what the engineer just told us
+network = env.unwrapped.trace.start_state  # what the engineer just told us
 cell, cluster = network["serving_cell"]["cell_id"], network["cluster_id"]
 
 observation, *_ = env.step(

@@ -1,6 +1,6 @@
 """Parse what an agent sends to ``step`` into tool calls or a plain message.
 
-Accepted actions (see the README's "Action format"):
+Accepted actions (see docs/environments.md, "Actions"):
 
 * an OpenAI-style assistant message ``{"role": "assistant", "content": ..., "tool_calls": [...]}``
   whose calls carry ``{"function": {"name", "arguments"}}`` with arguments as a JSON string or dict;

@@ -2,7 +2,7 @@
 
 Every file is checked against a JSON Schema shipped in ``telcoenv/schemas`` and then against the
 rules a schema cannot express. This module holds what every domain shares: YAML and tool-spec
-reading, the intent taxonomy walk, gold-chain checks against the tool specs and the
+reading, the intent taxonomy walk, template and gold-chain checks against the tool specs and the
 blueprint-folder walk. Each domain adds its own rules (``telcoenv.domains.network.loading``,
 ``telcoenv.domains.bss.blueprints``). Any problem raises :class:`~telcoenv.errors.CatalogError`
 naming the file, the field and what is wrong.
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import string
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -98,6 +98,18 @@ def template_fields(template: str) -> set[str]:
         for _, name, _, _ in string.Formatter().parse(template)
         if name is not None
     }
+
+
+def check_template(text: str, allowed: Collection[str], file: str, field: str) -> None:
+    """Raise a CatalogError unless ``text`` is a well-formed template of ``allowed`` fields."""
+    try:
+        bad = template_fields(text) - set(allowed)
+    except ValueError as exc:
+        raise CatalogError(file, field, f"malformed template {text!r}: {exc}") from exc
+    if bad:
+        raise CatalogError(
+            file, field, f"unknown template field(s) {sorted(bad)}; allowed: {sorted(allowed)}"
+        )
 
 
 @dataclass(frozen=True)
@@ -284,6 +296,16 @@ def load_intents(
         intents.append(parse(raw, file, index))
     used = {intent.category for intent in intents}
     return {k: v for k, v in categories.items() if k in used}, tuple(intents)
+
+
+def check_intent_folder(blueprint: Any, path: Path) -> None:
+    """A blueprint file sits in the folder of its intent (``<INTENT>/<name>.yaml``)."""
+    if blueprint.intent != path.parent.name:
+        raise CatalogError(
+            str(path),
+            "intent",
+            f"{blueprint.intent!r} does not match the folder {path.parent.name!r}",
+        )
 
 
 def load_blueprint_folder(

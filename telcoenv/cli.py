@@ -35,12 +35,18 @@ def _cmd_list(_: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_validate(args: argparse.Namespace) -> int:
+def _domain_that_can(name: str, capability: str, what: str) -> Any:
+    """The domain ``name``, which must have the optional ``capability`` (a Domain member)."""
     from telcoenv.domains import get_domain
 
-    domain = get_domain(args.domain)
-    if not hasattr(domain, "load_catalog"):
-        raise UsageError(f"the {args.domain} domain cannot validate data folders")
+    domain = get_domain(name)
+    if not hasattr(domain, capability):
+        raise UsageError(f"the {name} domain cannot {what}")
+    return domain
+
+
+def _cmd_validate(args: argparse.Namespace) -> int:
+    domain = _domain_that_can(args.domain, "load_catalog", "validate data folders")
     catalog = domain.load_catalog(args.intents, args.blueprints, args.tools)
     count = sum(len(family) for family in catalog.blueprints.values())
     print(f"ok: {len(catalog.intents)} intents, {count} blueprints, {len(catalog.tools)} tools")
@@ -98,18 +104,19 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_rescore(args: argparse.Namespace) -> int:
-    from telcoenv.domains.network.release import load_evaluations, load_release_blueprints, rescore
+    domain = _domain_that_can(args.domain, "rescore_release", "re-score a published release")
 
     def warn(message: str) -> None:  # a repaired or skipped release file: one line each
         print(f"telcoenv: warning: {message}", file=sys.stderr)
 
-    blueprints = load_release_blueprints(args.release, warn) if args.check_blueprints else []
-    report = rescore(load_evaluations(args.release), weights=args.weights)
+    loaded, report = domain.rescore_release(
+        args.release, args.weights, check_blueprints=args.check_blueprints, warn=warn
+    )
     if args.format == "json":
         print(report.model_dump_json(indent=2))
     else:
-        if blueprints:
-            print(f"{len(blueprints)} blueprints load as telcoenv blueprints")
+        if loaded:
+            print(f"{loaded} blueprints load as telcoenv blueprints")
         print(f"{report.records} evaluation records; BRS weights {report.weights}")
         print("values: recomputed / stored\n")
         print(report.markdown())
@@ -343,8 +350,7 @@ def _show_network_blueprint(blueprint: Any) -> None:
 
 
 def _cmd_generate(args: argparse.Namespace) -> int:
-    from telcoenv.domains.network.dataset import generate
-
+    domain = _domain_that_can(args.domain, "generate_dataset", "generate a dataset")
     _at_least("--samples", args.samples)
     out = Path(args.out)
     if args.format == "jsonl" and out.suffix == ".jsonl":  # a file
@@ -353,7 +359,7 @@ def _cmd_generate(args: argparse.Namespace) -> int:
         _output_folder("--out", out.parent)
     else:
         _output_folder("--out", out)
-    count = generate(args.out, samples=args.samples, seed=args.seed, fmt=args.format)
+    count = domain.generate_dataset(args.out, args.samples, args.seed, args.format)
     unit = "samples" if args.format == "json" else "chat rows"
     print(f"{count} {unit} written to {args.out}")
     return 0
@@ -391,6 +397,9 @@ def build_parser() -> argparse.ArgumentParser:
         dest="check_blueprints",
         action="store_false",
         help="do not load the release's blueprints",
+    )
+    rescore.add_argument(
+        "--domain", default="network", choices=domain_names(), help="whose release"
     )
     rescore.set_defaults(func=_cmd_rescore)
     evaluate = commands.add_parser("evaluate", help="run an agent over the benchmark grid")
@@ -452,6 +461,9 @@ def build_parser() -> argparse.ArgumentParser:
     generate.add_argument("--seed", type=int, default=0)
     generate.add_argument("--out", required=True, help="output folder (or .jsonl file)")
     generate.add_argument("--format", default="json", choices=["json", "jsonl"])
+    generate.add_argument(
+        "--domain", default="network", choices=domain_names(), help="whose dataset"
+    )
     generate.set_defaults(func=_cmd_generate)
     show = commands.add_parser("show", help="an intent, blueprint or tool at a glance")
     show.add_argument("name")

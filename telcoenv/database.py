@@ -5,7 +5,10 @@ A domain describes its tables in a SQLAlchemy ``MetaData`` (``domains/network/sc
 The default is a private in-memory SQLite database per environment. Its schema is copied from a
 template built once per process (SQLite's backup API), and an episode is one transaction: reset
 rolls the previous episode back and loads the next, so no schema is built and no row deleted per
-episode. Each change a tool makes runs in a savepoint, so a refused change leaves nothing behind.
+episode. Each change a tool makes runs in a savepoint, so a refused change leaves nothing behind;
+a change the schema's constraints refuse becomes a ``rejected`` :class:`~telcoenv.errors.ToolError`
+naming the system (the schema's ``info["system"]``, e.g. "the network"), which the toolbox
+turns into an error observation.
 
 With ``url`` set (any SQLAlchemy URL, e.g. ``sqlite:///network.sqlite`` or a PostgreSQL URL) the
 episodes are committed and kept, each under its own ``episode_id``, so the database can be
@@ -29,13 +32,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import MetaData, bindparam, create_engine, event, func, insert, select
+from sqlalchemy import MetaData, bindparam, create_engine, event, func, insert, select, update
 from sqlalchemy.engine import Dialect, Engine
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.pool import StaticPool
 from sqlalchemy.sql import ClauseElement
 
-from telcoenv.errors import DatabaseError
+from telcoenv.errors import DatabaseError, ToolError
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,6 +183,8 @@ class EpisodeDatabase:
         self._row_group = self._dialect.paramstyle in ("qmark", "format") or None
         #: What the driver raises when a constraint (a CHECK, a key) refuses a statement.
         self.integrity_error: type[Exception] = self._dialect.loaded_dbapi.IntegrityError
+        #: What a refused change's message calls the system the tables hold.
+        self.system = str(metadata.info.get("system", "the database"))
         self._open_episode = False
         self._changing = False  # inside change()
 
@@ -215,6 +220,27 @@ class EpisodeDatabase:
     def execute(self, prepared: Prepared, params: Mapping[str, Any]) -> int:
         self._cursor.execute(prepared.sql, prepared.bind(params))
         return self._cursor.rowcount
+
+    def update_column(
+        self, table: str, column: str, value: Any, *, episode_id: str, key: str, key_value: Any
+    ) -> int:
+        """Set ``column`` to ``value`` on the episode's rows whose ``key`` is ``key_value``;
+        the number of rows changed.
+
+        One statement per column: a statement per combination of columns would be compiled
+        anew for every combination an agent tries.
+        """
+
+        def build() -> ClauseElement:
+            t = self.metadata.tables[table]
+            return (
+                update(t)
+                .where(t.c.episode_id == bindparam("episode_id"), t.c[key] == bindparam("key"))
+                .values({column: bindparam("value")})
+            )
+
+        prepared = self.statement(f"update:{table}:{key}:{column}", build)
+        return self.execute(prepared, {"episode_id": episode_id, "key": key_value, "value": value})
 
     def insert(self, table: str, rows: Sequence[Mapping[str, Any]]) -> None:
         """Insert rows given as mappings of column names to values."""
@@ -287,7 +313,8 @@ class EpisodeDatabase:
     @contextmanager
     def change(self) -> Iterator[None]:
         """All statements inside happen together or not at all (nested blocks join the
-        outermost one)."""
+        outermost one). A change a constraint refuses is undone and raises a ``rejected``
+        ToolError."""
         if self._changing:
             yield
             return
@@ -310,6 +337,10 @@ class EpisodeDatabase:
                 self._dbapi.commit()
             else:
                 self._cursor.execute("RELEASE SAVEPOINT tool_change")
+        except self.integrity_error as exc:
+            raise ToolError(
+                f"{self.system} refused the change: {exc} (nothing was changed)", kind="rejected"
+            ) from None
         finally:
             self._changing = False
 

@@ -2,15 +2,17 @@
 
 The spec in ``tools/<name>.json`` is the interface and the only source of argument rules;
 every non-reserved spec has exactly one implementation and every implementation has a spec.
+A domain collects its implementations in a :class:`ToolRegistry` and binds them to its specs
+in a :class:`Toolbox`.
 """
 
 from __future__ import annotations
 
 import json
 import zlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import fastjsonschema
 import jsonschema
@@ -21,6 +23,9 @@ from telcoenv.specs import ToolSpec
 
 RESERVED_SUBMIT = "submit_resolution"
 
+#: A tool implementation: ``function(context, **arguments) -> JSON-ready dict``.
+ToolFunction = Callable[..., dict[str, Any]]
+_F = TypeVar("_F", bound=ToolFunction)
 
 _ORJSON_OPTIONS = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
 
@@ -100,13 +105,46 @@ class ToolResult:
         return self.error is None
 
 
+class ToolRegistry(Mapping[str, ToolFunction]):
+    """A domain's tool implementations by name; ``@registry.tool`` adds a function under its
+    own name, which is the name of its spec.
+
+    >>> tools = ToolRegistry()
+    >>> @tools.tool
+    ... def ping(context, host):
+    ...     return {"host": host}
+    >>> sorted(tools), tools["ping"](None, host="a")
+    (['ping'], {'host': 'a'})
+    """
+
+    def __init__(self) -> None:
+        self._functions: dict[str, ToolFunction] = {}
+
+    def tool(self, function: _F) -> _F:
+        """Register ``function`` as the implementation of the spec with the same name."""
+        name = function.__name__
+        if name in self._functions:  # a second definition would silently replace the first
+            raise TelcoEnvError(f"tool {name!r} is implemented twice")
+        self._functions[name] = function
+        return function
+
+    def __getitem__(self, name: str) -> ToolFunction:
+        return self._functions[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._functions)
+
+    def __len__(self) -> int:
+        return len(self._functions)
+
+
 class Toolbox:
     """The tools of a domain: specs, compiled validators and implementations."""
 
     def __init__(
         self,
         specs: Mapping[str, ToolSpec],
-        implementations: Mapping[str, Callable[..., dict[str, Any]]],
+        implementations: Mapping[str, ToolFunction],
     ) -> None:
         needed = {name for name, spec in specs.items() if spec.kind != "reserved"}
         missing, orphans = needed - set(implementations), set(implementations) - needed

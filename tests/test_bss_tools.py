@@ -17,7 +17,8 @@ from telcoenv.database import EpisodeDatabase, Query
 from telcoenv.domains.bss.generator import Focal, generate
 from telcoenv.domains.bss.schema import bss_metadata
 from telcoenv.domains.bss.state import BssState
-from telcoenv.domains.bss.tools import CREDIT_LIMIT, IMPLEMENTATIONS
+from telcoenv.domains.bss.tools import CREDIT_LIMIT
+from telcoenv.domains.bss.tools import TOOLS as BSS_TOOLS
 from telcoenv.domains.network.loading import default_catalog
 from telcoenv.errors import ToolError
 
@@ -38,7 +39,7 @@ HOSTILE = (
 )
 
 
-# BssState.snapshot() builds a new Query per call, but compiled queries are cached process-wide
+# BssState.rows_json() builds a new Query per call, but compiled queries are cached process-wide
 # by id(query): once a snapshot's Query is collected, a later one reusing its id gets the old
 # table's SQL. The tests snapshot through module-level queries instead (same content).
 SNAPSHOT = {
@@ -48,7 +49,7 @@ SNAPSHOT = {
 
 
 def snapshot(ctx: Ctx) -> str:
-    """Every table's rows as canonical JSON (what ``BssState.snapshot`` returns)."""
+    """Every table's rows as canonical JSON (what ``BssState.rows_json`` returns)."""
     tables = {
         name: sorted(json.dumps(r, sort_keys=True) for r in ctx.state.rows(query))
         for name, query in SNAPSHOT.items()
@@ -72,7 +73,7 @@ def env():
 
 
 def call(ctx: Ctx, name: str, **args):
-    return IMPLEMENTATIONS[name](ctx, **args)
+    return BSS_TOOLS[name](ctx, **args)
 
 
 def rows(data, table: str) -> list[dict]:
@@ -107,7 +108,7 @@ def line_of(data, customer_id: str) -> dict:
 
 def test_specs_load_and_match_the_implementations():
     specs = load_tools(TOOLS, domain="bss")
-    assert set(specs) == {*IMPLEMENTATIONS, "submit_resolution"}  # reserved: shared, env-run
+    assert set(specs) == {*BSS_TOOLS, "submit_resolution"}  # reserved: shared, env-run
     assert specs["submit_resolution"].domain == "all"
     kinds = {name: (spec.kind, spec.effect) for name, spec in specs.items()}
     assert kinds["get_store_locations"] == ("distractor", "read")
@@ -319,7 +320,7 @@ def prepaid_line(ctx: Ctx, data) -> dict:
     """A consumer's line moved to prepaid for the test (the generator draws plans at random)."""
     customer = other_customer(data, "consumer")
     line = line_of(data, customer["customer_id"])
-    with ctx.state.change():
+    with ctx.state.db.change():
         ctx.state.update(
             "lines", "msisdn", line["msisdn"], payment="prepaid", plan_id="PRE-STARTER"
         )
@@ -348,7 +349,7 @@ def test_prepaid_payment_type_and_balance(env):
         addon_id="DATA-5GB",
         start_date="2026-11-30",
     )
-    with ctx.state.change():
+    with ctx.state.db.change():
         ctx.state.update("accounts", "account_id", line["account_id"], balance=50.0)
     sub = call(ctx, "subscribe_addon", msisdn=msisdn, addon_id="DATA-5GB", start_date="2026-11-30")
     assert sub["charged_to"] == "prepaid balance"
@@ -416,7 +417,7 @@ def rows_now(ctx: Ctx, table: str) -> list[dict]:
 def test_suspended_lines_and_internal_accounts_are_refused(env):
     ctx, data = env
     msisdn = data.msisdns[2]
-    with ctx.state.change():
+    with ctx.state.db.change():
         ctx.state.update("lines", "msisdn", msisdn, status="suspended")
     refused(
         ctx,

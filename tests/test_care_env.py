@@ -203,7 +203,7 @@ def test_hostile_arguments_are_errors_and_change_nothing(msisdn):
     env = care_env("contact_update")
     env.reset(seed=6)
     state = env.episode.setup.state
-    before = state.snapshot()
+    before = state.rows_json()
     for action in (
         call("get_customer", msisdn=msisdn),
         call("change_plan", msisdn=msisdn, plan_id="POST-PLUS"),
@@ -213,7 +213,7 @@ def test_hostile_arguments_are_errors_and_change_nothing(msisdn):
         observation, reward, terminated, truncated, info = env.step(action)
         assert "error" in json.loads(observation)
         assert not terminated and not truncated
-    assert state.snapshot() == before
+    assert state.rows_json() == before
     assert info["invalid_actions"] == 4
 
 
@@ -329,4 +329,4 @@ def test_snapshots_restore_a_care_episode():
     env.step("What is your mobile number?")
     twin = env.clone()
     assert twin.trace.actions[0].observation == env.trace.actions[0].observation
-    assert twin.episode.setup.state.snapshot() == env.episode.setup.state.snapshot()
+    assert twin.episode.setup.state.rows_json() == env.episode.setup.state.rows_json()

@@ -288,4 +288,4 @@ def test_an_environment_runs_on_a_user_catalogue(data_copy):
     env = TelcoEnv("throughput_drop_dl", blueprint="DL_DROP_URBAN_PEAK", domain=domain)
     for seed in range(20):
         env.reset(seed=seed)
-        assert 0.5 <= env.trace.sampled_kpis["PRB_util"] <= 0.6
+        assert 0.5 <= env.trace.facts["PRB_util"] <= 0.6

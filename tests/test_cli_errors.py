@@ -155,6 +155,17 @@ def test_generate_needs_at_least_one_sample(capsys, tmp_path, samples):
     assert not out.exists()
 
 
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["generate", "--domain", "bss", "--out", "x"], "the bss domain cannot generate a dataset"),
+        (["rescore", "x", "--domain", "bss"], "the bss domain cannot re-score a published release"),
+    ],
+)
+def test_a_domain_without_a_capability_is_refused_in_one_line(capsys, argv, expected):
+    _fails(capsys, argv, expected)
+
+
 def test_demo_needs_a_language(capsys):
     _fails(capsys, ["demo", "--lang", ""], "--lang is empty")
 

@@ -14,10 +14,10 @@ from gymnasium.error import ResetNeeded
 
 from telcoenv.domains import get_domain, register_domain, unregister_domain
 from telcoenv.env import TelcoEnv
-from telcoenv.errors import EpisodeOptionError, UnknownIntentError
+from telcoenv.errors import EpisodeOptionError, TelcoEnvError, UnknownIntentError
 from telcoenv.policies import ApprovalGate, Remeasurements, StepBudget
 from telcoenv.rewards import Shaping, episode_rewards
-from telcoenv.tooling import ToolResult
+from telcoenv.tooling import ToolRegistry, ToolResult
 from telcoenv.wrappers import ToolBudget
 
 
@@ -240,3 +240,15 @@ def test_bad_settings_and_options_raise_at_the_edge():
             env.reset(seed=1, options=options)
     with pytest.raises(UnknownIntentError, match="NOPE"):
         env.reset(options={"blueprint": "NOPE"})
+
+
+def test_a_tool_registry_refuses_a_second_implementation_of_a_name():
+    tools = ToolRegistry()
+
+    @tools.tool
+    def ping(context: object) -> dict:
+        return {"pong": True}
+
+    with pytest.raises(TelcoEnvError, match="'ping' is implemented twice"):
+        tools.tool(ping)
+    assert dict(tools) == {"ping": ping}

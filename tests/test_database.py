@@ -1,4 +1,5 @@
-"""The network database: fast private episodes, kept episodes, constraints and hostile input."""
+"""The episode database: fast private episodes, kept episodes, constraints and hostile input
+(on the network domain), and the core's column update and refused changes (on a plain table)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,10 @@ import sys
 import textwrap
 
 import pytest
-from sqlalchemy import create_engine, text
+from sqlalchemy import CheckConstraint, Column, Float, MetaData, String, Table, create_engine, text
 
 from telcoenv.agents import OracleAgent, run_episode
-from telcoenv.database import DatabaseError
+from telcoenv.database import DatabaseError, EpisodeDatabase, Query
 from telcoenv.domains.network.loading import default_catalog
 from telcoenv.domains.network.schema import network_metadata
 from telcoenv.env import TelcoEnv
@@ -303,3 +304,49 @@ def test_a_postgresql_database_keeps_episodes_and_refuses_like_sqlite():
         ).scalar_one()
     engine.dispose()
     assert stored == len(state.cell_ids)
+
+
+def _ledger() -> EpisodeDatabase:
+    """A one-table database of no domain: balances that must not go negative."""
+    metadata = MetaData(info={"name": "test-ledger", "system": "the ledger"})
+    Table(
+        "accounts",
+        metadata,
+        Column("episode_id", String(10), primary_key=True),
+        Column("account_id", String(10), primary_key=True),
+        Column("balance", Float, CheckConstraint("balance >= 0"), nullable=False),
+    )
+    db = EpisodeDatabase(metadata)
+    db.start_episode(lambda d: d.insert_values("accounts", [("E1", "A1", 10.0), ("E1", "A2", 5.0)]))
+    return db
+
+
+def _set_balance(db: EpisodeDatabase, account: str, balance: float) -> int:
+    return db.update_column(
+        "accounts", "balance", balance, episode_id="E1", key="account_id", key_value=account
+    )
+
+
+def test_update_column_sets_one_column_of_the_episodes_row_and_counts_the_rows():
+    db = _ledger()
+    assert _set_balance(db, "A1", 7.5) == 1
+    assert _set_balance(db, "NOPE", 1.0) == 0
+    balances = Query("accounts", ("account_id", "balance"), order=("account_id",))
+    assert db.select(balances, ("E1",)) == [("A1", 7.5), ("A2", 5.0)]
+
+
+def test_a_change_the_schema_refuses_is_a_rejected_tool_error_and_undoes_all_of_it():
+    db = _ledger()
+    with pytest.raises(ToolError) as refused, db.change():
+        _set_balance(db, "A2", 1.0)
+        with db.change():  # a nested change joins the outer one
+            _set_balance(db, "A1", -1.0)
+    assert refused.value.kind == "rejected"
+    message = str(refused.value)
+    assert message.startswith("the ledger refused the change: ")
+    assert message.endswith(" (nothing was changed)")
+    balances = Query("accounts", ("account_id", "balance"), order=("account_id",))
+    assert db.select(balances, ("E1",)) == [("A1", 10.0), ("A2", 5.0)]
+    with db.change():  # the database still takes changes
+        _set_balance(db, "A2", 0.0)
+    assert db.select(balances, ("E1",))[1] == ("A2", 0.0)

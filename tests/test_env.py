@@ -168,7 +168,7 @@ def test_sample_index_pins_the_episode_regardless_of_seed():
     first, _ = env.reset(seed=1, options=options)
     trace_one = env.trace
     second, _ = env.reset(seed=99, options=options)
-    assert first == second and env.trace.facts == trace_one.sampled_kpis
+    assert first == second and env.trace.facts == trace_one.facts
     assert env.trace.intent == "PCI_COLLISION"
     other, _ = env.reset(seed=1, options={**options, "sample_index": 8})
     assert other != first

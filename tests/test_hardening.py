@@ -525,8 +525,9 @@ def _reachable(root: object) -> list[object]:
 def test_no_tool_can_reach_the_ground_truth(domain):
     from telcoenv.domains import EpisodeSetup
     from telcoenv.domains.bss.generator import BssData
+    from telcoenv.domains.bss.models import CareIntent
+    from telcoenv.domains.network.models import Intent
     from telcoenv.domains.network.topology import Fault
-    from telcoenv.specs import CareIntent, Intent
     from telcoenv.trace import EpisodeTrace
 
     env = TelcoEnv(None, domain=domain, embedder=None)

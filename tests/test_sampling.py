@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from telcoenv.domains.network import network_domain
+from telcoenv.domains.network.models import Blueprint
 from telcoenv.domains.network.parameters import legal_values
 from telcoenv.domains.network.sampling import compile_plan, sample_kpis
-from telcoenv.specs import Blueprint
 
 SAMPLES = 300
 

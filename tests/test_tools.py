@@ -85,7 +85,9 @@ def test_every_fault_is_in_the_state_and_the_gold_fix_changes_it(catalog):
             snapshot = env.trace.start_state
             for name, healthy in info["privileged"]["fix"].items():
                 if intent.fault.target == "slice":
-                    current = snapshot["slices"][env.episode.setup.gold_values["slice_id"]]["policy"][name]
+                    current = snapshot["slices"][env.episode.setup.gold_values["slice_id"]][
+                        "policy"
+                    ][name]
                 elif intent.fault.target == "backhaul":
                     current = snapshot["backhaul"]["config"][name]
                 elif name == "pci":

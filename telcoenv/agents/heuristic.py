@@ -1,5 +1,7 @@
 """A keyword baseline: reads only the problem statement, guesses the intent, follows its chain.
 
+It plays the network domain only: its keywords, argument patterns and fixes are those of the
+network's troubleshooting intents, whose catalogue it reads through the domain registry.
 No privileged information is used: the intent is guessed from keywords of the statement (English
 or Arabic); the tool arguments come from the statement (cell, cluster, window), from the outputs of
 earlier calls (baseline config id, neighbour PCIs, slices) and from the public taxonomy
@@ -11,12 +13,15 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, TypeAlias
 
 from telcoenv.catalog import fill_gold_arguments
-from telcoenv.domains.network.loading import default_catalog
-from telcoenv.specs import Intent
+from telcoenv.domains import get_domain
 from telcoenv.tooling import RESERVED_SUBMIT
+
+# A network intent (telcoenv.domains.network.models.Intent), untyped here: only domains import
+# their own models.
+NetworkIntent: TypeAlias = Any
 
 # Keywords per intent, English and Arabic; a match counts once per keyword.
 KEYWORDS: dict[str, tuple[str, ...]] = {
@@ -69,14 +74,14 @@ CLUSTER_ID = re.compile(r"\bCL-[A-Z]{3}-\d+\b")
 WINDOW_EN = re.compile(r"last (\d+) (hour|minute)s?|last (hour)")
 
 
-def guess_intent(statement: str) -> Intent:
+def guess_intent(statement: str) -> NetworkIntent:
     """The intent whose keywords the statement matches most (ties: taxonomy order)."""
     text = statement.casefold()
     scores = {
         key: sum(word.casefold() in text for word in words) for key, words in KEYWORDS.items()
     }
     best = max(scores.values())
-    return next(i for i in default_catalog().intents if scores[i.key] == best)
+    return next(i for i in get_domain("network").catalog.intents if scores[i.key] == best)
 
 
 def _window(statement: str) -> str:
@@ -92,12 +97,13 @@ def _window(statement: str) -> str:
 
 
 class HeuristicAgent:
-    """Keyword intent guess, then the guessed intent's gold chain, then a templated summary."""
+    """Keyword intent guess, then the guessed intent's gold chain, then a templated summary
+    (network episodes only)."""
 
     needs_privileged = False
 
     def __init__(self) -> None:
-        self._intent: Intent | None = None
+        self._intent: NetworkIntent | None = None
         self._values: dict[str, Any] = {}
         self._plan: list[Any] = []
         self._asked = False

@@ -19,7 +19,7 @@ import numpy as np
 
 from telcoenv.catalog import Catalog
 from telcoenv.errors import EpisodeOptionError
-from telcoenv.specs import Blueprint, Intent, Language
+from telcoenv.specs import IntentModel, Language
 from telcoenv.tooling import Toolbox
 from telcoenv.trace import EpisodeTrace
 
@@ -28,7 +28,7 @@ from telcoenv.trace import EpisodeTrace
 class EpisodeSetup:
     """What a domain hands the environment at reset."""
 
-    sampled_kpis: dict[str, float]
+    facts: dict[str, float]  # the sampled numbers the counterpart may quote (KPIs, an age, ...)
     state: Any
     gold_values: dict[str, Any]
     problem_statement: str
@@ -40,11 +40,21 @@ class EpisodeSetup:
 
 
 class Domain(Protocol):
+    """What the environment needs of a domain. Intents extend
+    :class:`~telcoenv.specs.IntentModel`; a blueprint is the domain's own model with
+    ``intent`` and ``blueprint_id``.
+
+    Optional members, which the CLI looks up and refuses in one line when missing:
+    ``load_catalog(intents, blueprints, tools) -> Catalog`` (``telcoenv validate``),
+    ``generate_dataset(out, samples, seed, fmt) -> int`` (``telcoenv generate``) and
+    ``rescore_release(release, weights, *, check_blueprints, warn) -> (blueprints, report)``
+    (``telcoenv rescore``).
+    """
+
     name: str
     taxonomy_env: str  # the Gymnasium name of the environment over all its intents
     counterpart: str  # who the agent talks to ("engineer", "customer")
     counterpart_required: bool  # whether only the counterpart can give what the agent needs
-    snapshot_field: str  # the EpisodeTrace field that holds the starting state
     instructions: str  # the agent's system prompt: a template of {language} and {intent_list}
     catalog: Catalog
     toolbox: Toolbox
@@ -57,8 +67,8 @@ class Domain(Protocol):
 
     def start_episode(
         self,
-        intent: Intent,
-        blueprint: Blueprint,
+        intent: IntentModel,
+        blueprint: Any,
         rng: np.random.Generator,
         lang: Language,
         database: Any,
@@ -74,7 +84,7 @@ class Domain(Protocol):
     def reply(
         self,
         setup: EpisodeSetup,
-        blueprint: Blueprint,
+        blueprint: Any,
         message: str,
         lang: Language,
         rng: np.random.Generator,
@@ -82,16 +92,18 @@ class Domain(Protocol):
         ended: bool,
     ) -> str: ...
 
-    def snapshot(self, setup: EpisodeSetup) -> dict[str, Any]:
+    def start_state(self, setup: EpisodeSetup) -> dict[str, Any]:
         """The episode's starting state as JSON-ready data (for the trace)."""
 
-    def privileged(self, setup: EpisodeSetup, intent: Any) -> dict[str, Any]:
+    def privileged(self, setup: EpisodeSetup, intent: IntentModel) -> dict[str, Any]:
         """Domain-specific privileged information (the gold fix, the gold answer, ...)."""
 
     def asks_approval(self, message: str) -> bool:
         """Whether a plain agent message asks the counterpart to approve a change."""
 
-    def verify(self, setup: EpisodeSetup, intent: Any, trace: EpisodeTrace) -> dict[str, Any]:
+    def verify(
+        self, setup: EpisodeSetup, intent: IntentModel, trace: EpisodeTrace
+    ) -> dict[str, Any]:
         """Verdict on the final state: ``resolved``, ``checks``, ``collateral_changes``."""
 
 
@@ -179,7 +191,6 @@ _REQUIRED = (
     "name",
     "taxonomy_env",
     "counterpart",
-    "snapshot_field",
     "instructions",
     "catalog",
     "toolbox",
@@ -187,7 +198,7 @@ _REQUIRED = (
     "start_episode",
     "tool_context",
     "reply",
-    "snapshot",
+    "start_state",
     "privileged",
     "asks_approval",
     "verify",

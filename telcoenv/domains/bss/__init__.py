@@ -22,12 +22,13 @@ from telcoenv.domains import EpisodeSetup
 from telcoenv.domains.bss import customer
 from telcoenv.domains.bss.blueprints import default_care_catalog, load_care_catalog
 from telcoenv.domains.bss.generator import BssData, generate
+from telcoenv.domains.bss.models import CareBlueprint, CareIntent
 from telcoenv.domains.bss.scenario import gold_values, sample_scenario
 from telcoenv.domains.bss.schema import bss_metadata
 from telcoenv.domains.bss.state import BssState
-from telcoenv.domains.bss.tools import IMPLEMENTATIONS
+from telcoenv.domains.bss.tools import TOOLS
 from telcoenv.domains.bss.verification import verify
-from telcoenv.specs import CareBlueprint, CareIntent, Language
+from telcoenv.specs import Language
 from telcoenv.tooling import Toolbox
 from telcoenv.trace import EpisodeTrace
 
@@ -61,12 +62,11 @@ class BssDomain:
     counterpart = "customer"
     taxonomy_env = "CustomerCare"
     counterpart_required = True  # the agent needs the counterpart's information to succeed
-    snapshot_field = "customer"
     instructions = INSTRUCTIONS
 
     def __init__(self, catalog: Catalog | None = None) -> None:
         self.catalog = catalog or default_care_catalog()
-        self.toolbox = Toolbox(self.catalog.tools, IMPLEMENTATIONS)
+        self.toolbox = Toolbox(self.catalog.tools, TOOLS)
         self.write_tools = {n for n, spec in self.catalog.tools.items() if spec.effect == "write"}
 
     def load_catalog(
@@ -102,7 +102,7 @@ class BssDomain:
             if values.get(name) is not None:
                 sampled[name] = float(values[name])
         return EpisodeSetup(
-            sampled_kpis=sampled,
+            facts=sampled,
             state=state,
             truth=data,
             gold_values=values,
@@ -132,7 +132,7 @@ class BssDomain:
     def asks_approval(self, message: str) -> bool:
         return "approval" in customer.asked_topics(message)
 
-    def snapshot(self, setup: EpisodeSetup) -> dict[str, Any]:
+    def start_state(self, setup: EpisodeSetup) -> dict[str, Any]:
         """Who called, for the trace: ids, profile and the months of data."""
         data: BssData = setup.truth
         profile = next(r for r in data.rows["customers"] if r[1] == data.customer_id)

@@ -18,6 +18,8 @@ from typing import Any
 from telcoenv.catalog import (
     Catalog,
     check_gold_chain,
+    check_intent_folder,
+    check_template,
     data_root,
     load_blueprint_folder,
     load_intents,
@@ -28,10 +30,11 @@ from telcoenv.catalog import (
     template_strings,
 )
 from telcoenv.domains.bss.generator import catalogue
+from telcoenv.domains.bss.models import CareBlueprint, CareIntent
 from telcoenv.domains.bss.scenario import FACT_SOURCES, cheapest_plan, eligible
 from telcoenv.domains.bss.tools import MAX_START_AHEAD_DAYS
 from telcoenv.errors import CatalogError
-from telcoenv.specs import CareBlueprint, CareIntent, ToolSpec
+from telcoenv.specs import ToolSpec
 
 BSS_FOLDER = "bss"  # inside blueprints/: the network loader reads <INTENT>/*.yaml only
 MAX_AGE = 120  # oldest customer (the generator turns an age into a birth date)
@@ -75,18 +78,7 @@ def _check_care_templates(intent: CareIntent, file: str, index: int) -> None:
     texts += [("answer", intent.answer)] if intent.answer else []
     texts += [(f"customer.{lang}", getattr(intent.customer, lang)) for lang in ("en", "ar")]
     for where, text in texts:
-        try:
-            bad = template_fields(text) - set(CARE_EXAMPLE_VALUES)
-        except ValueError as exc:
-            raise CatalogError(
-                file, f"intents.{index}.{where}", f"malformed template {text!r}: {exc}"
-            ) from exc
-        if bad:
-            raise CatalogError(
-                file,
-                f"intents.{index}.{where}",
-                f"unknown template field(s) {sorted(bad)}; allowed: {sorted(CARE_EXAMPLE_VALUES)}",
-            )
+        check_template(text, CARE_EXAMPLE_VALUES, file, f"intents.{index}.{where}")
 
 
 def _parse_care_intent(
@@ -259,10 +251,7 @@ def load_care_blueprint(path: Path, intents: Mapping[str, CareIntent]) -> CareBl
     blueprint = parse_model(CareBlueprint, read_yaml(path), file)
     if blueprint.intent not in intents:
         raise CatalogError(file, "intent", f"unknown care intent {blueprint.intent!r}")
-    if blueprint.intent != path.parent.name:
-        raise CatalogError(
-            file, "intent", f"{blueprint.intent!r} does not match the folder {path.parent.name!r}"
-        )
+    check_intent_folder(blueprint, path)
     _check_ranges(blueprint, file)
     _check_plans(blueprint, file)
     _check_addons(blueprint, file)

@@ -20,7 +20,8 @@ import numpy as np
 import yaml
 
 from telcoenv.catalog import template_fields
-from telcoenv.specs import CareIntent, Language
+from telcoenv.domains.bss.models import CareIntent
+from telcoenv.specs import Language
 
 # What the customer knows (when the episode has it), in the order a reply gives it.
 _ALWAYS_KNOWN = ("msisdn", "trip", "destination", "budget", "need_gb", "email")

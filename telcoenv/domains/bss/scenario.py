@@ -1,11 +1,11 @@
 """From a care blueprint to an episode: what the caller is like and what the gold values are.
 
 :func:`sample_scenario` draws, with the episode's generator, the focal customer and the choices
-of a :class:`~telcoenv.specs.CareBlueprint` (the month concerned, a trip, a data need, a budget,
-a target plan, a new email); :func:`gold_values` reads the generated data and returns every
-value a care intent's templates may use (gold-chain arguments, the exact answer, the customer's
-words). Nothing here depends on the intent: the blueprint says what to plant, the intent's
-templates pick the values they need.
+of a :class:`~telcoenv.domains.bss.models.CareBlueprint` (the month concerned, a trip, a data
+need, a budget, a target plan, a new email); :func:`gold_values` reads the generated data and
+returns every value a care intent's templates may use (gold-chain arguments, the exact answer,
+the customer's words). Nothing here depends on the intent: the blueprint says what to plant,
+the intent's templates pick the values they need.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 
 from telcoenv.domains.bss.generator import BssData, Focal, catalogue
+from telcoenv.domains.bss.models import CareBlueprint
 from telcoenv.domains.bss.state import TODAY
-from telcoenv.specs import CareBlueprint
 
 END_MONTH = "2026-11"  # the latest billed month of every episode
 # Template fields a blueprint must plant: field -> the blueprint field that provides it.

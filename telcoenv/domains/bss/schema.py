@@ -28,7 +28,7 @@ def _key(name: str) -> Column[str]:
 @cache
 def bss_metadata() -> MetaData:
     """The BSS schema (built once per process)."""
-    metadata = MetaData(info={"name": "bss"})
+    metadata = MetaData(info={"name": "bss", "system": "the BSS"})
     Table(
         "customers",
         metadata,

@@ -4,21 +4,18 @@
 :class:`~telcoenv.database.EpisodeDatabase` (one transaction per episode, like the network
 domain) and gives tools bound-parameter access to it: :meth:`BssState.rows` runs a declarative
 :class:`~telcoenv.database.Query` for this episode, :meth:`BssState.update` and
-:meth:`BssState.insert` change rows inside :meth:`BssState.change` (all or nothing). The
-database is the one source of the current state; the generated rows stay as the starting
-snapshot that a verification can diff against.
+:meth:`BssState.insert` change rows inside ``state.db.change()`` (all or nothing; a change
+the schema refuses is a ``rejected`` ToolError). The database is the one source of the current
+state; the generated rows stay as the starting state that a verification can diff against.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
 from functools import cache
 from typing import Any
 
-from sqlalchemy import MetaData, bindparam, update
-from sqlalchemy.sql import ClauseElement
+from sqlalchemy import MetaData
 
 from telcoenv.database import EpisodeDatabase, Query
 from telcoenv.domains.bss.generator import BssData
@@ -54,40 +51,21 @@ class BssState:
             raise ToolError(missing, kind="not_found")
         return found[0]
 
-    @contextmanager
-    def change(self) -> Iterator[None]:
-        """Changes inside happen together or not at all; a constraint refusal is a ToolError."""
-        try:
-            with self.db.change():
-                yield
-        except self.db.integrity_error as exc:
-            raise ToolError(
-                f"the BSS refused the change: {exc} (nothing was changed)", kind="rejected"
-            ) from None
-
     def insert(self, table: str, **values: Any) -> None:
-        """Insert one row (the episode id is added); use inside :meth:`change`."""
+        """Insert one row (the episode id is added); use inside ``db.change()``."""
         columns = self.db.metadata.tables[table].columns.keys()
         row = {"episode_id": self.episode_id, **values}
         self.db.insert_values(table, [tuple(row.get(c) for c in columns)])
 
     def update(self, table: str, key: str, key_value: Any, **values: Any) -> int:
         """Set ``values`` on the row whose ``key`` is ``key_value``; the number of rows changed."""
-        changed = 0
-        for name, value in values.items():
-
-            def build(name: str = name) -> ClauseElement:
-                t = self.db.metadata.tables[table]
-                return (
-                    update(t)
-                    .where(t.c.episode_id == bindparam("episode_id"), t.c[key] == bindparam("key"))
-                    .values({name: bindparam("value")})
-                )
-
-            prepared = self.db.statement(f"update:{table}:{key}:{name}", build)
-            params = {"episode_id": self.episode_id, "key": key_value, "value": value}
-            changed = max(changed, self.db.execute(prepared, params))
-        return changed
+        changed = (
+            self.db.update_column(
+                table, name, value, episode_id=self.episode_id, key=key, key_value=key_value
+            )
+            for name, value in values.items()
+        )
+        return max(changed, default=0)
 
     def current_rows(self) -> dict[str, list[tuple[Any, ...]]]:
         """Every table's rows as stored now, episode id first (the generator's row format)."""
@@ -96,7 +74,7 @@ class BssState:
             for name, query in table_queries(self.db.metadata).items()
         }
 
-    def snapshot(self) -> str:
+    def rows_json(self) -> str:
         """Every table's rows as canonical JSON (for state diffs in tests and verification)."""
         tables = {
             table: sorted(json.dumps(row, sort_keys=True) for row in self.rows(query))

@@ -5,7 +5,7 @@ Each function receives a context with ``.state`` (a :class:`~telcoenv.domains.bs
 and ``.step``, and the arguments, and returns a JSON-ready dict. Reads return what the BSS stores,
 artefacts included (a double-fired invoice, ``null`` usage, negative credit notes): noticing them
 is the agent's job. Writes check the business rules first and change the database inside
-:meth:`BssState.change`, so a refused call changes nothing. A refused call raises
+``state.db.change()``, so a refused call changes nothing. A refused call raises
 :class:`~telcoenv.errors.ToolError`: ``not_found`` naming the unknown id, ``bad_args`` for a
 malformed value, ``rejected`` for a business rule, each with a precise message. Tool arguments
 reach SQL only as bound parameters (module-level :class:`~telcoenv.database.Query` constants).
@@ -21,7 +21,6 @@ import datetime as dt
 import json
 import re
 import unicodedata
-from collections.abc import Callable
 from typing import Any, Protocol
 
 from telcoenv.catalog import data_root
@@ -29,9 +28,9 @@ from telcoenv.database import Query
 from telcoenv.domains.bss.generator import catalogue
 from telcoenv.domains.bss.state import BssState
 from telcoenv.errors import ToolError
+from telcoenv.tooling import ToolRegistry
 
-ToolFunction = Callable[..., dict[str, Any]]
-IMPLEMENTATIONS: dict[str, ToolFunction] = {}
+TOOLS = ToolRegistry()  # every BSS tool, by name (the domain binds them to their specs)
 
 CREDIT_LIMIT = 200.0  # most one apply_credit call may grant, VAT-inclusive
 MAX_START_AHEAD_DAYS = 90  # how far ahead an add-on may be scheduled
@@ -74,12 +73,6 @@ class BssContext(Protocol):
 
     state: BssState
     step: int
-
-
-def tool(function: ToolFunction) -> ToolFunction:
-    """Register ``function`` as the implementation of the spec with the same name."""
-    IMPLEMENTATIONS[function.__name__] = function
-    return function
 
 
 # --- queries (module constants: cached by identity) ----------------------------------------------
@@ -298,7 +291,7 @@ def _line_view(state: BssState, line: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-@tool
+@TOOLS.tool
 def get_customer(
     ctx: BssContext, msisdn: str | None = None, customer_id: str | None = None
 ) -> dict[str, Any]:
@@ -315,7 +308,7 @@ def get_customer(
     return {"customer": {**customer, "age": age}, "accounts": accounts}
 
 
-@tool
+@TOOLS.tool
 def get_bill(ctx: BssContext, account_id: str, period: str) -> dict[str, Any]:
     """Every invoice stored for the account and month (a double-fired one too), with items."""
     state = ctx.state
@@ -327,7 +320,7 @@ def get_bill(ctx: BssContext, account_id: str, period: str) -> dict[str, Any]:
     return {"account_id": account_id, "period": period, "invoices": invoices}
 
 
-@tool
+@TOOLS.tool
 def get_realtime_charges(ctx: BssContext, msisdn: str) -> dict[str, Any]:
     """Unbilled charges of the current month: add-ons (not cancelled) starting in it, and the
     month's usage collected so far (``null`` when none was collected)."""
@@ -361,7 +354,7 @@ def get_realtime_charges(ctx: BssContext, msisdn: str) -> dict[str, Any]:
     }
 
 
-@tool
+@TOOLS.tool
 def get_usage(
     ctx: BssContext, msisdn: str, period: str | None = None, months: int | None = None
 ) -> dict[str, Any]:
@@ -382,7 +375,7 @@ def get_usage(
     return {"msisdn": msisdn, "plan_allowance": allowance, "usage": records}
 
 
-@tool
+@TOOLS.tool
 def list_plans(
     ctx: BssContext, payment: str | None = None, segment: str | None = None
 ) -> dict[str, Any]:
@@ -395,13 +388,13 @@ def list_plans(
     return {"plans": plans}
 
 
-@tool
+@TOOLS.tool
 def get_plan(ctx: BssContext, plan_id: str) -> dict[str, Any]:
     """One catalogue plan."""
     return {"plan": _plan(ctx.state, plan_id)}
 
 
-@tool
+@TOOLS.tool
 def list_addons(
     ctx: BssContext, kind: str | None = None, zone: str | None = None
 ) -> dict[str, Any]:
@@ -420,7 +413,7 @@ def _group(state: BssState, account_id: str | None, group_id: str | None) -> dic
     return state.one(GROUPS_OF_OWNER, value, missing=f"account {value!r} owns no family group")
 
 
-@tool
+@TOOLS.tool
 def get_family_usage(
     ctx: BssContext,
     account_id: str | None = None,
@@ -452,7 +445,7 @@ def get_family_usage(
     }
 
 
-@tool
+@TOOLS.tool
 def get_payment_history(ctx: BssContext, account_id: str) -> dict[str, Any]:
     """Payments (failed ones with their reason) and credit notes (negative), oldest first."""
     state = ctx.state
@@ -512,7 +505,7 @@ def _check_addon_purchase(
             )
 
 
-@tool
+@TOOLS.tool
 def subscribe_addon(ctx: BssContext, msisdn: str, addon_id: str, start_date: str) -> dict[str, Any]:
     """Subscribe the line; valid for ``validity_days`` from ``start_date``. A prepaid line pays
     the price incl. VAT from its account balance now; a postpaid line is billed later."""
@@ -525,7 +518,7 @@ def subscribe_addon(ctx: BssContext, msisdn: str, addon_id: str, start_date: str
     _check_addon_purchase(state, line, addon, start)
     end = start + dt.timedelta(days=addon["validity_days"] - 1)
     subscription_id = _next_id(state, SUBSCRIPTION_COUNT, "SUB")
-    with state.change():
+    with state.db.change():
         state.insert(
             "line_addons",
             subscription_id=subscription_id,
@@ -554,7 +547,7 @@ def subscribe_addon(ctx: BssContext, msisdn: str, addon_id: str, start_date: str
     }
 
 
-@tool
+@TOOLS.tool
 def cancel_addon(ctx: BssContext, msisdn: str, subscription_id: str) -> dict[str, Any]:
     """Cancel an active subscription of this line (no refund)."""
     state = ctx.state
@@ -573,7 +566,7 @@ def cancel_addon(ctx: BssContext, msisdn: str, subscription_id: str) -> dict[str
         )
     _refuse_internal(_owner(state, line))
     _require_active(line)
-    with state.change():
+    with state.db.change():
         state.update("line_addons", "subscription_id", subscription_id, status="cancelled")
     return {"subscription_id": subscription_id, "msisdn": msisdn, "status": "cancelled"}
 
@@ -607,7 +600,7 @@ def _check_plan_change(
         )
 
 
-@tool
+@TOOLS.tool
 def change_plan(ctx: BssContext, msisdn: str, plan_id: str) -> dict[str, Any]:
     """Move the line to ``plan_id`` today, if the customer is eligible."""
     state = ctx.state
@@ -618,7 +611,7 @@ def change_plan(ctx: BssContext, msisdn: str, plan_id: str) -> dict[str, Any]:
     _require_active(line)
     _check_plan_change(customer, line, plan, state.today)
     old = _plan(state, line["plan_id"])
-    with state.change():
+    with state.db.change():
         state.update("lines", "msisdn", msisdn, plan_id=plan_id)
     return {
         "msisdn": msisdn,
@@ -661,7 +654,7 @@ def _check_invoice_credit(state: BssState, account_id: str, invoice_id: str, val
         )
 
 
-@tool
+@TOOLS.tool
 def apply_credit(
     ctx: BssContext, account_id: str, amount: float, reason: str, invoice_id: str | None = None
 ) -> dict[str, Any]:
@@ -676,7 +669,7 @@ def apply_credit(
     if invoice_id is not None:
         _check_invoice_credit(state, account_id, invoice_id, value)
     credit_note_id = _next_id(state, CREDIT_COUNT, "CNC")
-    with state.change():
+    with state.db.change():
         state.insert(
             "credit_notes",
             credit_note_id=credit_note_id,
@@ -689,7 +682,7 @@ def apply_credit(
     return {"credit_note_id": credit_note_id, "account_id": account_id, "amount": -value}
 
 
-@tool
+@TOOLS.tool
 def update_contact(
     ctx: BssContext, customer_id: str, email: str | None = None, phone: str | None = None
 ) -> dict[str, Any]:
@@ -706,12 +699,12 @@ def update_contact(
         _formatted(phone, _PHONE, f"phone {phone!r} is not an E.164 number like +966512345678")
     _refuse_internal(customer)
     values = {k: v for k, v in (("email", email), ("phone", phone)) if v is not None}
-    with state.change():
+    with state.db.change():
         state.update("customers", "customer_id", customer_id, **values)
     return {"customer_id": customer_id, "updated": values}
 
 
-@tool
+@TOOLS.tool
 def open_care_ticket(
     ctx: BssContext, customer_id: str, category: str, summary: str
 ) -> dict[str, Any]:
@@ -724,7 +717,7 @@ def open_care_ticket(
     if not isinstance(summary, str) or not 1 <= len(summary) <= 2000:
         raise ToolError("summary must be 1-2000 characters", kind="bad_args")
     ticket_id = _next_id(state, TICKET_COUNT, "TCK")
-    with state.change():
+    with state.db.change():
         state.insert(
             "tickets",
             ticket_id=ticket_id,
@@ -746,7 +739,7 @@ _STORES = {
 }
 
 
-@tool
+@TOOLS.tool
 def get_store_locations(ctx: BssContext, city: str) -> dict[str, Any]:
     """Retail stores of a city (static; no customer data)."""
     stores = _STORES.get(str(city).strip().lower(), ())
@@ -754,7 +747,7 @@ def get_store_locations(ctx: BssContext, city: str) -> dict[str, Any]:
     return {"city": city, "stores": [{"name": name, "hours": hours} for name in stores]}
 
 
-@tool
+@TOOLS.tool
 def get_device_offers(ctx: BssContext, msisdn: str) -> dict[str, Any]:
     """Handset instalment offers for a line (static catalogue)."""
     _line(ctx.state, msisdn)

@@ -105,13 +105,13 @@ def expected_changes(
     writes = [call for call in gold_chain if call.tool in write_tools]
     if not writes:
         return []
-    from telcoenv.domains.bss.tools import IMPLEMENTATIONS
+    from telcoenv.domains.bss.tools import TOOLS
 
     database = EpisodeDatabase(bss_metadata())
     try:
         replay = BssState(database, data, episode_id)
         for call in writes:
-            IMPLEMENTATIONS[call.tool](_Context(replay), **call.arguments)
+            TOOLS[call.tool](_Context(replay), **call.arguments)
         return diff(data.rows, replay.current_rows())
     finally:
         database.close()

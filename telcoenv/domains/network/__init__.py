@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import cache
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -15,12 +16,13 @@ from telcoenv.domains.network import engineer
 from telcoenv.domains.network.dynamics import recompute
 from telcoenv.domains.network.kpis import COUPLINGS, background_kpis, kpi_catalogue
 from telcoenv.domains.network.loading import default_catalog, load_catalog
+from telcoenv.domains.network.models import Blueprint, Intent
 from telcoenv.domains.network.parameters import KPI_TO_CELL_PARAMETER, legal_values
 from telcoenv.domains.network.sampling import SamplingPlan, compile_plan, sample_kpis
 from telcoenv.domains.network.schema import network_metadata
 from telcoenv.domains.network.state import NetworkState
 from telcoenv.domains.network.summaries import gold_summaries
-from telcoenv.domains.network.tools import IMPLEMENTATIONS, ToolContext
+from telcoenv.domains.network.tools import TOOLS, ToolContext
 from telcoenv.domains.network.topology import (
     InitialNetwork,
     baseline_id,
@@ -28,9 +30,12 @@ from telcoenv.domains.network.topology import (
     fault_of,
 )
 from telcoenv.domains.network.verification import verify
-from telcoenv.specs import LANGUAGES, Blueprint, Intent, Language
+from telcoenv.specs import LANGUAGES, Language
 from telcoenv.tooling import Toolbox
 from telcoenv.trace import EpisodeTrace
+
+if TYPE_CHECKING:
+    from telcoenv.domains.network.release import RescoreReport
 
 INSTRUCTIONS = (
     "You are a network operations agent in a mobile operator's NOC. A network engineer reports a "
@@ -55,12 +60,11 @@ class NetworkDomain:
     counterpart = "engineer"
     taxonomy_env = "Troubleshooting"
     counterpart_required = False  # the agent needs the counterpart's information to succeed
-    snapshot_field = "network"
     instructions = INSTRUCTIONS
 
     def __init__(self, catalog: Catalog | None = None) -> None:
         self.catalog = catalog or default_catalog()
-        self.toolbox = Toolbox(self.catalog.tools, IMPLEMENTATIONS)
+        self.toolbox = Toolbox(self.catalog.tools, TOOLS)
         kpis = kpi_catalogue()
         grids = {kpi: legal_values(parameter) for kpi, parameter in KPI_TO_CELL_PARAMETER.items()}
         grids = {k: v for k, v in grids.items() if v is not None}
@@ -76,6 +80,33 @@ class NetworkDomain:
     ) -> Catalog:
         """Load and validate a network data folder (``None``: the packaged file or folder)."""
         return load_catalog(intents, blueprints, tools, known_kpis=kpi_catalogue().kpis)
+
+    # --- optional capabilities (the CLI's ``generate`` and ``rescore``) -----------------------
+    # Imported when used: the dataset drives environments (telcoenv.env), which drive domains,
+    # and no episode needs either.
+
+    def generate_dataset(self, out: str | Path, samples: int, seed: int, fmt: str) -> int:
+        """Write the TelcoAgent-Bench dataset; the number of samples (json) or rows (jsonl)."""
+        from telcoenv.domains.network.dataset import generate
+
+        return generate(out, samples=samples, seed=seed, fmt=fmt)
+
+    def rescore_release(
+        self,
+        release: str | Path,
+        weights: str,
+        *,
+        check_blueprints: bool,
+        warn: Callable[[str], None],
+    ) -> tuple[int, RescoreReport]:
+        """Re-score the predictions of a published TelcoAgent-Bench release: how many of its
+        blueprints load as this domain's (0 unless ``check_blueprints``; ``warn`` reports each
+        file repaired or skipped), and the report."""
+        from telcoenv.domains.network import release as published
+
+        loaded = published.load_release_blueprints(release, warn) if check_blueprints else []
+        report = published.rescore(published.load_evaluations(release), weights=weights)
+        return len(loaded), report
 
     def connect(self, url: str | None = None) -> EpisodeDatabase:
         """A network database for one environment: private and in memory unless ``url``."""
@@ -166,7 +197,7 @@ class NetworkDomain:
     ) -> str:
         return engineer.reply(message, setup.state.initial, blueprint, lang, rng, ended=ended)
 
-    def snapshot(self, setup: EpisodeSetup) -> dict[str, Any]:
+    def start_state(self, setup: EpisodeSetup) -> dict[str, Any]:
         """The network of an episode at its start as plain JSON-ready data (for the trace)."""
         initial = setup.state.initial
         serving = initial.serving

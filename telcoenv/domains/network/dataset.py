@@ -30,8 +30,9 @@ from telcoenv.agents import OracleAgent
 from telcoenv.domains.network.engineer import phrases, quote_kpis, ranked_evidence
 from telcoenv.domains.network.kpis import kpi_catalogue
 from telcoenv.domains.network.loading import default_catalog
+from telcoenv.domains.network.models import Intent
 from telcoenv.env import TelcoEnv
-from telcoenv.specs import LANGUAGES, Intent
+from telcoenv.specs import LANGUAGES
 
 _ASK = {
     "en": "Understood. To confirm the diagnosis I would like to run {tool} on {target}. "
@@ -150,7 +151,7 @@ def sample_record(
             steps.append((action, json.loads(output)))
         summaries[lang] = info["privileged"]["gold_summary"][lang]
         played[lang] = steps
-    sampled = envs["en"].trace.sampled_kpis
+    sampled = envs["en"].trace.facts
     # Turns alternate: engineer, agent asks, engineer approves, agent reports the step's output
     # together with the next request (or the resolution), ..., engineer closes.
     dialogue = [

@@ -19,9 +19,10 @@ import numpy as np
 import yaml
 
 from telcoenv.domains.network.kpis import kpi_catalogue
+from telcoenv.domains.network.models import Blueprint, Intent
 from telcoenv.domains.network.parameters import KPI_TO_CELL_PARAMETER
 from telcoenv.domains.network.topology import InitialNetwork
-from telcoenv.specs import Blueprint, Intent, Language
+from telcoenv.specs import Language
 
 # KPIs that are configuration read-outs or identifiers: an engineer does not quote them as symptoms.
 _NOT_EVIDENCE = {

@@ -20,18 +20,20 @@ import jsonschema
 from telcoenv.catalog import (
     Catalog,
     check_gold_chain,
+    check_intent_folder,
+    check_template,
     data_root,
     load_blueprint_folder,
     load_intents,
     load_tools,
     parse_model,
     read_yaml,
-    template_fields,
     template_strings,
     validate_document,
 )
+from telcoenv.domains.network.models import Blueprint, Intent, KPIConstraint
 from telcoenv.errors import CatalogError, ToolError
-from telcoenv.specs import Blueprint, Intent, KPIConstraint, ToolSpec
+from telcoenv.specs import ToolSpec
 
 if TYPE_CHECKING:
     from telcoenv.domains.network.kpis import KPIInfo
@@ -40,7 +42,7 @@ if TYPE_CHECKING:
 # check against it: those modules need the catalogue this one loads.
 
 
-# Names a gold-chain argument template may use; filled per episode (see telcoenv.scenario).
+# Names a gold-chain argument template may use; filled per episode (see NetworkDomain.gold_values).
 GOLD_ARGUMENT_FIELDS = frozenset(
     {
         "cell_id",
@@ -94,38 +96,13 @@ def _example_gold_values(intent: Intent) -> dict[str, Any]:
 def _check_templates(intent: Intent, file: str, index: int) -> None:
     where = f"intents.{index}"
     for step_no, step in enumerate(intent.gold_chain):
+        field = f"{where}.gold_chain.{step_no}.arguments"
         for value in template_strings(step.arguments):
-            try:
-                bad = template_fields(value) - GOLD_ARGUMENT_FIELDS
-            except ValueError as exc:
-                raise CatalogError(
-                    file,
-                    f"{where}.gold_chain.{step_no}.arguments",
-                    f"malformed template {value!r}: {exc}",
-                ) from exc
-            if bad:
-                raise CatalogError(
-                    file,
-                    f"{where}.gold_chain.{step_no}.arguments",
-                    f"unknown template field(s) {sorted(bad)}; allowed: "
-                    f"{sorted(GOLD_ARGUMENT_FIELDS)}",
-                )
+            check_template(value, GOLD_ARGUMENT_FIELDS, file, field)
     for part in ("root_cause", "corrective_action"):
         for lang in ("en", "ar"):
             text = getattr(getattr(intent.resolution, part), lang)
-            try:
-                bad = template_fields(text) - RESOLUTION_FIELDS
-            except ValueError as exc:
-                raise CatalogError(
-                    file, f"{where}.resolution.{part}.{lang}", f"malformed template {text!r}: {exc}"
-                ) from exc
-            if bad:
-                raise CatalogError(
-                    file,
-                    f"{where}.resolution.{part}.{lang}",
-                    f"unknown template field(s) {sorted(bad)}; allowed: "
-                    f"{sorted(RESOLUTION_FIELDS)}",
-                )
+            check_template(text, RESOLUTION_FIELDS, file, f"{where}.resolution.{part}.{lang}")
 
 
 def _parameter_schemas(tools: Mapping[str, ToolSpec]) -> dict[str, dict[str, Any]]:
@@ -409,10 +386,7 @@ def load_blueprint(
         document = read_yaml(path)
     validate_document(document, "blueprint.schema.json", file)
     blueprint = parse_model(Blueprint, document, file)
-    if blueprint.intent != path.parent.name:
-        raise CatalogError(
-            file, "intent", f"{blueprint.intent!r} does not match the folder {path.parent.name!r}"
-        )
+    check_intent_folder(blueprint, path)
     check_blueprint(blueprint, file, intents, known_kpis, tools=tools)
     return blueprint
 

@@ -37,10 +37,10 @@ from pydantic import BaseModel, ConfigDict
 from telcoenv.catalog import parse_yaml, read_yaml
 from telcoenv.domains.network.kpis import kpi_catalogue
 from telcoenv.domains.network.loading import default_catalog, load_blueprint
+from telcoenv.domains.network.models import Blueprint
 from telcoenv.errors import CatalogError, ReleaseWarning
 from telcoenv.metrics.reliability import ChainRecord, reliability
 from telcoenv.metrics.sequence import eap, msc, sas
-from telcoenv.specs import Blueprint
 
 SAMPLE_DIRS = ("TelcoAgent-Bench", "DataGeneration")
 METRICS_DIR = "TelcoAgent-Metrics"

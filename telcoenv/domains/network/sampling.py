@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from telcoenv.specs import Blueprint, KPIConstraint
+from telcoenv.domains.network.models import Blueprint, KPIConstraint
 
 # (child KPI, parent KPI, sign): physics the domain wants respected when a blueprint is silent.
 Coupling = tuple[str, str, int]

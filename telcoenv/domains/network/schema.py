@@ -75,7 +75,7 @@ def network_metadata() -> MetaData:
     On SQLite the tables are WITHOUT ROWID: rows live in their primary key's B-tree, which
     made an episode's inserts about a fifth cheaper.
     """
-    metadata = MetaData(info={"name": "network"})
+    metadata = MetaData(info={"name": "network", "system": "the network"})
     Table(
         "sites",
         metadata,

@@ -3,7 +3,7 @@
 :class:`NetworkState` loads an :class:`~telcoenv.domains.network.topology.InitialNetwork` into
 the environment's :class:`~telcoenv.database.EpisodeDatabase` and offers the
 queries and changes the tools, the causal model and the verification need. The database is the
-one source of the current state; the initial network is kept as the starting snapshot that
+one source of the current state; the initial network is kept as the starting state that
 :meth:`NetworkState.diff` compares it with.
 """
 
@@ -14,9 +14,6 @@ import json
 import operator
 from collections.abc import Iterable
 from typing import Any, NamedTuple
-
-from sqlalchemy import bindparam, update
-from sqlalchemy.sql import ClauseElement
 
 from telcoenv.database import EpisodeDatabase, Query
 from telcoenv.domains.network.parameters import (
@@ -497,31 +494,26 @@ class NetworkState:
         change_id = f"CHG-{self.now:%Y%m%d}-{int(self._fetch(_CHANGE_COUNT)[0][0]) + 1:04d}"
         stamp = self.now.strftime(TIME_FORMAT)
         log = []
-        try:
-            with self.db.change():
-                for object_type, object_id, changes in targets:
-                    self._update(object_type, object_id, {n: new for n, _, new in changes})
-                    log += [
-                        {
-                            "episode_id": self.episode_id,
-                            "change_id": change_id,
-                            "parameter": name,
-                            "step": step,
-                            "tool": tool,
-                            "object_type": object_type,
-                            "object_id": object_id,
-                            "old_value": json.dumps(old),
-                            "new_value": json.dumps(new),
-                            "reason": reason,
-                            "changed_at": stamp,
-                        }
-                        for name, old, new in changes
-                    ]
-                self.db.insert("change_log", log)
-        except self.db.integrity_error as exc:
-            raise ToolError(
-                f"the network refused the change: {exc} (nothing was changed)", kind="rejected"
-            ) from None
+        with self.db.change():
+            for object_type, object_id, changes in targets:
+                self._update(object_type, object_id, {n: new for n, _, new in changes})
+                log += [
+                    {
+                        "episode_id": self.episode_id,
+                        "change_id": change_id,
+                        "parameter": name,
+                        "step": step,
+                        "tool": tool,
+                        "object_type": object_type,
+                        "object_id": object_id,
+                        "old_value": json.dumps(old),
+                        "new_value": json.dumps(new),
+                        "reason": reason,
+                        "changed_at": stamp,
+                    }
+                    for name, old, new in changes
+                ]
+            self.db.insert("change_log", log)
         return change_id
 
     def _update(self, object_type: str, object_id: str, values: dict[str, Any]) -> None:
@@ -530,21 +522,11 @@ class NetworkState:
         unknown = sorted(n for n in values if n not in columns or n in ("episode_id", key))
         if unknown:
             raise ToolError(f"a {object_type} has no parameter(s) {unknown}", kind="bad_args")
-        # One statement per column: a statement per combination of columns would be compiled
-        # anew for every new combination an agent tries.
         for name, value in values.items():
-
-            def build(name: str = name) -> ClauseElement:
-                t = _table(table)
-                return (
-                    update(t)
-                    .where(t.c.episode_id == bindparam("episode_id"), t.c[key] == bindparam("key"))
-                    .values({name: bindparam("value")})
-                )
-
-            prepared = self.db.statement(f"update:{table}:{name}", build)
-            params = {"episode_id": self.episode_id, "key": object_id, "value": value}
-            if self.db.execute(prepared, params) != 1:
+            changed = self.db.update_column(
+                table, name, value, episode_id=self.episode_id, key=key, key_value=object_id
+            )
+            if changed != 1:
                 raise ToolError(f"unknown {object_type} {object_id!r}", kind="not_found")
 
     def add_ticket(

@@ -20,7 +20,8 @@ from telcoenv.domains.network.engineer import (
     ranked_evidence,
     window_phrase,
 )
-from telcoenv.specs import LANGUAGES, GoldStep, Intent, Language
+from telcoenv.domains.network.models import Intent
+from telcoenv.specs import LANGUAGES, GoldStep, Language
 
 
 @cache

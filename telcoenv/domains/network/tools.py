@@ -23,9 +23,9 @@ from telcoenv.domains.network.parameters import BACKHAUL_PARAMETERS, PROFILE, pa
 from telcoenv.domains.network.state import TIME_FORMAT, CellRow, NetworkState, latest
 from telcoenv.domains.network.topology import baseline_id, free_pci
 from telcoenv.errors import ToolError
+from telcoenv.tooling import ToolRegistry
 
-ToolFunction = Callable[..., dict[str, Any]]
-IMPLEMENTATIONS: dict[str, ToolFunction] = {}
+TOOLS = ToolRegistry()  # every network tool, by name (the domain binds them to their specs)
 
 _TIME = TIME_FORMAT
 
@@ -57,12 +57,6 @@ class ToolContext:
         if self._rng is None:
             self._rng = np.random.default_rng(self._seed())
         return self._rng
-
-
-def tool(function: ToolFunction) -> ToolFunction:
-    """Register ``function`` as the implementation of the spec with the same name."""
-    IMPLEMENTATIONS[function.__name__] = function
-    return function
 
 
 # --- helpers -------------------------------------------------------------------------------------
@@ -131,7 +125,7 @@ def _check_area(state: NetworkState, area: str) -> None:
 # --- core read tools -----------------------------------------------------------------------------
 
 
-@tool
+@TOOLS.tool
 def oss_query(ctx: ToolContext, cell_id: str, window: str) -> dict[str, Any]:
     state = ctx.state
     cell = state.cell(cell_id)
@@ -195,7 +189,7 @@ def _family_kpis(
     return found
 
 
-@tool
+@TOOLS.tool
 def kpi_timeseries(
     ctx: ToolContext, cell_id: str, kpi: str, window: str, granularity: str | None = None
 ) -> dict[str, Any]:
@@ -308,7 +302,7 @@ def _beam_shares(offset_deg: float, rng: np.random.Generator) -> list[float]:
     return [round(float(w), 3) for w in weights / weights.sum()]
 
 
-@tool
+@TOOLS.tool
 def coverage_map(ctx: ToolContext, area: str, resolution: str) -> dict[str, Any]:
     """An 8 x 8 grid of bins around the serving cell: RSRP, SINR, best server, overlap.
 
@@ -404,7 +398,7 @@ def _surroundings(state: NetworkState, cell_id: str) -> tuple[CellRow, list[tupl
     return cells[cell_id], related
 
 
-@tool
+@TOOLS.tool
 def neighbor_audit(ctx: ToolContext, cell_id: str) -> dict[str, Any]:
     state, rng = ctx.state, ctx.rng
     cell, related = _surroundings(state, cell_id)
@@ -445,7 +439,7 @@ def neighbor_audit(ctx: ToolContext, cell_id: str) -> dict[str, Any]:
     }
 
 
-@tool
+@TOOLS.tool
 def recommend_param_change(
     ctx: ToolContext, cell_id: str, objective: str | None = None
 ) -> dict[str, Any]:
@@ -503,7 +497,7 @@ def _change(ctx: ToolContext, tool: str, reason: str, targets: list[Any]) -> str
     return change_id
 
 
-@tool
+@TOOLS.tool
 def optimize_cell(
     ctx: ToolContext, cell_id: str, changes: dict[str, Any], reason: str | None = None
 ) -> dict[str, Any]:
@@ -531,7 +525,7 @@ def optimize_cell(
     return {"status": "applied", "change_id": change_id, "cell_id": cell_id, "changes": applied}
 
 
-@tool
+@TOOLS.tool
 def optimize_slice(
     ctx: ToolContext, slice_id: str, policy: dict[str, Any], reason: str | None = None
 ) -> dict[str, Any]:
@@ -549,7 +543,7 @@ def optimize_slice(
     }
 
 
-@tool
+@TOOLS.tool
 def push_config(ctx: ToolContext, config_id: str, dry_run: bool = False) -> dict[str, Any]:
     state = ctx.state
     stored = state.baseline(config_id)
@@ -581,7 +575,7 @@ def push_config(ctx: ToolContext, config_id: str, dry_run: bool = False) -> dict
     }
 
 
-@tool
+@TOOLS.tool
 def create_ticket(
     ctx: ToolContext,
     summary: str,
@@ -601,7 +595,7 @@ def create_ticket(
 # --- distractor tools: plausible, relevant-looking, and no help with the diagnosis ----------------
 
 
-@tool
+@TOOLS.tool
 def subscriber_insight(ctx: ToolContext, cell_id: str, window: str = "24h") -> dict[str, Any]:
     ctx.state.require_cell(cell_id)
     rng = ctx.rng
@@ -622,7 +616,7 @@ def subscriber_insight(ctx: ToolContext, cell_id: str, window: str = "24h") -> d
     }
 
 
-@tool
+@TOOLS.tool
 def device_cap_lookup(
     ctx: ToolContext, cell_id: str, device_model: str | None = None
 ) -> dict[str, Any]:
@@ -652,7 +646,7 @@ def device_cap_lookup(
     return result
 
 
-@tool
+@TOOLS.tool
 def sla_policy_fetch(ctx: ToolContext, cell_id: str, customer: str | None = None) -> dict[str, Any]:
     ctx.state.require_cell(cell_id)
     return {
@@ -678,7 +672,7 @@ def sla_policy_fetch(ctx: ToolContext, cell_id: str, customer: str | None = None
     }
 
 
-@tool
+@TOOLS.tool
 def traffic_forecast(ctx: ToolContext, cell_id: str, horizon: str) -> dict[str, Any]:
     state, rng = ctx.state, ctx.rng
     cell = state.cell(cell_id)
@@ -703,7 +697,7 @@ def traffic_forecast(ctx: ToolContext, cell_id: str, horizon: str) -> dict[str, 
     }
 
 
-@tool
+@TOOLS.tool
 def complaint_trend_analysis(ctx: ToolContext, area: str, window: str) -> dict[str, Any]:
     state, rng = ctx.state, ctx.rng
     _check_area(state, area)
@@ -720,7 +714,7 @@ def complaint_trend_analysis(ctx: ToolContext, area: str, window: str) -> dict[s
     }
 
 
-@tool
+@TOOLS.tool
 def spectrum_license_info(ctx: ToolContext, cell_id: str) -> dict[str, Any]:
     cell = ctx.state.cell(cell_id)
     return {

@@ -2,7 +2,7 @@
 
 :func:`build_network` turns a sampled scenario into an :class:`InitialNetwork` whose
 configuration carries the intent's fault. It is loaded into the episode's database (see
-``state.py``) and kept as the starting snapshot that the verification diffs the final state
+``state.py``) and kept as the starting state that the verification diffs the final state
 against. The corrective values (the gold fix) are derived here from the intent's ``fault`` entry
 in intents.yaml.
 """
@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from telcoenv.domains.network.kpis import background_kpis, kpi_catalogue
+from telcoenv.domains.network.models import Blueprint, Intent
 from telcoenv.domains.network.parameters import (
     KPI_TO_CELL_PARAMETER,
     KPI_TO_SLICE_POLICY,
@@ -29,7 +30,6 @@ from telcoenv.domains.network.parameters import (
     legal_values,
     parse_window,
 )
-from telcoenv.specs import Blueprint, Intent
 
 AREA_CODE = {"urban": "URB", "suburban": "SUB", "rural": "RUR", "indoor": "IND", "stadium": "STD"}
 _NEIGHBOUR_KM = {
@@ -167,7 +167,7 @@ class Alarm:
 
 @dataclass(slots=True)
 class InitialNetwork:
-    """The network of one episode as generated, before the agent acts (the starting snapshot)."""
+    """The network of one episode as generated, before the agent acts (the starting state)."""
 
     cluster_id: str
     serving: Cell

@@ -8,7 +8,7 @@ An episode is resolved when
   count as removed once escalated in a ticket);
 * a ticket exists where the intent requires one;
 * nothing unrelated changed: a diff of every configuration row in the database (cells, slices,
-  backhaul) against the episode's starting snapshot lists each change outside the fault as
+  backhaul) against the episode's starting state lists each change outside the fault as
   collateral, whichever way it was made.
 """
 
@@ -19,9 +19,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from telcoenv.domains.network.dynamics import FIX_TOOLS, key_kpis_recovered
+from telcoenv.domains.network.models import Intent
 from telcoenv.domains.network.state import ConfigKey, Configuration, NetworkState
 from telcoenv.domains.network.topology import Fault
-from telcoenv.specs import Intent
 
 
 class Verification(BaseModel):
@@ -84,7 +84,7 @@ def _root_cause_checks(
 
 
 def verify(state: NetworkState, fault: Fault) -> Verification:
-    """Check the final state of an episode against its fault and its starting snapshot."""
+    """Check the final state of an episode against its fault and its starting state."""
     intent, fix = fault.intent, fault.fix
     required = intent.resolution.ticket_required
     ticket_found = state.ticket_count() > 0

@@ -9,7 +9,6 @@ a plain dict (no database), its counterpart a subscriber, and it is found throug
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,7 @@ from telcoenv.catalog import Catalog, load_tools
 from telcoenv.domains import EpisodeSetup
 from telcoenv.errors import ToolError
 from telcoenv.specs import IntentModel, Language
-from telcoenv.tooling import Toolbox
+from telcoenv.tooling import Toolbox, ToolRegistry
 from telcoenv.trace import EpisodeTrace
 
 HERE = Path(__file__).parent
@@ -56,12 +55,17 @@ class _Store:
         pass
 
 
+TOOLS = ToolRegistry()
+
+
+@TOOLS.tool
 def ont_status(state: FiberState, ont_id: str) -> dict[str, Any]:
     if ont_id not in state.onts:
         raise ToolError(f"unknown ONT {ont_id!r}; ONTs: {sorted(state.onts)}", kind="not_found")
     return {"ont_id": ont_id, **state.onts[ont_id]}
 
 
+@TOOLS.tool
 def reboot_ont(state: FiberState, ont_id: str) -> dict[str, Any]:
     ont = ont_status(state, ont_id)
     if ont["rx_power_dbm"] < -28:
@@ -70,10 +74,6 @@ def reboot_ont(state: FiberState, ont_id: str) -> dict[str, Any]:
     return {"ont_id": ont_id, "status": "online"}
 
 
-IMPLEMENTATIONS: dict[str, Callable[..., dict[str, Any]]] = {
-    "ont_status": ont_status,
-    "reboot_ont": reboot_ont,
-}
 INSTRUCTIONS = (
     "You support a home fibre subscriber. Find their ONT with the tools, fix what you can, then "
     "call submit_resolution with the problem and a summary. Reply in {language}.{intent_list}"
@@ -85,7 +85,6 @@ class FiberDomain:
     taxonomy_env = "FiberAccess"
     counterpart = "subscriber"
     counterpart_required = False
-    snapshot_field = "start_state"
     instructions = INSTRUCTIONS
 
     def __init__(self) -> None:
@@ -98,7 +97,7 @@ class FiberDomain:
             blueprints={i.key: tuple(b for b in blueprints if b.intent == i.key) for i in intents},  # type: ignore[arg-type]
             tools=load_tools(HERE / "tools", domain=self.name),
         )
-        self.toolbox = Toolbox(self.catalog.tools, IMPLEMENTATIONS)
+        self.toolbox = Toolbox(self.catalog.tools, TOOLS)
 
     def connect(self, url: str | None = None) -> _Store:
         return _Store()
@@ -126,7 +125,7 @@ class FiberDomain:
             "ar": f"كان {ids[0]} غير متصل بعد انقطاع الكهرباء؛ أعادته إعادة التشغيل عن بعد.",
         }
         return EpisodeSetup(
-            sampled_kpis={"rx_power_dbm": power},
+            facts={"rx_power_dbm": power},
             state=FiberState(copy.deepcopy(onts)),
             gold_values={"ont_id": ids[0]},
             problem_statement=statement,
@@ -153,7 +152,7 @@ class FiberDomain:
             return "Yes, go ahead." if lang == "en" else "نعم، تفضل."
         return "The light on the box is red." if lang == "en" else "الضوء على الجهاز أحمر."
 
-    def snapshot(self, setup: EpisodeSetup) -> dict[str, Any]:
+    def start_state(self, setup: EpisodeSetup) -> dict[str, Any]:
         return {"onts": copy.deepcopy(setup.truth["start"])}
 
     def privileged(self, setup: EpisodeSetup, intent: FiberIntent) -> dict[str, Any]:

@@ -1,0 +1,53 @@
+"""The customer-care (BSS) domain's data-file models: care intents and the blueprints that say
+who calls and what is in their data."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from telcoenv.specs import Bilingual, FrozenModel, IntentModel
+
+
+class CareIntent(IntentModel):
+    """A customer-care intent of the BSS domain: what the customer wants, the gold API chain
+    (argument templates filled from the episode's data) and, for a question, the exact answer
+    (a template of the episode's facts)."""
+
+    domain: Literal["bss"]
+    description: Bilingual
+    customer: Bilingual  # the customer's opening message (a template)
+    answer: str | None = None
+
+
+class CareCustomer(FrozenModel):
+    """Who calls in a care blueprint: ranges are inclusive ``[min, max]``."""
+
+    age: tuple[int, int]
+    segment: Literal["consumer", "business"] = "consumer"
+    plans: tuple[str, ...]  # the line's current plan, drawn uniformly
+    family_size: tuple[int, int] = (1, 1)  # lines in the family group (1: none)
+    data_use: tuple[float, float]  # monthly data use as a share of the plan's allowance
+
+
+class CareBlueprint(FrozenModel):
+    """One scenario family of a customer-care intent: who calls and what is in their data.
+
+    Every field is data the episode sampler draws from (see ``telcoenv.domains.bss.scenario``);
+    a field left out plants nothing.
+    """
+
+    intent: str
+    blueprint_id: str
+    description: str
+    customer: CareCustomer
+    period: tuple[int, int] = (0, 0)  # the month concerned, in months before the latest bill
+    roaming_bill: bool = False  # pay-as-you-go roaming on the period's bill (destinations)
+    destinations: tuple[str, ...] = ()  # countries of the catalogue (the trip's or the bill's)
+    trip_days_ahead: tuple[int, int] | None = None  # a trip starting this many days from today
+    duplicate_invoice: bool = False  # the period's billing run fired twice
+    failed_payment: bool = False  # the latest payment failed
+    active_addons: tuple[str, ...] = ()  # one of them is active on the line
+    data_need_gb: tuple[int, int] | None = None  # extra data the customer asks for
+    budget_slack: tuple[float, float] | None = None  # budget above the cheapest fitting plan
+    target_plans: tuple[str, ...] = ()  # the plan the customer asks to move to
+    new_email: bool = False  # the customer gives a new email address
