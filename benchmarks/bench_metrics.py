@@ -16,7 +16,7 @@ import statistics
 import time
 
 from telcoenv.agents import OracleAgent, run_episode
-from telcoenv.domains.network.loading import default_catalog
+from telcoenv.domains.network.loading import network_catalog
 from telcoenv.embeddings import e5_embedder, english_embedder, multilingual_embedder
 from telcoenv.env import TelcoEnv
 from telcoenv.metrics import score_episodes
@@ -29,7 +29,7 @@ def finished_traces(samples_per_blueprint: int = 30) -> list:
     env = TelcoEnv(None, privileged=True, embedder=None)
     agent = OracleAgent()
     traces = []
-    for family in default_catalog().blueprints.values():
+    for family in network_catalog().blueprints.values():
         for blueprint in family:
             for index in range(samples_per_blueprint):
                 lang = "ar" if index % 2 else "en"

@@ -8,13 +8,13 @@ from pathlib import Path
 import yaml
 
 from telcoenv.catalog import data_root
-from telcoenv.domains.network.kpis import kpi_catalogue
+from telcoenv.domains.network.kpis import kpi_definitions
 from telcoenv.domains.network.loading import load_catalog
 from telcoenv.errors import CatalogError
 
 workdir = Path(tempfile.mkdtemp())
 shutil.copytree(data_root() / "blueprints", workdir / "blueprints")
-catalog = load_catalog(blueprints_dir=workdir / "blueprints", known_kpis=kpi_catalogue().kpis)
+catalog = load_catalog(blueprints_dir=workdir / "blueprints", known_kpis=kpi_definitions().kpis)
 print("valid:", sum(len(f) for f in catalog.blueprints.values()), "blueprints")
 
 # Break one range on purpose: the error names the file, the field and the problem.
@@ -23,7 +23,7 @@ blueprint = yaml.safe_load(path.read_text())
 blueprint["constraints"]["rsrp_dBm"]["min"] = -90  # now above its max of -102
 path.write_text(yaml.safe_dump(blueprint))
 try:
-    load_catalog(blueprints_dir=workdir / "blueprints", known_kpis=kpi_catalogue().kpis)
+    load_catalog(blueprints_dir=workdir / "blueprints", known_kpis=kpi_definitions().kpis)
 except CatalogError as error:
     print("error:", error)
     sys.exit(0)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from telcoenv.catalog import Catalog, data_root
-from telcoenv.domains.network.loading import default_catalog
+from telcoenv.domains.network.loading import network_catalog
 from telcoenv.env import TelcoEnv
 
 #: The 15 network tools, in the order of the tools/ specs listing (submit_resolution excluded).
@@ -33,7 +33,7 @@ NETWORK_TOOLS = [
 
 @pytest.fixture(scope="session")
 def catalog() -> Catalog:
-    return default_catalog()
+    return network_catalog()
 
 
 def gold_actions(info: dict) -> list[dict]:

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from telcoenv.database import EpisodeDatabase
-from telcoenv.domains.bss.generator import Focal, catalogue, generate
+from telcoenv.domains.bss.generator import Focal, generate, products
 from telcoenv.domains.bss.schema import bss_metadata
 
 FOCAL = Focal(
@@ -40,7 +40,7 @@ def test_every_row_fits_its_table_and_the_catalogue_is_data():
         width = len(bss_metadata().tables[table].columns)
         assert all(len(row) == width for row in rows), table
     plans = {row[1] for row in data.rows["rate_plans"]}
-    assert plans == {plan["plan_id"] for plan in catalogue()["plans"]}
+    assert plans == {plan["plan_id"] for plan in products()["plans"]}
     assert len(data.msisdns) == 3 and len(data.months) == 12
 
 

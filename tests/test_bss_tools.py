@@ -19,7 +19,7 @@ from telcoenv.domains.bss.schema import bss_metadata
 from telcoenv.domains.bss.state import BssState
 from telcoenv.domains.bss.tools import CREDIT_LIMIT
 from telcoenv.domains.bss.tools import TOOLS as BSS_TOOLS
-from telcoenv.domains.network.loading import default_catalog
+from telcoenv.domains.network.loading import network_catalog
 from telcoenv.errors import ToolError
 
 TOOLS = Path(__file__).resolve().parent.parent / "tools"
@@ -120,7 +120,7 @@ def test_specs_load_and_match_the_implementations():
 
 def test_the_network_catalogue_has_no_bss_tool():
     bss = set(load_tools(TOOLS, domain="bss")) - {"submit_resolution"}
-    assert not bss & set(default_catalog().tools)
+    assert not bss & set(network_catalog().tools)
     assert not bss & set(load_tools(TOOLS))
 
 

@@ -14,7 +14,7 @@ import yaml
 from telcoenv.catalog import data_root
 from telcoenv.domains.bss import bss_domain
 from telcoenv.domains.bss.blueprints import load_care_catalog
-from telcoenv.domains.bss.generator import catalogue, generate
+from telcoenv.domains.bss.generator import generate, products
 from telcoenv.domains.bss.scenario import cheapest_plan, gold_values, sample_scenario
 from telcoenv.domains.bss.state import TODAY
 from telcoenv.errors import CatalogError
@@ -32,8 +32,8 @@ def test_every_care_intent_has_two_blueprints_or_more():
 
 @pytest.mark.parametrize("blueprint", BLUEPRINTS, ids=lambda b: b.blueprint_id)
 def test_sampled_episodes_stay_inside_the_blueprint(blueprint):
-    plans = {p["plan_id"]: p for p in catalogue()["plans"]}
-    vat = catalogue()["vat_rate"]
+    plans = {p["plan_id"]: p for p in products()["plans"]}
+    vat = products()["vat_rate"]
     for index in range(20):
         rng = np.random.default_rng([7, index])
         scenario = sample_scenario(blueprint, rng)

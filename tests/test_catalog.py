@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from telcoenv.catalog import data_root
-from telcoenv.domains.network.kpis import kpi_catalogue
+from telcoenv.domains.network.kpis import kpi_definitions
 from telcoenv.domains.network.loading import load_catalog
 from telcoenv.errors import CatalogError
 
@@ -77,7 +77,7 @@ def test_tool_specs_are_openai_functions(catalog):
 
 
 def test_every_blueprint_kpi_is_in_the_kpi_catalogue(catalog):
-    known = kpi_catalogue().kpis
+    known = kpi_definitions().kpis
     for family in catalog.blueprints.values():
         for blueprint in family:
             assert set(blueprint.constraints) <= set(known), blueprint.blueprint_id
@@ -85,7 +85,10 @@ def test_every_blueprint_kpi_is_in_the_kpi_catalogue(catalog):
 
 def _load(root: Path):
     return load_catalog(
-        root / "intents.yaml", root / "blueprints", root / "tools", known_kpis=kpi_catalogue().kpis
+        root / "intents.yaml",
+        root / "blueprints",
+        root / "tools",
+        known_kpis=kpi_definitions().kpis,
     )
 
 

@@ -13,7 +13,7 @@ import yaml
 
 from telcoenv.domains.bss.blueprints import load_care_catalog
 from telcoenv.domains.network import NetworkDomain
-from telcoenv.domains.network.kpis import kpi_catalogue
+from telcoenv.domains.network.kpis import kpi_definitions
 from telcoenv.domains.network.loading import load_catalog
 from telcoenv.env import TelcoEnv
 from telcoenv.errors import CatalogError
@@ -241,7 +241,7 @@ def test_a_blueprint_that_would_fail_at_reset_is_refused(
 ):
     path = _edit_blueprint(data_copy, intent, name, edit)
     with pytest.raises(CatalogError) as caught:
-        _load(data_copy, known_kpis=kpi_catalogue().kpis)
+        _load(data_copy, known_kpis=kpi_definitions().kpis)
     assert caught.value.file == str(path)
     assert caught.value.field == field
     assert problem in caught.value.problem

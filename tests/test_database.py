@@ -14,7 +14,7 @@ from sqlalchemy import CheckConstraint, Column, Float, MetaData, String, Table, 
 
 from telcoenv.agents import OracleAgent, run_episode
 from telcoenv.database import DatabaseError, EpisodeDatabase, Query
-from telcoenv.domains.network.loading import default_catalog
+from telcoenv.domains.network.loading import network_catalog
 from telcoenv.domains.network.schema import network_metadata
 from telcoenv.env import TelcoEnv
 from telcoenv.errors import ToolError
@@ -240,7 +240,7 @@ def test_close_releases_the_database_and_a_later_reset_opens_a_new_one():
 
 
 def test_every_changeable_parameter_has_a_typed_column_from_its_spec():
-    changes = default_catalog().tools["optimize_cell"].parameters["properties"]["changes"]
+    changes = network_catalog().tools["optimize_cell"].parameters["properties"]["changes"]
     tables = network_metadata().tables
     columns = {**tables["cells"].c, **tables["transport_links"].c}
     for name, schema in changes["properties"].items():

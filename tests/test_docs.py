@@ -37,10 +37,10 @@ def test_every_network_tool_is_documented(catalog):
 
 
 def test_every_customer_care_tool_is_documented():
-    from telcoenv.domains.bss.blueprints import default_care_catalog
+    from telcoenv.domains.bss.blueprints import care_catalog
 
     documented = set(re.findall(r"`([a-z_]+)`", section(DOCS["customer_care.md"], "Tools")))
-    assert set(default_care_catalog().tools) <= documented
+    assert set(care_catalog().tools) <= documented
 
 
 def test_readme_gives_the_setup_commands():

@@ -8,7 +8,7 @@ import pytest
 
 from telcoenv.domains.network.dynamics import healthy_target, key_kpis_recovered
 from telcoenv.domains.network.engineer import ranked_evidence
-from telcoenv.domains.network.kpis import kpi_catalogue
+from telcoenv.domains.network.kpis import kpi_definitions
 from telcoenv.env import TelcoEnv
 
 from .conftest import gold_actions
@@ -59,7 +59,7 @@ def test_a_wrong_fix_leaves_the_symptoms_and_a_harmful_one_worsens_them():
     assert not all(key_kpis_recovered(state, fault).values())
     _call(env, "optimize_cell", cell_id=cell, changes={"tilt_deg": 15, "tx_power_dbm": 10})
     after = state.kpis(state.serving_id)[name]
-    direction = kpi_catalogue().kpis[name].worse
+    direction = kpi_definitions().kpis[name].worse
     assert (after > before) if direction == "higher" else (after < before), (name, before, after)
     neighbour = state.cell_ids[1]
     load, sinr = state.cell(neighbour).load, state.kpis(neighbour)["sinr_dB"]

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from telcoenv.domains.network.engineer import ranked_evidence
-from telcoenv.domains.network.kpis import kpi_catalogue
+from telcoenv.domains.network.kpis import kpi_definitions
 from telcoenv.embeddings import E5, ENGLISH, MULTILINGUAL
 from telcoenv.env import TelcoEnv
 from telcoenv.errors import EmbedderUnavailableError, EpisodeOptionError
@@ -322,9 +322,9 @@ def test_ira_conditions_and_gold_summaries_in_both_languages():
     assert "ticket" in summary["en"] and "تذكرة" in summary["ar"]
     kpis = env.trace.facts
     first = ranked_evidence(kpis, ("backhaul",))[0]  # the evidence quotes the backhaul KPIs
-    assert kpi_catalogue().kpis[first].family == "backhaul"
+    assert kpi_definitions().kpis[first].family == "backhaul"
     for lang in ("en", "ar"):
-        assert kpi_catalogue().quote(first, kpis[first], lang) in summary[lang]
+        assert kpi_definitions().quote(first, kpis[first], lang) in summary[lang]
 
 
 def test_a_failing_embedder_is_reported_not_raised():

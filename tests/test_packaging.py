@@ -42,12 +42,12 @@ def test_wheel_contains_the_data_files(wheel):
         n.startswith("telcoenv/_data/blueprints/") and n.endswith(".yaml") for n in names
     ) == 49 + len(list((ROOT / "blueprints" / "bss").glob("*/*.yaml")))
     assert "telcoenv/domains/bss/customer.yaml" in names
-    assert "telcoenv/domains/bss/catalogue.yaml" in names
+    assert "telcoenv/domains/bss/products.yaml" in names
     tools = sum(n.startswith("telcoenv/_data/tools/") for n in names)
     assert tools == len(list((ROOT / "tools").glob("*.json"))) >= 16
     assert "telcoenv/schemas/blueprint.schema.json" in names
     assert "telcoenv/domains/network/engineer.yaml" in names
-    assert "telcoenv/domains/bss/catalogue.yaml" in names
+    assert "telcoenv/domains/bss/products.yaml" in names
 
 
 def test_installed_wheel_runs_outside_the_checkout(wheel, tmp_path):

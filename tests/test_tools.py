@@ -8,7 +8,7 @@ from typing import get_args
 
 import pytest
 
-from telcoenv.domains.network.kpis import Family, kpi_catalogue
+from telcoenv.domains.network.kpis import Family, kpi_definitions
 from telcoenv.env import TelcoEnv
 
 from .conftest import gold_actions
@@ -31,12 +31,12 @@ def _episode(intent: str, seed: int = 0, **kwargs) -> tuple[TelcoEnv, str, dict]
 )
 def test_kpi_timeseries_statistics_match_the_sample(catalog, blueprint):
     intent = catalog.blueprint(blueprint).intent
-    family_of = {name: info.family for name, info in kpi_catalogue().kpis.items()}
+    family_of = {name: info.family for name, info in kpi_definitions().kpis.items()}
     for seed in range(4):
         env, cell, _ = _episode(intent, seed, blueprint=blueprint)
         window = env.trace.start_state["window"]
         for name, value in env.trace.facts.items():
-            info = kpi_catalogue().kpis[name]
+            info = kpi_definitions().kpis[name]
             output = _call(env, "kpi_timeseries", cell_id=cell, kpi=family_of[name], window=window)
             series = output["series"][name]
             rule = catalog.blueprint(blueprint).constraints[name]
@@ -67,7 +67,7 @@ def test_oss_query_reports_the_sampled_kpis_the_fault_and_the_alarm(catalog):
     env, cell, info = _episode("beam_misalignment", 2)
     record = _call(env, "oss_query", cell_id=cell, window="6h")
     for name, value in env.trace.facts.items():
-        scale = kpi_catalogue().kpis[name].scale
+        scale = kpi_definitions().kpis[name].scale
         assert record["kpis"][name]["value"] == pytest.approx(value * scale, abs=0.051)
     assert record["configuration"]["beam_azimuth_offset_deg"] >= 15  # the injected fault
     assert info["privileged"]["fix"] == {"beam_azimuth_offset_deg": 0}

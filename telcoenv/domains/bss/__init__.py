@@ -20,7 +20,7 @@ from telcoenv.catalog import Catalog
 from telcoenv.database import EpisodeDatabase
 from telcoenv.domains import EpisodeSetup
 from telcoenv.domains.bss import customer
-from telcoenv.domains.bss.blueprints import default_care_catalog, load_care_catalog
+from telcoenv.domains.bss.blueprints import care_catalog, load_care_catalog
 from telcoenv.domains.bss.generator import BssData, generate
 from telcoenv.domains.bss.models import CareBlueprint, CareIntent
 from telcoenv.domains.bss.scenario import gold_values, sample_scenario
@@ -65,7 +65,7 @@ class BssDomain:
     instructions = INSTRUCTIONS
 
     def __init__(self, catalog: Catalog | None = None) -> None:
-        self.catalog = catalog or default_care_catalog()
+        self.catalog = catalog or care_catalog()
         self.toolbox = Toolbox(self.catalog.tools, TOOLS)
         self.write_tools = {n for n, spec in self.catalog.tools.items() if spec.effect == "write"}
 

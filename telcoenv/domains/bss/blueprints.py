@@ -29,7 +29,7 @@ from telcoenv.catalog import (
     template_fields,
     template_strings,
 )
-from telcoenv.domains.bss.generator import catalogue
+from telcoenv.domains.bss.generator import products
 from telcoenv.domains.bss.models import CareBlueprint, CareIntent
 from telcoenv.domains.bss.scenario import FACT_SOURCES, cheapest_plan, eligible
 from telcoenv.domains.bss.tools import MAX_START_AHEAD_DAYS
@@ -140,7 +140,7 @@ def _check_ranges(blueprint: CareBlueprint, file: str) -> None:
 
 
 def _check_plans(blueprint: CareBlueprint, file: str) -> None:
-    plans = {p["plan_id"]: p for p in catalogue()["plans"]}
+    plans = {p["plan_id"]: p for p in products()["plans"]}
     customer = blueprint.customer
     if not customer.plans:
         raise CatalogError(file, "customer.plans", "list one plan or more (the caller's plan)")
@@ -176,9 +176,9 @@ def _check_plans(blueprint: CareBlueprint, file: str) -> None:
 
 
 def _check_addons(blueprint: CareBlueprint, file: str) -> None:
-    addons = {a["addon_id"]: a for a in catalogue()["addons"]}
-    destinations = catalogue()["destinations"]
-    payments = {p["plan_id"]: p["payment"] for p in catalogue()["plans"]}
+    addons = {a["addon_id"]: a for a in products()["addons"]}
+    destinations = products()["destinations"]
+    payments = {p["plan_id"]: p["payment"] for p in products()["plans"]}
     line_payments = {payments[p] for p in blueprint.customer.plans}
     for name in blueprint.destinations:
         if name not in destinations:
@@ -284,6 +284,6 @@ def load_care_catalog(
 
 
 @cache
-def default_care_catalog() -> Catalog:
+def care_catalog() -> Catalog:
     """The packaged customer-care catalogue, loaded and validated once per process."""
     return load_care_catalog()

@@ -1,7 +1,7 @@
 """The BSS data of one episode, generated deterministically from the episode's generator.
 
 :func:`generate` builds a small customer base around one *focal* customer (the one who calls
-customer care): each customer has an account, one or more lines on a catalogue plan, twelve
+customer care): each customer has an account, one or more lines on a plan of the products, twelve
 months of usage, invoices with line items (plan fees, add-ons, data overage, roaming), payments
 and sometimes credit notes. The data is production-like, with artefacts that defeat naive
 queries, as real BSS extracts do:
@@ -40,9 +40,9 @@ PREPAID_CREDIT = 120.0  # credit left on a prepaid account (pays add-ons on the 
 
 
 @cache
-def catalogue() -> dict[str, Any]:
-    """The packaged plan and add-on catalogue (``catalogue.yaml``)."""
-    text = resources.files(__package__).joinpath("catalogue.yaml").read_text("utf-8")
+def products() -> dict[str, Any]:
+    """The packaged product catalogue: plans, add-ons, destinations, VAT (``products.yaml``)."""
+    text = resources.files(__package__).joinpath("products.yaml").read_text("utf-8")
     return yaml.safe_load(text)
 
 
@@ -91,9 +91,9 @@ class _Builder:
     def __init__(self, rng: np.random.Generator, episode_id: str, months: list[str]) -> None:
         self.rng, self.episode, self.months = rng, episode_id, months
         self.rows: dict[str, list[tuple[Any, ...]]] = {t: [] for t in bss_metadata().tables}
-        self.plans = {p["plan_id"]: p for p in catalogue()["plans"]}
-        self.addons = {a["addon_id"]: a for a in catalogue()["addons"]}
-        self.vat = catalogue()["vat_rate"]
+        self.plans = {p["plan_id"]: p for p in products()["plans"]}
+        self.addons = {a["addon_id"]: a for a in products()["addons"]}
+        self.vat = products()["vat_rate"]
         self.counter = 0
 
     def next_id(self, prefix: str) -> str:
@@ -103,7 +103,7 @@ class _Builder:
     def add(self, table: str, *values: Any) -> None:
         self.rows[table].append((self.episode, *values))
 
-    def catalogue_rows(self) -> None:
+    def product_rows(self) -> None:
         for plan in self.plans.values():
             self.add(
                 "rate_plans",
@@ -255,7 +255,7 @@ def generate(
     """The BSS data of one episode (see the module docstring)."""
     months = _months(end_month, 12)
     builder = _Builder(rng, episode_id, months)
-    builder.catalogue_rows()
+    builder.product_rows()
     focal_customer, focal_account = builder.customer(focal.segment, focal.age)
     focal_lines = [(builder.line(focal_account, focal.plan_id), focal.plan_id)]
     for _ in range(focal.family_size - 1):

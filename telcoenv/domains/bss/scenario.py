@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from telcoenv.domains.bss.generator import BssData, Focal, catalogue
+from telcoenv.domains.bss.generator import BssData, Focal, products
 from telcoenv.domains.bss.models import CareBlueprint
 from telcoenv.domains.bss.state import TODAY
 
@@ -63,7 +63,7 @@ def _month_before(end: str, months: int) -> str:
 
 
 def eligible(plan: dict[str, Any], age: int, segment: str) -> bool:
-    """The catalogue's eligibility rule: the customer's segment and age."""
+    """The products' eligibility rule: the customer's segment and age."""
     high = plan["max_age"]
     return plan["segment"] == segment and plan["min_age"] <= age and (high is None or age <= high)
 
@@ -79,7 +79,7 @@ def sample_scenario(blueprint: CareBlueprint, rng: np.random.Generator) -> Scena
     plan_id = _pick(spec.plans, rng)
     period = _month_before(END_MONTH, _uniform_int(blueprint.period, rng))
     destination = _pick(blueprint.destinations, rng) if blueprint.destinations else None
-    zone = catalogue()["destinations"][destination] if destination else "EUROPE"
+    zone = products()["destinations"][destination] if destination else "EUROPE"
     start_date = None
     if blueprint.trip_days_ahead is not None:
         ahead = _uniform_int(blueprint.trip_days_ahead, rng)
@@ -98,7 +98,7 @@ def sample_scenario(blueprint: CareBlueprint, rng: np.random.Generator) -> Scena
         failed_payment=blueprint.failed_payment,
         active_addon=_pick(blueprint.active_addons, rng) if blueprint.active_addons else None,
     )
-    plans = {p["plan_id"]: p for p in catalogue()["plans"]}
+    plans = {p["plan_id"]: p for p in products()["plans"]}
     targets = [
         p
         for p in blueprint.target_plans
@@ -126,10 +126,10 @@ def sample_scenario(blueprint: CareBlueprint, rng: np.random.Generator) -> Scena
 def cheapest_plan(
     age: int, segment: str, data_gb: float, payment: str = "postpaid"
 ) -> dict[str, Any] | None:
-    """The cheapest catalogue plan the customer may take whose allowance covers ``data_gb``."""
+    """The cheapest plan the customer may take whose allowance covers ``data_gb``."""
     fitting = [
         p
-        for p in catalogue()["plans"]
+        for p in products()["plans"]
         if p["payment"] == payment
         and eligible(p, age, segment)
         and (p["data_gb"] is None or p["data_gb"] >= data_gb)
@@ -142,7 +142,7 @@ def _addon_for(kind: str, line_payment: str, *, zone: str | None = None, need: i
     ``need`` GB, among those sold to the line's payment type."""
     candidates = [
         a
-        for a in catalogue()["addons"]
+        for a in products()["addons"]
         if a["kind"] == kind
         and line_payment in a["payment"]
         and (zone is None or a["zone"] == zone)
@@ -154,11 +154,11 @@ def _addon_for(kind: str, line_payment: str, *, zone: str | None = None, need: i
 
 
 def gold_values(scenario: Scenario, data: BssData) -> dict[str, Any]:
-    """Every template value of the episode (see ``CARE_EXAMPLE_VALUES`` in the catalogue)."""
+    """Every template value of the episode (see ``CARE_EXAMPLE_VALUES`` in blueprints.py)."""
     focal, facts = scenario.focal, data.facts
-    plans = {p["plan_id"]: p for p in catalogue()["plans"]}
+    plans = {p["plan_id"]: p for p in products()["plans"]}
     payment = plans[focal.plan_id]["payment"]
-    vat = catalogue()["vat_rate"]
+    vat = products()["vat_rate"]
     values: dict[str, Any] = {
         "msisdn": data.msisdns[0],
         "customer_id": data.customer_id,
@@ -182,7 +182,7 @@ def gold_values(scenario: Scenario, data: BssData) -> dict[str, Any]:
         "group_id": data.rows["family_groups"][0][1] if data.rows["family_groups"] else None,
     }
     if scenario.destination is not None and scenario.start_date is not None:
-        values["zone"] = catalogue()["destinations"][scenario.destination]
+        values["zone"] = products()["destinations"][scenario.destination]
         values["addon_id"] = _addon_for("roaming", payment, zone=values["zone"])
     elif scenario.need_gb is not None:
         values["addon_id"] = _addon_for("data_coupon", payment, need=scenario.need_gb)

@@ -1,13 +1,13 @@
 """SQLAlchemy models of the operator's BSS data: customers, their lines, bills and usage.
 
 Every table is keyed by ``episode_id`` first (see :mod:`telcoenv.database`). Money is in the
-catalogue's currency; ``amount`` columns are VAT-inclusive unless named ``_excl_vat``. Months are
+products' currency; ``amount`` columns are VAT-inclusive unless named ``_excl_vat``. Months are
 ``YYYY-MM`` strings. The data is production-like on purpose (see ``generator.py``): a double-fired
 invoice, credit notes with negative amounts, internal test accounts, and usage that is ``NULL``
 where nothing was collected but ``0`` where the line used nothing.
 
 Tables: ``customers``, ``accounts``, ``lines`` (subscriptions), ``rate_plans``, ``addons``
-(the catalogue, per episode so queries can join it), ``line_addons``, ``invoices``,
+(the products, per episode so queries can join it), ``line_addons``, ``invoices``,
 ``invoice_items``, ``payments``, ``credit_notes``, ``usage_records``, ``family_groups``,
 ``family_members`` and ``tickets``.
 """

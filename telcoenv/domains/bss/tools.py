@@ -25,7 +25,7 @@ from typing import Any, Protocol
 
 from telcoenv.catalog import data_root
 from telcoenv.database import Query
-from telcoenv.domains.bss.generator import catalogue
+from telcoenv.domains.bss.generator import products
 from telcoenv.domains.bss.state import BssState
 from telcoenv.errors import ToolError
 from telcoenv.tooling import ToolRegistry
@@ -34,7 +34,7 @@ TOOLS = ToolRegistry()  # every BSS tool, by name (the domain binds them to thei
 
 CREDIT_LIMIT = 200.0  # most one apply_credit call may grant, VAT-inclusive
 MAX_START_AHEAD_DAYS = 90  # how far ahead an add-on may be scheduled
-VAT_RATE: float = catalogue()["vat_rate"]
+VAT_RATE: float = products()["vat_rate"]
 
 
 def spec_pattern(tool: str, argument: str) -> re.Pattern[str]:

@@ -14,8 +14,8 @@ from telcoenv.database import EpisodeDatabase
 from telcoenv.domains import EpisodeSetup
 from telcoenv.domains.network import engineer
 from telcoenv.domains.network.dynamics import recompute
-from telcoenv.domains.network.kpis import COUPLINGS, background_kpis, kpi_catalogue
-from telcoenv.domains.network.loading import default_catalog, load_catalog
+from telcoenv.domains.network.kpis import COUPLINGS, background_kpis, kpi_definitions
+from telcoenv.domains.network.loading import load_catalog, network_catalog
 from telcoenv.domains.network.models import Blueprint, Intent
 from telcoenv.domains.network.parameters import KPI_TO_CELL_PARAMETER, legal_values
 from telcoenv.domains.network.sampling import SamplingPlan, compile_plan, sample_kpis
@@ -63,9 +63,9 @@ class NetworkDomain:
     instructions = INSTRUCTIONS
 
     def __init__(self, catalog: Catalog | None = None) -> None:
-        self.catalog = catalog or default_catalog()
+        self.catalog = catalog or network_catalog()
         self.toolbox = Toolbox(self.catalog.tools, TOOLS)
-        kpis = kpi_catalogue()
+        kpis = kpi_definitions()
         grids = {kpi: legal_values(parameter) for kpi, parameter in KPI_TO_CELL_PARAMETER.items()}
         grids = {k: v for k, v in grids.items() if v is not None}
         # Compiled once: sampling plans are immutable and shared by every episode.
@@ -79,7 +79,7 @@ class NetworkDomain:
         self, intents: Any = None, blueprints: Any = None, tools: Any = None
     ) -> Catalog:
         """Load and validate a network data folder (``None``: the packaged file or folder)."""
-        return load_catalog(intents, blueprints, tools, known_kpis=kpi_catalogue().kpis)
+        return load_catalog(intents, blueprints, tools, known_kpis=kpi_definitions().kpis)
 
     # --- optional capabilities (the CLI's ``generate`` and ``rescore``) -----------------------
     # Imported when used: the dataset drives environments (telcoenv.env), which drive domains,

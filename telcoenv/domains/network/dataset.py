@@ -28,8 +28,8 @@ from typing import Any
 
 from telcoenv.agents import OracleAgent
 from telcoenv.domains.network.engineer import phrases, quote_kpis, ranked_evidence
-from telcoenv.domains.network.kpis import kpi_catalogue
-from telcoenv.domains.network.loading import default_catalog
+from telcoenv.domains.network.kpis import kpi_definitions
+from telcoenv.domains.network.loading import network_catalog
 from telcoenv.domains.network.models import Intent
 from telcoenv.env import TelcoEnv
 from telcoenv.specs import LANGUAGES
@@ -67,7 +67,7 @@ def _report(
         )
     if tool == "kpi_timeseries":
         parts = [
-            f"{kpi_catalogue().kpis[n].name.in_lang(lang)} "
+            f"{kpi_definitions().kpis[n].name.in_lang(lang)} "
             f"{s['min']}-{s['max']} {s['unit']} ({'mean' if en else 'المتوسط'} {s['mean']})"
             for n, s in list(output["series"].items())[:3]
         ]
@@ -210,7 +210,7 @@ def sample_record(
 
 
 def _episodes(samples: int, seed: int) -> Iterator[tuple[Intent, str, int]]:
-    catalog = default_catalog()
+    catalog = network_catalog()
     for intent in catalog.intents:
         for blueprint in catalog.blueprints[intent.key]:
             for k in range(samples):

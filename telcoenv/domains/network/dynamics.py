@@ -23,7 +23,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from telcoenv.domains.network.kpis import kpi_catalogue
+from telcoenv.domains.network.kpis import kpi_definitions
 from telcoenv.domains.network.parameters import change_schemas
 from telcoenv.domains.network.state import Configuration, NetworkState
 from telcoenv.domains.network.topology import Fault
@@ -95,9 +95,9 @@ def harm(state: NetworkState, fault: Fault, config: Configuration) -> dict[str, 
 
 
 def healthy_target(name: str, sampled: float) -> float:
-    """Where a KPI returns when its cause is removed: the catalogue's healthy value, unless the
+    """Where a KPI returns when its cause is removed: the KPI definition's healthy value, unless the
     sample is already at least as good (then the KPI is context, not a symptom, and stays)."""
-    info = kpi_catalogue().kpis[name]
+    info = kpi_definitions().kpis[name]
     if info.healthy is None or info.worse == "none":
         return sampled
     better = sampled <= info.healthy if info.worse == "higher" else sampled >= info.healthy
@@ -118,10 +118,10 @@ def key_kpis_recovered(state: NetworkState, fault: Fault, count: int = 2) -> dic
 
 
 def _serving_kpis(fault: Fault, current: dict[str, float], s: float, h: float) -> dict[str, float]:
-    catalogue = kpi_catalogue()
+    definitions = kpi_definitions()
     kpis = dict(current)
     for name, sampled in fault.sampled.items():
-        info = catalogue.kpis[name]
+        info = definitions.kpis[name]
         healthy = healthy_target(name, sampled)
         value = healthy + s * (sampled - healthy)
         gap = abs(sampled - healthy)
@@ -133,7 +133,7 @@ def _serving_kpis(fault: Fault, current: dict[str, float], s: float, h: float) -
             value = max(0.0, value)
             if info.unit == "percent":
                 value = min(value, 100.0 / info.scale)
-        kpis[name] = round(value, catalogue.digits(name))
+        kpis[name] = round(value, definitions.digits(name))
     return kpis
 
 

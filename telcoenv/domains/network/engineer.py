@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import yaml
 
-from telcoenv.domains.network.kpis import kpi_catalogue
+from telcoenv.domains.network.kpis import kpi_definitions
 from telcoenv.domains.network.models import Blueprint, Intent
 from telcoenv.domains.network.parameters import KPI_TO_CELL_PARAMETER
 from telcoenv.domains.network.topology import InitialNetwork
@@ -125,12 +125,12 @@ def ranked_evidence(sampled: dict[str, float], families: Sequence[str]) -> list[
 @cache
 def _ranked(names: tuple[str, ...], families: tuple[str, ...]) -> tuple[str, ...]:
     # The order depends only on the sample's KPI names (a blueprint's) and the families.
-    catalogue = kpi_catalogue()
+    definitions = kpi_definitions()
     rank = {family: i for i, family in enumerate(families)}
     return tuple(
         sorted(
             (n for n in names if n not in _NOT_EVIDENCE),
-            key=lambda n: rank.get(catalogue.kpis[n].family, len(rank)),
+            key=lambda n: rank.get(definitions.kpis[n].family, len(rank)),
         )
     )
 
@@ -148,11 +148,11 @@ def evidence(
 
 def quote_kpis(names: Sequence[str], sampled: dict[str, float], lang: Language) -> str:
     """``PRB utilisation at 84% and DL throughput at 10.1 Mbps`` (or its Arabic form)."""
-    catalogue = kpi_catalogue()
+    definitions = kpi_definitions()
     link = " at " if lang == "en" else " عند "
     return join_phrases(
         [
-            catalogue.kpis[n].name.in_lang(lang) + link + catalogue.quote(n, sampled[n], lang)
+            definitions.kpis[n].name.in_lang(lang) + link + definitions.quote(n, sampled[n], lang)
             for n in names
         ],
         lang,

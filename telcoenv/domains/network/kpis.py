@@ -63,11 +63,11 @@ class KPIInfo(BaseModel):
     limits: tuple[float | None, float | None] | None = None  # physical [min, max], raw units
 
     def physical_range(self) -> tuple[float | None, float | None]:
-        """The raw values the KPI can take (``None``: unbounded): ``limits`` when the catalogue
+        """The raw values the KPI can take (``None``: unbounded): ``limits`` when the definition
         gives them, else from the unit. A percentage is quoted in [0, 100], so its raw value
         lies in [0, 100 / scale]; throughput, times, distances and rates are never negative.
 
-        >>> kpi_catalogue().kpis["PRB_util"].physical_range()
+        >>> kpi_definitions().kpis["PRB_util"].physical_range()
         (0.0, 1.0)
         """
         if self.limits is not None:
@@ -79,7 +79,7 @@ class KPIInfo(BaseModel):
         return None, None
 
 
-class KPICatalogue(BaseModel):
+class KPIDefinitions(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     units: dict[str, Bilingual]
@@ -110,22 +110,22 @@ class KPICatalogue(BaseModel):
 
 
 @cache
-def kpi_catalogue() -> KPICatalogue:
+def kpi_definitions() -> KPIDefinitions:
     """The packaged KPI catalogue (``kpis.yaml`` next to this module), validated once."""
     file = "telcoenv/domains/network/kpis.yaml"
     text = resources.files(__package__).joinpath("kpis.yaml").read_text("utf-8")
     try:
-        catalogue = KPICatalogue.model_validate(yaml.safe_load(text))
+        definitions = KPIDefinitions.model_validate(yaml.safe_load(text))
     except ValidationError as exc:
         first = exc.errors()[0]
         raise CatalogError(file, ".".join(map(str, first["loc"])), first["msg"]) from exc
-    for name, info in catalogue.kpis.items():
-        if info.unit not in catalogue.units:
+    for name, info in definitions.kpis.items():
+        if info.unit not in definitions.units:
             raise CatalogError(file, f"kpis.{name}.unit", f"unknown unit {info.unit!r}")
         low, high = info.limits or (None, None)
         if low is not None and high is not None and low > high:
             raise CatalogError(file, f"kpis.{name}.limits", f"min ({low:g}) exceeds max ({high:g})")
-    return catalogue
+    return definitions
 
 
 _THROUGHPUT = ("DL_thr_Mbps", "throughput_p50_mbps", "p50_thr_mbps", "UL_thr_Mbps")
@@ -159,8 +159,8 @@ def background_kpis(
     Derived from the sampled KPIs (e.g. BLER from SINR, throughput from SINR and load) with a few
     percent of seeded jitter; a family the blueprint samples is never overridden.
     """
-    catalogue = kpi_catalogue()
-    sampled_families = {catalogue.kpis[n].family for n in sampled}
+    definitions = kpi_definitions()
+    sampled_families = {definitions.kpis[n].family for n in sampled}
     j = rng.uniform(0.97, 1.03, 8)  # one vector draw: this runs for every cell of every episode
     load = _first(sampled, _LOAD, 0.42 * j[0])
     rsrp = sampled.get("rsrp_dBm", (-92.0 if role == "macro" else -88.0) * j[1])
@@ -190,11 +190,11 @@ def background_kpis(
         "beam_fail_rate": 0.6 * j[7],
         "bfr_events_per_hr": 3.0 * j[5],
     }
-    digits = catalogue.storage_digits
+    digits = definitions.storage_digits
     return {
         name: round(float(value), digits[name])
         for name, value in derived.items()
-        if catalogue.kpis[name].family not in sampled_families
+        if definitions.kpis[name].family not in sampled_families
     }
 
 

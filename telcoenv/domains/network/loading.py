@@ -2,7 +2,7 @@
 blueprints (KPI ranges, context, fault overrides), with every rule that would otherwise only
 fail at ``reset`` (see :mod:`telcoenv.catalog` for the domain-neutral half).
 
->>> catalog = default_catalog()
+>>> catalog = network_catalog()
 >>> len(catalog.intents), sum(len(b) for b in catalog.blueprints.values()), len(catalog.tools)
 (20, 49, 16)
 """
@@ -286,21 +286,21 @@ def check_blueprint(
     """Semantic checks of one blueprint (ranges, dependencies, intent, fault overrides) and of
     every value an episode stores from it (``tools``: the catalogue's tool specs, which give
     the parameters' legal values). ``known_kpis`` defaults to the packaged KPI catalogue."""
-    from telcoenv.domains.network.kpis import kpi_catalogue
+    from telcoenv.domains.network.kpis import kpi_definitions
     from telcoenv.domains.network.parameters import parse_window
 
     if blueprint.intent not in intents:
         raise CatalogError(file, "intent", f"unknown intent {blueprint.intent!r}")
-    catalogue = kpi_catalogue().kpis
-    known = set(known_kpis) if known_kpis is not None else set(catalogue)
+    definitions = kpi_definitions().kpis
+    known = set(known_kpis) if known_kpis is not None else set(definitions)
     for name, rule in blueprint.constraints.items():
         field = f"constraints.{name}"
         if name not in known:
             raise CatalogError(file, field, f"unknown KPI {name!r}: add it to the KPI catalogue")
         if not rule.min < rule.max:
             raise CatalogError(file, field, f"min ({rule.min:g}) must be below max ({rule.max:g})")
-        if name in catalogue:
-            _check_physical_range(rule, catalogue[name], file, field)
+        if name in definitions:
+            _check_physical_range(rule, definitions[name], file, field)
         if rule.mode is not None and not rule.min <= rule.mode <= rule.max:
             raise CatalogError(
                 file, field + ".mode", f"mode {rule.mode:g} is outside [{rule.min:g}, {rule.max:g}]"
@@ -420,8 +420,8 @@ def load_catalog(
 
 
 @cache
-def default_catalog() -> Catalog:
+def network_catalog() -> Catalog:
     """The packaged catalogue, loaded and validated once per process and shared."""
-    from telcoenv.domains.network.kpis import kpi_catalogue
+    from telcoenv.domains.network.kpis import kpi_definitions
 
-    return load_catalog(known_kpis=kpi_catalogue().kpis)
+    return load_catalog(known_kpis=kpi_definitions().kpis)

@@ -12,7 +12,7 @@ import re
 from functools import cache, lru_cache
 from typing import Any
 
-from telcoenv.domains.network.loading import default_catalog
+from telcoenv.domains.network.loading import network_catalog
 from telcoenv.errors import ToolError
 
 #: Engineering profile of a healthy cell per role: what recommend_param_change compares with.
@@ -85,7 +85,7 @@ OPERATIONAL_STATES: tuple[str, ...] = ("ENABLED", "DEGRADED", "DOWN")
 @cache
 def change_schemas() -> dict[str, dict[str, Any]]:
     """JSON Schema of every changeable parameter, from the optimize_cell/optimize_slice specs."""
-    tools = default_catalog().tools
+    tools = network_catalog().tools
     return {
         **tools["optimize_cell"].parameters["properties"]["changes"]["properties"],
         **tools["optimize_slice"].parameters["properties"]["policy"]["properties"],

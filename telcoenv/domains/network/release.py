@@ -35,8 +35,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from telcoenv.catalog import parse_yaml, read_yaml
-from telcoenv.domains.network.kpis import kpi_catalogue
-from telcoenv.domains.network.loading import default_catalog, load_blueprint
+from telcoenv.domains.network.kpis import kpi_definitions
+from telcoenv.domains.network.loading import load_blueprint, network_catalog
 from telcoenv.domains.network.models import Blueprint
 from telcoenv.errors import CatalogError, ReleaseWarning
 from telcoenv.metrics.reliability import ChainRecord, reliability
@@ -171,9 +171,9 @@ def load_release_blueprints(
     folder = Path(root) / "BLUEPRINTS"
     if not folder.is_dir():
         raise CatalogError(str(folder), "", "no BLUEPRINTS folder in the release")
-    catalog = default_catalog()
+    catalog = network_catalog()
     intents = {intent.key: intent for intent in catalog.intents}
-    known = kpi_catalogue().kpis
+    known = kpi_definitions().kpis
     blueprints = []
     for path in sorted(folder.glob("*/*.yaml")):
         try:

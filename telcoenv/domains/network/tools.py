@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from telcoenv.domains.network.kpis import kpi_band, kpi_catalogue, series_batch
+from telcoenv.domains.network.kpis import kpi_band, kpi_definitions, series_batch
 from telcoenv.domains.network.parameters import BACKHAUL_PARAMETERS, PROFILE, parse_window
 from telcoenv.domains.network.state import TIME_FORMAT, CellRow, NetworkState, latest
 from telcoenv.domains.network.topology import baseline_id, free_pci
@@ -65,10 +65,10 @@ class ToolContext:
 @cache
 def _display() -> dict[str, tuple[float, int, str]]:
     """Per KPI: the scale and decimals of its quoted value, and its unit (English)."""
-    catalogue = kpi_catalogue()
+    definitions = kpi_definitions()
     return {
-        name: (info.scale, info.decimals, catalogue.units[info.unit].en)
-        for name, info in catalogue.kpis.items()
+        name: (info.scale, info.decimals, definitions.units[info.unit].en)
+        for name, info in definitions.kpis.items()
     }
 
 
@@ -178,11 +178,11 @@ def _family_kpis(
     state: NetworkState, cell_id: str, pools: list[dict[str, float]], family: str
 ) -> dict[str, float]:
     """The KPIs of one family, from the first pool that has each (the cell's own first)."""
-    catalogue = kpi_catalogue()
+    definitions = kpi_definitions()
     found: dict[str, float] = {}
     for pool in pools:
         for name, value in pool.items():
-            if catalogue.kpis[name].family == family and name not in found:
+            if definitions.kpis[name].family == family and name not in found:
                 found[name] = value
     if family == "config" and not found:
         found["mismatch_count"] = float(len(_config_drift(state, state.cell(cell_id))))
@@ -219,9 +219,9 @@ def kpi_timeseries(
     values = _family_kpis(state, cell_id, pools, kpi)
     if not values:
         raise ToolError(f"no {kpi} counters are collected for {cell_id}", kind="not_found")
-    catalogue = kpi_catalogue()
+    definitions = kpi_definitions()
     names = list(values)
-    digits = [catalogue.digits(n) for n in names]
+    digits = [definitions.digits(n) for n in names]
     parts: list[np.ndarray] = []
     for index, count in _regime_segments(history, start, step, points):
         # The serving cell's first regime is the blueprint sample (its ranges bound the

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from telcoenv.domains.network.kpis import background_kpis, kpi_catalogue
+from telcoenv.domains.network.kpis import background_kpis, kpi_definitions
 from telcoenv.domains.network.models import Blueprint, Intent
 from telcoenv.domains.network.parameters import (
     KPI_TO_CELL_PARAMETER,
@@ -430,7 +430,7 @@ def _alarms(
 
 
 def _slices(serving: Cell, sampled: dict[str, float], fault_type: str) -> dict[str, Slice]:
-    slice_kpis = {n: v for n, v in sampled.items() if kpi_catalogue().kpis[n].family == "slice"}
+    slice_kpis = {n: v for n, v in sampled.items() if kpi_definitions().kpis[n].family == "slice"}
     slices = {}
     for service, policy in SLICE_POLICY.items():
         slice_id = f"SL-{service.upper()}-01"
@@ -486,7 +486,7 @@ def build_network(
         serving.operational_state = "DOWN"
     neighbours = _neighbours(serving, prefix, {pci}, sampled, rng)
     fault_type = "URLLC" if _traffic(blueprint) == "URLLC" else "eMBB"
-    family = {n: kpi_catalogue().kpis[n].family for n in sampled}
+    family = {n: kpi_definitions().kpis[n].family for n in sampled}
     link_kpis = {n: v for n, v in sampled.items() if family[n] == "backhaul"} or {
         "bh_util": 35.0,
         "bh_latency_ms": 4.0,
