@@ -366,7 +366,7 @@ def _cmd_generate(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from telcoenv.domains import domain_names
+    from telcoenv.domains import DEFAULT_DOMAIN, domain_names
 
     parser = argparse.ArgumentParser(prog="telcoenv", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -378,7 +378,7 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("--blueprints", help="blueprints folder (default: packaged)")
     validate.add_argument("--tools", help="tool specs folder (default: packaged)")
     validate.add_argument(
-        "--domain", default="network", choices=domain_names(), help="which catalogue"
+        "--domain", default=DEFAULT_DOMAIN, choices=domain_names(), help="which catalogue"
     )
     validate.set_defaults(func=_cmd_validate)
     rescore = commands.add_parser(
@@ -399,7 +399,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="do not load the release's blueprints",
     )
     rescore.add_argument(
-        "--domain", default="network", choices=domain_names(), help="whose release"
+        "--domain", default=DEFAULT_DOMAIN, choices=domain_names(), help="whose release"
     )
     rescore.set_defaults(func=_cmd_rescore)
     evaluate = commands.add_parser("evaluate", help="run an agent over the benchmark grid")
@@ -462,7 +462,7 @@ def build_parser() -> argparse.ArgumentParser:
     generate.add_argument("--out", required=True, help="output folder (or .jsonl file)")
     generate.add_argument("--format", default="json", choices=["json", "jsonl"])
     generate.add_argument(
-        "--domain", default="network", choices=domain_names(), help="whose dataset"
+        "--domain", default=DEFAULT_DOMAIN, choices=domain_names(), help="whose dataset"
     )
     generate.set_defaults(func=_cmd_generate)
     show = commands.add_parser("show", help="an intent, blueprint or tool at a glance")
@@ -472,7 +472,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--lang", default="en,ar", help="comma-separated languages (en,ar)")
     demo.add_argument("--seed", type=int, default=0)
     demo.add_argument("--width", type=int, default=110, help="characters per printed line")
-    demo.add_argument("--domain", default="network", choices=domain_names())
+    demo.add_argument("--domain", default=DEFAULT_DOMAIN, choices=domain_names())
     demo.set_defaults(func=_cmd_demo)
     return parser
 

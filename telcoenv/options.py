@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from telcoenv.domains import Domain, get_domain
+from telcoenv.domains import DEFAULT_DOMAIN, Domain, get_domain
 from telcoenv.embeddings import Embedder, get_embedder
 from telcoenv.errors import EpisodeOptionError
 from telcoenv.rewards import RewardMode, RewardSpec, Shaping, check_reward, check_shaping
@@ -93,7 +93,7 @@ def check_reset_options(options: Any) -> dict[str, Any]:
 
 def check_domain(domain: Any) -> Domain:
     if isinstance(domain, str | None):
-        return get_domain(domain or "network")
+        return get_domain(domain or DEFAULT_DOMAIN)
     if not all(hasattr(domain, name) for name in ("catalog", "toolbox", "start_episode")):
         raise EpisodeOptionError(f"domain must be a domain name or a Domain, got {domain!r}")
     return domain

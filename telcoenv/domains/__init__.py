@@ -48,7 +48,10 @@ class Domain(Protocol):
     ``load_catalog(intents, blueprints, tools) -> Catalog`` (``telcoenv validate``),
     ``generate_dataset(out, samples, seed, fmt) -> int`` (``telcoenv generate``) and
     ``rescore_release(release, weights, *, check_blueprints, warn) -> (blueprints, report)``
-    (``telcoenv rescore``).
+    (``telcoenv rescore``). ``report_section`` names the table ``telcoenv report`` gives the
+    domain's episodes: ``"benchmark"`` (the TelcoAgent-Bench tables: IRA by condition, MSC/EAP/
+    SAS, reliability, RA), ``"care"`` (the customer-care table), or, when absent, a table of
+    the domain's own under ``domains``.
     """
 
     name: str
@@ -110,6 +113,8 @@ class Domain(Protocol):
 #: The entry-point group through which an installed package adds a domain: each entry point
 #: names a zero-argument factory returning a :class:`Domain` (``"pkg.module:factory"``).
 ENTRY_POINT_GROUP = "telcoenv.domains"
+#: The domain of an environment, a CLI command or a stored record that names none.
+DEFAULT_DOMAIN = "network"
 #: The packaged domains, by name: where their factory lives.
 BUILTIN_DOMAINS = {
     "network": "telcoenv.domains.network:network_domain",

@@ -1,9 +1,11 @@
 """Paper-style reports from stored episodes: tables (Markdown, CSV, JSON) and PNG plots.
 
-For each run, over its network-operations episodes: IRA in the two conditions (with / without
+Each domain says which table its episodes feed (``Domain.report_section``). For each run, over
+the benchmark domain's episodes (network operations): IRA in the two conditions (with / without
 the intent list) x EN / AR; MSC, EAP and SAS per language; GPC-0, GPC-1, SD and BRS per language
 (blueprint groups of the with-list condition, or of the only condition run); RA and the verified
-resolution rate per language. Over its customer-care episodes, per language: MSC, EAP, SAS,
+resolution rate per language. Over its customer-care episodes (and, in a table each, over the
+episodes of a domain another package adds), per language: MSC, EAP, SAS,
 argument accuracy, exact-answer accuracy (over the episodes that ask a question) and the
 verified resolution rate. Then per-intent and per-category breakdowns of every metric. Several
 runs sit side by side. A failed episode (agent error or timeout) scores 0 on every metric that
@@ -24,6 +26,8 @@ from pathlib import Path
 from statistics import fmean
 from typing import Any
 
+from telcoenv.domains import DEFAULT_DOMAIN, get_domain
+from telcoenv.errors import TelcoEnvError
 from telcoenv.metrics.reliability import ChainRecord, reliability
 
 METRICS = ("ira", "msc", "eap", "sas", "ra", "args", "answer", "resolved")
@@ -54,22 +58,33 @@ def _mean(records: Sequence[Mapping[str, Any]], metric: str) -> float | None:
     return fmean(_value(r, metric) for r in records) if records else None
 
 
-def _is_care(record: Mapping[str, Any]) -> bool:
-    return record.get("domain") == "bss"
+def _domain(record: Mapping[str, Any]) -> str:
+    return record.get("domain") or DEFAULT_DOMAIN  # records from before domains were stored
 
 
-def _domain_tables(records: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Per language, the chain, argument, answer and resolution metrics of every domain other
-    than the packaged two (domains added by other packages)."""
-    tables: dict[str, dict[str, Any]] = {}
-    for domain in sorted({r.get("domain") or "network" for r in records} - {"network", "bss"}):
-        rows = [r for r in records if r.get("domain") == domain]
-        tables[domain] = {
-            lang: {"n": len(group), **{m: _mean(group, m) for m in CARE_METRICS}}
-            for lang in LANGS
-            if (group := [r for r in rows if r["language"] == lang])
-        }
-    return tables
+def _sections(records: Sequence[Mapping[str, Any]]) -> dict[str, str | None]:
+    """Each recorded domain's report section (see ``Domain.report_section``); ``None`` for a
+    table of its own, also when the domain is not installed where the report is made."""
+    sections: dict[str, str | None] = {}
+    for name in {_domain(r) for r in records}:
+        try:
+            sections[name] = getattr(get_domain(name), "report_section", None)
+        except TelcoEnvError:
+            sections[name] = None
+    return sections
+
+
+def _own_tables(records: Sequence[Mapping[str, Any]], names: list[str]) -> dict[str, Any]:
+    return {name: _task_table([r for r in records if _domain(r) == name]) for name in names}
+
+
+def _task_table(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Per language: the chain, argument, answer and resolution metrics."""
+    return {
+        lang: {"n": len(group), **{m: _mean(group, m) for m in CARE_METRICS}}
+        for lang in LANGS
+        if (group := [r for r in records if r["language"] == lang])
+    }
 
 
 def _breakdown(records: Sequence[Mapping[str, Any]], field: str) -> dict[str, dict[str, Any]]:
@@ -85,9 +100,11 @@ def _breakdown(records: Sequence[Mapping[str, Any]], field: str) -> dict[str, di
 def run_report(records: Sequence[Mapping[str, Any]], weights: str = "equal") -> dict[str, Any]:
     """All the tables of one run, as plain data."""
     everything = records
-    care = [r for r in records if _is_care(r)]
-    # The paper's tables: network operations only.
-    records = [r for r in records if (r.get("domain") or "network") == "network"]
+    sections = _sections(records)
+    care = [r for r in records if sections[_domain(r)] == "care"]
+    own = sorted(name for name, section in sections.items() if section is None)
+    # The paper's tables: the benchmark domain's episodes only.
+    records = [r for r in records if sections[_domain(r)] == "benchmark"]
     by_lang = {lang: [r for r in records if r["language"] == lang] for lang in LANGS}
     conditions = {True: "with_list", False: "without_list"}
     ira = {
@@ -115,7 +132,6 @@ def run_report(records: Sequence[Mapping[str, Any]], weights: str = "equal") -> 
                 "brs": rel.mean_brs,
                 "blueprints": len(rel.groups),
             }
-    care_by_lang = {lang: [r for r in care if r["language"] == lang] for lang in LANGS}
     return {
         "episodes": len(everything),
         "care_episodes": len(care),
@@ -128,15 +144,8 @@ def run_report(records: Sequence[Mapping[str, Any]], weights: str = "equal") -> 
         "reliability": stability,
         "ra": {lang: _mean(by_lang[lang], "ra") for lang in LANGS},
         "resolved": {lang: _mean(by_lang[lang], "resolved") for lang in LANGS},
-        "care": {
-            lang: {
-                "n": len(care_by_lang[lang]),
-                **{m: _mean(care_by_lang[lang], m) for m in CARE_METRICS},
-            }
-            for lang in LANGS
-            if care_by_lang[lang]
-        },
-        "domains": _domain_tables(everything),
+        "care": _task_table(care),
+        "domains": _own_tables(everything, own),
         "per_intent": _breakdown(everything, "intent"),
         "per_category": _breakdown(everything, "category"),
     }

@@ -40,7 +40,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from telcoenv import __version__
 from telcoenv.agents import Agent, load_agent
-from telcoenv.domains import domain_names, get_domain
+from telcoenv.domains import DEFAULT_DOMAIN, domain_names, get_domain
 from telcoenv.embeddings import MULTILINGUAL, USEEmbedder, get_embedder
 from telcoenv.env import TelcoEnv
 from telcoenv.errors import (
@@ -79,7 +79,7 @@ class EpisodeSpec:
     sample_index: int
     language: str
     intent_list: bool
-    domain: str = "network"
+    domain: str = DEFAULT_DOMAIN
 
     @property
     def key(self) -> str:
@@ -147,9 +147,8 @@ def _chosen(intents: str | Sequence[str], domain: str | None) -> list[tuple[str,
     """(domain, intent) pairs: every intent of the domain(s), or the named ones (of ``domain``
     when it is given, of any domain when it is None)."""
     if intents == "all":
-        return [
-            (d, i) for d in _domains(domain or "network") for i in get_domain(d).catalog.intents
-        ]
+        chosen = _domains(domain or DEFAULT_DOMAIN)
+        return [(d, i) for d in chosen for i in get_domain(d).catalog.intents]
     if not intents:
         raise EpisodeOptionError("no intents given: name at least one, or all")
     allowed = _domains(domain) if domain is not None else list(domain_names())

@@ -61,6 +61,7 @@ class BssDomain:
     name = "bss"
     counterpart = "customer"
     taxonomy_env = "CustomerCare"
+    report_section = "care"
     counterpart_required = True  # the agent needs the counterpart's information to succeed
     instructions = INSTRUCTIONS
 

@@ -59,6 +59,7 @@ class NetworkDomain:
     name = "network"
     counterpart = "engineer"
     taxonomy_env = "Troubleshooting"
+    report_section = "benchmark"
     counterpart_required = False  # the agent needs the counterpart's information to succeed
     instructions = INSTRUCTIONS
 
