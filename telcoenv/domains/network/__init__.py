@@ -65,6 +65,7 @@ class NetworkDomain:
 
     def __init__(self, catalog: Catalog | None = None) -> None:
         self.catalog = catalog or network_catalog()
+        engineer.check_phrases(self.catalog.intents)
         self.toolbox = Toolbox(self.catalog.tools, TOOLS)
         kpis = kpi_definitions()
         grids = {kpi: legal_values(parameter) for kpi, parameter in KPI_TO_CELL_PARAMETER.items()}
@@ -80,7 +81,9 @@ class NetworkDomain:
         self, intents: Any = None, blueprints: Any = None, tools: Any = None
     ) -> Catalog:
         """Load and validate a network data folder (``None``: the packaged file or folder)."""
-        return load_catalog(intents, blueprints, tools, known_kpis=kpi_definitions().kpis)
+        catalog = load_catalog(intents, blueprints, tools, known_kpis=kpi_definitions().kpis)
+        engineer.check_phrases(catalog.intents)
+        return catalog
 
     # --- optional capabilities (the CLI's ``generate`` and ``rescore``) -----------------------
     # Imported when used: the dataset drives environments (telcoenv.env), which drive domains,

@@ -22,7 +22,8 @@ from telcoenv.domains.network.kpis import kpi_definitions
 from telcoenv.domains.network.models import Blueprint, Intent
 from telcoenv.domains.network.parameters import KPI_TO_CELL_PARAMETER
 from telcoenv.domains.network.topology import InitialNetwork
-from telcoenv.specs import Language
+from telcoenv.errors import CatalogError
+from telcoenv.specs import LANGUAGES, Language
 
 # KPIs that are configuration read-outs or identifiers: an engineer does not quote them as symptoms.
 _NOT_EVIDENCE = {
@@ -84,6 +85,21 @@ _ARABIC_HOURS = {1: "الساعة الماضية", 2: "الساعتين الما
 def phrases() -> dict[str, Any]:
     """The phrase bank (``engineer.yaml``), parsed once per process."""
     return yaml.safe_load(resources.files(__package__).joinpath("engineer.yaml").read_text("utf-8"))
+
+
+def check_phrases(intents: Sequence[Intent]) -> None:
+    """Every intent has symptom phrases in both languages, so that reset cannot fail on one
+    (an intent is data in intents.yaml plus its phrases here)."""
+    symptoms = phrases()["symptoms"]
+    for intent in intents:
+        missing = [lang for lang in LANGUAGES if not symptoms.get(intent.key, {}).get(lang)]
+        if missing:
+            raise CatalogError(
+                "telcoenv/domains/network/engineer.yaml",
+                f"symptoms.{intent.key}",
+                f"no symptom phrases in {missing} for intent {intent.key}: the engineer opens "
+                "every episode with one; add them",
+            )
 
 
 def _pick(options: Sequence[str], rng: np.random.Generator) -> str:
