@@ -18,14 +18,18 @@ import gymnasium
 import yaml
 
 from telcoenv.catalog import data_root
-from telcoenv.domains import BUILTIN_DOMAINS, domain_names, get_domain
+from telcoenv.domains import (
+    BUILTIN_DOMAINS,
+    BUILTIN_TAXONOMIES,
+    DEFAULT_DOMAIN,
+    domain_names,
+    get_domain,
+)
 from telcoenv.errors import UnknownEnvironmentError
 from telcoenv.specs import gym_name
 
 NAMESPACE = "telcoenv"
 VERSION = 0
-TAXONOMY_NAME = "troubleshooting"
-CARE_TAXONOMY_NAME = "customer_care"
 ENTRY_POINT = "telcoenv.env:TelcoEnv"
 
 
@@ -36,7 +40,7 @@ class EnvEntry(NamedTuple):
     id: str  # Gymnasium id, e.g. "telcoenv/BeamMisalignment-v0"
     intent: str | None  # intent key, None for the whole taxonomy
     category: str | None
-    domain: str = "network"
+    domain: str = DEFAULT_DOMAIN
 
 
 @cache
@@ -51,20 +55,19 @@ def _packaged_entries() -> tuple[EnvEntry, ...]:
             f"{NAMESPACE}/{gym_name(i['env_name'])}-v{VERSION}",
             i["key"],
             i["category"],
-            i.get("domain", "network"),
+            i.get("domain", DEFAULT_DOMAIN),
         )
         for i in document["intents"]
     ]
-    entries.append(EnvEntry(TAXONOMY_NAME, f"{NAMESPACE}/Troubleshooting-v{VERSION}", None, None))
-    entries.append(
-        EnvEntry(CARE_TAXONOMY_NAME, f"{NAMESPACE}/CustomerCare-v{VERSION}", None, None, "bss")
-    )
+    entries += [_taxonomy_entry(name, taxonomy) for name, taxonomy in BUILTIN_TAXONOMIES.items()]
     return tuple(entries)
 
 
-def _taxonomy_name(taxonomy_env: str) -> str:
-    """``"CustomerCare"`` -> ``"customer_care"``: the short name of a domain's whole taxonomy."""
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", taxonomy_env).lower()
+def _taxonomy_entry(domain: str, taxonomy_env: str) -> EnvEntry:
+    """The environment over a domain's whole taxonomy: ``"CustomerCare"`` is made as
+    ``telcoenv.make("customer_care")`` or ``telcoenv/CustomerCare-v0``."""
+    name = re.sub(r"(?<!^)(?=[A-Z])", "_", taxonomy_env).lower()
+    return EnvEntry(name, f"{NAMESPACE}/{taxonomy_env}-v{VERSION}", None, None, domain)
 
 
 def _plugin_entries() -> list[EnvEntry]:
@@ -84,12 +87,7 @@ def _plugin_entries() -> list[EnvEntry]:
             )
             for intent in domain.catalog.intents
         ]
-        taxonomy = domain.taxonomy_env
-        entries.append(
-            EnvEntry(
-                _taxonomy_name(taxonomy), f"{NAMESPACE}/{taxonomy}-v{VERSION}", None, None, name
-            )
-        )
+        entries.append(_taxonomy_entry(name, domain.taxonomy_env))
     return entries
 
 
@@ -105,7 +103,7 @@ def register_envs(*, plugins: bool = True) -> None:
         if entry.id in gymnasium.registry:
             continue
         kwargs: dict[str, Any] = {"intent": entry.intent} if entry.intent else {}
-        if entry.domain != "network":
+        if entry.domain != DEFAULT_DOMAIN:
             kwargs["domain"] = entry.domain
         gymnasium.register(
             id=entry.id, entry_point=ENTRY_POINT, kwargs=kwargs, nondeterministic=False

@@ -120,6 +120,10 @@ BUILTIN_DOMAINS = {
     "network": "telcoenv.domains.network:network_domain",
     "bss": "telcoenv.domains.bss:bss_domain",
 }
+#: Their whole-taxonomy environments' Gymnasium names, known without importing the domains so that
+#: ``import telcoenv`` registers every packaged environment at once (each domain's
+#: ``taxonomy_env`` says the same; a test holds them equal).
+BUILTIN_TAXONOMIES = {"network": "Troubleshooting", "bss": "CustomerCare"}
 _FACTORIES: dict[str, str | Callable[[], Domain]] = dict(BUILTIN_DOMAINS)
 _INSTANCES: dict[str, Domain] = {}
 _LOCK = threading.Lock()

@@ -1,5 +1,6 @@
-"""Two catalogue-edge rules: a network intent without engineer phrases fails at load, and a
-report puts each domain's episodes in the table its domain declares."""
+"""Edges of the domain registry: a network intent without engineer phrases fails at load, a
+report puts each domain's episodes in the table its domain declares, and the packaged
+taxonomies register at import under the names their domains give."""
 
 from __future__ import annotations
 
@@ -7,10 +8,11 @@ import dataclasses
 
 import pytest
 
-from telcoenv.domains import get_domain
+from telcoenv.domains import BUILTIN_TAXONOMIES, get_domain
 from telcoenv.domains.network import NetworkDomain
 from telcoenv.errors import CatalogError
 from telcoenv.evaluation.report import run_report, to_markdown
+from telcoenv.registration import list_envs
 
 
 def test_a_network_intent_without_symptom_phrases_fails_at_load():
@@ -67,3 +69,16 @@ def test_each_domain_feeds_the_table_it_declares():
     assert report["domains"]["not_installed_here"]["en"]["sas"] == 0.75
     markdown = to_markdown({"weights": "equal", "runs": {"run": report}})
     assert "## Customer care (BSS)" in markdown and "## Domain not_installed_here" in markdown
+
+
+def test_the_packaged_taxonomies_match_their_domains_and_register_at_import():
+    import gymnasium
+
+    import telcoenv  # noqa: F401  (registers the packaged environments)
+
+    for name, taxonomy in BUILTIN_TAXONOMIES.items():
+        assert get_domain(name).taxonomy_env == taxonomy
+        assert f"telcoenv/{taxonomy}-v0" in gymnasium.registry
+    names = {entry.name: entry for entry in list_envs()}
+    assert names["troubleshooting"].domain == "network"
+    assert names["customer_care"].domain == "bss"
