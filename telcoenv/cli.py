@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from telcoenv.errors import TelcoEnvError, UsageError
 from telcoenv.evaluation.store import DEFAULT_DB
+from telcoenv.specs import BlueprintModel, show_fields
 
 if TYPE_CHECKING:
     from telcoenv.evaluation.runner import RunSummary
@@ -310,12 +311,12 @@ def _show(name: str, catalog: Any) -> bool:
     if blueprint is not None:
         about = getattr(blueprint, "description", "")
         print(f"{blueprint.blueprint_id} ({blueprint.intent})" + (f": {about}" if about else ""))
-        if hasattr(blueprint, "constraints"):
-            _show_network_blueprint(blueprint)
-        else:
-            fields = blueprint.model_dump(exclude={"intent", "blueprint_id", "description"})
-            for field, value in fields.items():
-                print(f"  {field:<18} {value}")
+        lines = (
+            blueprint.show_lines()
+            if isinstance(blueprint, BlueprintModel)
+            else show_fields(blueprint)
+        )
+        print("\n".join(lines))
         return True
     intent = next(
         (i for i in catalog.intents if name in (i.key, i.env_name, f"telcoenv/{i.gym_name}-v0")),
@@ -325,28 +326,10 @@ def _show(name: str, catalog: Any) -> bool:
         return False
     print(f"{intent.key} / {intent.env_name} ({catalog.categories[intent.category]['en']})")
     print(f"  {intent.label.en} | {intent.label.ar}")
-    # Fields that only some domains' intents have are shown when present.
-    if hasattr(intent, "description"):
-        print(f"  {intent.description.en}")
-    print(f"  gold chain: {' -> '.join(intent.gold_tools)}")
-    if hasattr(intent, "fault"):
-        print(f"  fault: {intent.fault.target} {dict(intent.fault.parameters)}")
-    if hasattr(intent, "customer"):
-        print(f"  customer: {intent.customer.en}")
-    if hasattr(intent, "answer"):
-        print(f"  answer: {intent.answer or '(a request: verified on the final state)'}")
+    for line in intent.show_lines():
+        print(f"  {line}")
     print(f"  blueprints: {', '.join(b.blueprint_id for b in catalog.blueprints[intent.key])}")
     return True
-
-
-def _show_network_blueprint(blueprint: Any) -> None:
-    print(f"context: {blueprint.context.model_dump()}")
-    print(f"priors: {blueprint.priors}")
-    for kpi, rule in blueprint.constraints.items():
-        extra = f" {rule.dist}" if rule.dist != "uniform" else ""
-        if rule.parent:
-            extra += f" <- {rule.parent} ({rule.corr or f'slope {rule.slope:g}'})"
-        print(f"  {kpi:<26} [{rule.min:g}, {rule.max:g}]{extra}")
 
 
 def _cmd_generate(args: argparse.Namespace) -> int:

@@ -77,6 +77,29 @@ class IntentModel(FrozenModel):
     def gold_tools(self) -> tuple[str, ...]:
         return tuple(step.tool for step in self.gold_chain)
 
+    def show_lines(self) -> list[str]:
+        """What ``telcoenv show`` prints of the intent below its labels; a domain's intent
+        adds its own fields."""
+        return [f"gold chain: {' -> '.join(self.gold_tools)}"]
+
+
+class BlueprintModel(FrozenModel):
+    """What every domain's blueprint has (a domain's blueprint model extends it)."""
+
+    intent: str
+    blueprint_id: str
+    description: str = ""
+
+    def show_lines(self) -> list[str]:
+        """What ``telcoenv show`` prints of the blueprint below its id: its own fields."""
+        return show_fields(self)
+
+
+def show_fields(blueprint: Any) -> list[str]:
+    """One line per field of a blueprint model other than its id, intent and description."""
+    fields = blueprint.model_dump(exclude={"intent", "blueprint_id", "description"})
+    return [f"  {field:<18} {value}" for field, value in fields.items()]
+
 
 class ToolSpec(FrozenModel):
     """A tool's interface, loaded from its ``tools/<name>.json`` file."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from telcoenv.specs import Bilingual, FrozenModel, IntentModel
+from telcoenv.specs import Bilingual, BlueprintModel, FrozenModel, IntentModel
 
 
 class CareIntent(IntentModel):
@@ -18,6 +18,15 @@ class CareIntent(IntentModel):
     customer: Bilingual  # the customer's opening message (a template)
     answer: str | None = None
 
+    def show_lines(self) -> list[str]:
+        answer = self.answer or "(a request: verified on the final state)"
+        return [
+            self.description.en,
+            *super().show_lines(),
+            f"customer: {self.customer.en}",
+            f"answer: {answer}",
+        ]
+
 
 class CareCustomer(FrozenModel):
     """Who calls in a care blueprint: ranges are inclusive ``[min, max]``."""
@@ -29,15 +38,13 @@ class CareCustomer(FrozenModel):
     data_use: tuple[float, float]  # monthly data use as a share of the plan's allowance
 
 
-class CareBlueprint(FrozenModel):
+class CareBlueprint(BlueprintModel):
     """One scenario family of a customer-care intent: who calls and what is in their data.
 
     Every field is data the episode sampler draws from (see ``telcoenv.domains.bss.scenario``);
     a field left out plants nothing.
     """
 
-    intent: str
-    blueprint_id: str
     description: str
     customer: CareCustomer
     period: tuple[int, int] = (0, 0)  # the month concerned, in months before the latest bill

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from telcoenv.specs import Bilingual, FrozenModel, IntentModel
+from telcoenv.specs import Bilingual, BlueprintModel, FrozenModel, IntentModel
 
 
 class FaultParameter(FrozenModel):
@@ -47,6 +47,10 @@ class Intent(IntentModel):
     fault: Fault
     resolution: ResolutionTemplate
 
+    def show_lines(self) -> list[str]:
+        fault = f"fault: {self.fault.target} {dict(self.fault.parameters)}"
+        return [self.description.en, *super().show_lines(), fault]
+
 
 class KPIConstraint(FrozenModel):
     """Sampling rule of one KPI inside a blueprint (the paper's guardrail: ``min <= v <= max``)."""
@@ -80,14 +84,21 @@ class BlueprintContext(FrozenModel):
     alarm: bool
 
 
-class Blueprint(FrozenModel):
+class Blueprint(BlueprintModel):
     """One scenario family of an intent."""
 
-    intent: str
-    blueprint_id: str
     description: str
     notes: str = ""
     context: BlueprintContext
     priors: dict[str, dict[str, float]]
     constraints: dict[str, KPIConstraint]
     fault: dict[str, list[Any]] = Field(default_factory=dict)
+
+    def show_lines(self) -> list[str]:
+        lines = [f"context: {self.context.model_dump()}", f"priors: {self.priors}"]
+        for kpi, rule in self.constraints.items():
+            extra = f" {rule.dist}" if rule.dist != "uniform" else ""
+            if rule.parent:
+                extra += f" <- {rule.parent} ({rule.corr or f'slope {rule.slope:g}'})"
+            lines.append(f"  {kpi:<26} [{rule.min:g}, {rule.max:g}]{extra}")
+        return lines
