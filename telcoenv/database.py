@@ -217,6 +217,19 @@ class EpisodeDatabase:
             assert tuple(compiled.positiontup or ()) == query.parameters, query
         return prepared
 
+    def fetch_all(
+        self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()
+    ) -> list[tuple[Any, ...]]:
+        """The rows of a raw SQL query, run on this database's own connection, so inside the
+        open episode (an in-memory episode is visible to no other connection).
+
+        For inspection (tests, debugging): ``params`` are bound in the driver's paramstyle
+        (``?`` placeholders for SQLite). Tools read through :class:`Query` and change rows
+        through :meth:`update_column`, :meth:`insert` and :meth:`change`.
+        """
+        self._cursor.execute(sql, params)
+        return self._cursor.fetchall()
+
     def execute(self, prepared: Prepared, params: Mapping[str, Any]) -> int:
         self._cursor.execute(prepared.sql, prepared.bind(params))
         return self._cursor.rowcount

@@ -1,33 +1,36 @@
-"""Misbehaving agents for the evaluation tests (loaded as module:factory)."""
+"""Misbehaving agents for the evaluation tests, loaded by the runner as
+``tests.agents_for_tests:<Class>`` (a class is a factory: the runner calls it with the agent
+options)."""
 
 from __future__ import annotations
 
+import os
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from telcoenv.agents import OracleAgent
 
 
-class Crashing:
+class Misbehaving:
+    """An agent that ignores the start of an episode; its ``act`` misbehaves."""
+
     def reset(self, observation: str, info: dict[str, Any]) -> None:
         pass
 
+
+class Crashing(Misbehaving):
     def act(self, observation: str, info: dict[str, Any]) -> Any:
         raise RuntimeError("the model server returned HTTP 500")
 
 
-class Garbage:
-    def reset(self, observation: str, info: dict[str, Any]) -> None:
-        pass
-
+class Garbage(Misbehaving):
     def act(self, observation: str, info: dict[str, Any]) -> Any:
         return object()  # not an action at all
 
 
-class Hanging:
-    def reset(self, observation: str, info: dict[str, Any]) -> None:
-        pass
-
+class Hanging(Misbehaving):
     def act(self, observation: str, info: dict[str, Any]) -> Any:
         time.sleep(60)
 
@@ -40,17 +43,69 @@ class SlowOracle(OracleAgent):
         return super().act(observation, info)
 
 
-def crashing() -> Crashing:
-    return Crashing()
+class CrashAfterTwoSteps(OracleAgent):
+    """Two gold steps, then the model server fails."""
+
+    def reset(self, observation: str, info: dict[str, Any]) -> None:
+        super().reset(observation, info)
+        self.acted = 0
+
+    def act(self, observation: str, info: dict[str, Any]) -> Any:
+        self.acted += 1
+        if self.acted > 2:
+            raise RuntimeError("connection reset by peer")
+        return super().act(observation, info)
 
 
-def garbage() -> Garbage:
-    return Garbage()
+class Exiting(Misbehaving):
+    def act(self, observation: str, info: dict[str, Any]) -> Any:
+        sys.exit("the agent called sys.exit")
 
 
-def hanging() -> Hanging:
-    return Hanging()
+class Dying(Misbehaving):
+    def act(self, observation: str, info: dict[str, Any]) -> Any:
+        os._exit(3)  # a crash in native code: the worker process is gone, nothing is raised
 
 
-def slow_oracle() -> SlowOracle:
-    return SlowOracle()
+class SwallowingHang(Misbehaving):
+    """Hangs, retrying on any Exception: the episode timeout must still end it (it gives up
+    after 10 s, so that a timeout it swallowed fails the test instead of hanging it)."""
+
+    def act(self, observation: str, info: dict[str, Any]) -> Any:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                time.sleep(0.5)
+            except Exception:
+                continue
+        raise RuntimeError("gave up")
+
+
+class Flaky(OracleAgent):
+    """Fails while the file ``flag`` exists (so a later attempt of the same run succeeds)."""
+
+    def __init__(self, flag: str) -> None:
+        super().__init__()
+        self.flag = Path(flag)
+
+    def act(self, observation: str, info: dict[str, Any]) -> Any:
+        if self.flag.exists():
+            raise RuntimeError("the model is overloaded")
+        return super().act(observation, info)
+
+
+class Counting(OracleAgent):
+    """The oracle, slowed down, writing each episode it starts to ``log``."""
+
+    def __init__(self, log: str, **_: Any) -> None:  # other options: credentials, settings
+        super().__init__()
+        self.log = log
+
+    def reset(self, observation: str, info: dict[str, Any]) -> None:
+        super().reset(observation, info)
+        with open(self.log, "a", encoding="utf-8") as handle:  # one short append: atomic
+            handle.write(f"{info['episode_id']}\n")
+
+    def act(self, observation: str, info: dict[str, Any]) -> Any:
+        time.sleep(0.05)
+        return super().act(observation, info)

@@ -1,9 +1,11 @@
-"""A small deterministic embedder for unit tests only (the real models are tested too)."""
+"""Embedders for unit tests only (the real models are tested too): a small deterministic one,
+and a broken one."""
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -27,3 +29,15 @@ class HashEmbedder:
                 out[row, value % 256] += 1.0 if value & 256 else -1.0
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         return out / np.maximum(norms, 1e-12)
+
+
+class BrokenEmbedder:
+    """Encodes ``n`` texts as ``output(n)`` (bad vectors, say), or raises what ``output`` raises."""
+
+    name = "broken"
+
+    def __init__(self, output: Callable[[int], Any]) -> None:
+        self.output = output
+
+    def encode(self, texts: Sequence[str]) -> Any:
+        return self.output(len(texts))

@@ -351,6 +351,12 @@ class TelcoTool(BaseTool):
         self._specs: dict[str, dict[str, Any]] = {}
         self._ids = itertools.count()
 
+    @property
+    def open_calls(self) -> frozenset[str]:
+        """The instance ids created and not yet released (empty once verl has released every
+        call: the episodes themselves stay in the registry)."""
+        return frozenset(self._specs)
+
     async def create(
         self, instance_id: str | None = None, **kwargs: Any
     ) -> tuple[str, ToolResponse]:

@@ -1,0 +1,139 @@
+"""The BSS data layer: deterministic generation, and each data-quality trap defeats the naive query
+while the careful one gets the right figure."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from telcoenv.database import EpisodeDatabase
+from telcoenv.domains.bss.generator import Focal, generate, products
+from telcoenv.domains.bss.schema import bss_metadata
+
+FOCAL = Focal(
+    family_size=3, duplicate_month="2026-09", roaming_month="2026-10", failed_payment=True
+)
+
+
+@pytest.fixture(scope="module")
+def loaded():
+    data = generate(np.random.default_rng(7), "ep-bss", FOCAL)
+    db = EpisodeDatabase(bss_metadata())
+    db.start_episode(lambda d: [d.insert_values(t, rows) for t, rows in data.rows.items()])
+
+    def one(sql: str, *params):
+        return db.fetch_all(sql, params)[0][0]
+
+    yield data, one  # the fixture keeps the database (its transaction holds the rows) alive
+    db.close()
+
+
+def test_generation_is_deterministic_and_seed_dependent():
+    first = generate(np.random.default_rng(3), "e", FOCAL).rows
+    assert first == generate(np.random.default_rng(3), "e", FOCAL).rows
+    assert first != generate(np.random.default_rng(4), "e", FOCAL).rows
+
+
+def test_every_row_fits_its_table_and_the_catalogue_is_data():
+    data = generate(np.random.default_rng(1), "e", FOCAL)
+    for table, rows in data.rows.items():
+        width = len(bss_metadata().tables[table].columns)
+        assert all(len(row) == width for row in rows), table
+    plans = {row[1] for row in data.rows["rate_plans"]}
+    assert plans == {plan["plan_id"] for plan in products()["plans"]}
+    assert len(data.msisdns) == 3 and len(data.months) == 12
+
+
+def test_a_double_fired_invoice_doubles_a_naive_sum(loaded):
+    data, one = loaded
+    account, month = data.account_id, FOCAL.duplicate_month
+    real = data.facts["invoices"][month][1]
+    naive = one(
+        "SELECT SUM(amount) FROM invoices WHERE account_id = ? AND period = ?", account, month
+    )
+    assert naive == pytest.approx(2 * real)
+    careful = one(  # one invoice per account and period: the first one issued
+        "SELECT SUM(amount) FROM invoices i WHERE account_id = ? AND period = ? AND issued_at = "
+        "(SELECT MIN(issued_at) FROM invoices j WHERE j.episode_id = i.episode_id "
+        "AND j.account_id = i.account_id AND j.period = i.period)",
+        account,
+        month,
+    )
+    assert careful == pytest.approx(real)
+
+
+def test_credit_notes_are_negative_and_belong_in_the_balance(loaded):
+    data, one = loaded
+    account = data.account_id
+    assert one("SELECT MAX(amount) FROM credit_notes") < 0
+    unpaid = data.facts["invoices"][data.months[-1]][1]  # the last payment failed
+    sums = {
+        "invoices": one(
+            "SELECT SUM(amount) FROM invoices i WHERE account_id = ? AND issued_at = "
+            "(SELECT MIN(issued_at) FROM invoices j WHERE j.account_id = i.account_id "
+            "AND j.period = i.period)",
+            account,
+        ),
+        "credits": one("SELECT SUM(amount) FROM credit_notes WHERE account_id = ?", account),
+        "settled": one(
+            "SELECT SUM(amount) FROM payments WHERE account_id = ? AND status = 'settled'", account
+        ),
+    }
+    careful = sums["invoices"] + sums["credits"] - sums["settled"]
+    assert careful == pytest.approx(unpaid + data.facts["credit_note"])
+    naive = one("SELECT SUM(amount) FROM invoices WHERE account_id = ?", account) - one(
+        "SELECT SUM(amount) FROM payments WHERE account_id = ?", account
+    )
+    assert abs(naive - careful) > 1.0
+
+
+def test_internal_test_accounts_distort_an_average_bill(loaded):
+    _, one = loaded
+    naive = one("SELECT AVG(amount) FROM invoices")
+    careful = one(
+        "SELECT AVG(i.amount) FROM invoices i JOIN accounts a ON a.account_id = i.account_id "
+        "JOIN customers c ON c.customer_id = a.customer_id WHERE c.segment != 'internal'"
+    )
+    assert one("SELECT COUNT(*) FROM customers WHERE segment = 'internal'") == 2
+    assert naive > 1.5 * careful
+
+
+def test_null_usage_is_not_zero_usage(loaded):
+    data, one = loaded
+    line = data.msisdns[0]
+    values = [row[3] for row in data.rows["usage_records"] if row[1] == line]  # data_gb per month
+    assert values.count(None) == 1
+    collected = [v for v in values if v is not None]
+    careful = one("SELECT AVG(data_gb) FROM usage_records WHERE msisdn = ?", line)
+    naive = one("SELECT AVG(COALESCE(data_gb, 0)) FROM usage_records WHERE msisdn = ?", line)
+    assert careful == pytest.approx(sum(collected) / len(collected))
+    assert naive == pytest.approx(sum(collected) / 12) and naive < careful
+
+
+def test_the_exact_answers_are_what_the_careful_queries_give(loaded):
+    data, one = loaded
+    facts, account = data.facts, data.account_id
+    assert facts["duplicate_amount"] == data.facts["invoices"][FOCAL.duplicate_month][1]
+    assert facts["failure_reason"] == one(
+        "SELECT failure_reason FROM payments WHERE account_id = ? AND status = 'failed'", account
+    )
+    assert facts["average_data_gb"] == pytest.approx(
+        one("SELECT AVG(data_gb) FROM usage_records WHERE msisdn = ?", data.msisdns[0]), abs=0.01
+    )
+    month = "2026-10"
+    family = one(
+        "SELECT SUM(u.data_gb) FROM usage_records u JOIN family_members m "
+        "ON m.msisdn = u.msisdn WHERE u.month = ?",
+        month,
+    )
+    assert facts["family_data_gb"][month] == pytest.approx(family, abs=0.01)
+    assert facts["balance"] == pytest.approx(
+        data.facts["invoices"][data.months[-1]][1] + facts["credit_note"], abs=0.01
+    )
+
+
+def test_an_active_add_on_is_on_the_first_line():
+    data = generate(np.random.default_rng(2), "e", Focal(active_addon="ROAM-GCC-7"))
+    (row,) = data.rows["line_addons"]
+    assert row[1] == data.facts["subscription_id"] and row[2] == data.msisdns[0]
+    assert row[3] == "ROAM-GCC-7" and row[6] == "active" and row[5] > row[4]

@@ -1,0 +1,208 @@
+"""Property tests: whatever an agent sends, step answers with an observation and never raises.
+
+Actions are drawn from a grammar of hostile values (lone surrogates, deep nesting, huge strings,
+Python objects, NaN and infinities, numpy values, tool names of both domains, multi-call
+messages, JSON text of all of these). After every step: a string observation, counters that
+agree with the trace, a trace that serialises, a database unchanged by a refused action, and a
+snapshot that reproduces the episode exactly.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from sqlalchemy import create_engine, inspect, text
+
+from telcoenv.domains import get_domain
+from telcoenv.env import TelcoEnv
+from telcoenv.tooling import canonical_json
+from tests.conftest import deep_list
+
+
+def _core_tools(domain: str) -> list[str]:
+    """The core tools of a domain, from its catalogue (the distractors only read)."""
+    return sorted(n for n, spec in get_domain(domain).catalog.tools.items() if spec.kind == "core")
+
+
+TOOLS = {domain: _core_tools(domain) for domain in ("network", "bss")}
+#: Every argument name of those tools and of submit_resolution, and one no tool has.
+ARGUMENT_NAMES = sorted(
+    {
+        argument
+        for domain, names in TOOLS.items()
+        for name in [*names, "submit_resolution"]
+        for argument in get_domain(domain).catalog.tools[name].parameters["properties"]
+    }
+    | {"x"}
+)
+
+
+hostile_scalars = st.sampled_from(
+    [
+        float("nan"),
+        float("inf"),
+        -float("inf"),
+        "\udc80",
+        "cut emoji \ud83d",
+        "\ud83d\ude00",  # a pair written as two code points: valid once joined
+        b"bytes",
+        bytearray(b"x"),
+        frozenset({1}),
+        (1, "two"),
+        np.int64(7),
+        np.float32(2.5),
+        np.float64("nan"),
+        np.bool_(True),
+        np.array([1.5, 2.5]),
+        2**80,
+        -(2**70),
+        "\u202eRLO \u200b zero width \x00 nul",
+    ]
+) | st.sampled_from(
+    [object, lambda: deep_list(200), lambda: "[" * 3000, lambda: "x" * 200_000]
+).map(
+    lambda make: make()  # built when drawn: short strategy reprs
+)
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text(max_size=20)
+    | hostile_scalars,
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.dictionaries(st.text(max_size=10), children, max_size=4)
+        | st.tuples(children, children)
+    ),
+    max_leaves=12,
+)
+
+
+def _tool_calls(domain: str) -> st.SearchStrategy:
+    other = "bss" if domain == "network" else "network"
+    names = st.sampled_from([*TOOLS[domain], *TOOLS[other][:2], "submit_resolution"])
+    arguments = (
+        st.dictionaries(st.sampled_from(ARGUMENT_NAMES), json_values, max_size=4)
+        | st.text(max_size=30)
+        | json_values
+    )
+    return st.fixed_dictionaries({"name": names | json_values, "arguments": arguments})
+
+
+def _as_text(value: object) -> str:
+    try:
+        return json.dumps(value)  # NaN/Infinity and surrogate escapes included
+    except (TypeError, ValueError, RecursionError):
+        return repr(value)
+
+
+def _actions(domain: str) -> st.SearchStrategy:
+    calls = _tool_calls(domain)
+    return (
+        calls
+        | calls.map(_as_text)
+        | calls.map(lambda c: f"<tool_call>{_as_text(c)}</tool_call>")
+        | st.text(max_size=60)
+        | json_values
+        | st.builds(
+            lambda entries: {"role": "assistant", "tool_calls": entries},
+            st.lists(calls.map(lambda c: {"function": c}) | json_values, max_size=4),
+        )
+        | st.builds(lambda: (i for i in range(3)))  # a generator
+    )
+
+
+def _dump(engine, episode_id: str) -> dict[str, list]:
+    """Every row of the episode in every table, read through a separate connection."""
+    with engine.connect() as connection:
+        return {
+            table: sorted(
+                map(
+                    repr,
+                    connection.execute(
+                        text(f"SELECT * FROM {table} WHERE episode_id = :e"), {"e": episode_id}
+                    ),
+                )
+            )
+            for table in inspect(connection).get_table_names()
+        }
+
+
+def _check_step(env: TelcoEnv, result: tuple, max_steps: int) -> None:
+    observation, reward, terminated, truncated, info = result
+    assert isinstance(observation, str) and observation
+    assert 0.0 <= reward <= 1.0 and (reward == 0.0 or terminated or truncated)
+    trace = env.trace
+    assert info["invalid_actions"] == sum(not record.valid for record in trace.actions)
+    assert info["steps"] <= max_steps
+    last = trace.actions[-1]
+    assert info["action"] == {
+        "kind": last.kind,
+        "valid": last.valid,
+        "error_type": last.error_kind,
+    }
+    json.loads(trace.model_dump_json())  # whatever was sent, the trace is valid JSON
+
+
+@pytest.mark.slow  # property fuzzing
+@pytest.mark.parametrize("domain", ["network", "bss"])
+def test_step_never_raises_and_refused_actions_change_nothing(domain, tmp_path):
+    url = f"sqlite:///{tmp_path}/fuzz.sqlite"
+    max_steps = 8
+    env = TelcoEnv(None, domain=domain, max_steps=max_steps, embedder=None, database_url=url)
+    engine = create_engine(url)
+
+    @settings(
+        max_examples=60,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+    )
+    @given(seed=st.integers(0, 2**31 - 1), sequence=st.lists(_actions(domain), max_size=6))
+    def run(seed: int, sequence: list) -> None:
+        _, info = env.reset(seed=seed)
+        stored_id = info["database_episode_id"]
+        for action in sequence:
+            before = _dump(engine, stored_id)
+            records_before = len(env.trace.actions)
+            result = env.step(action)
+            _check_step(env, result, max_steps)
+            new = env.trace.actions[records_before:]
+            if not any(record.valid for record in new):
+                assert _dump(engine, stored_id) == before, "a refused action changed the state"
+        twin = env.clone()  # the snapshot takes every action down the same branch
+        assert canonical_json(twin.trace.model_dump(mode="json")) == canonical_json(
+            env.trace.model_dump(mode="json")
+        )
+        twin.close()
+
+    try:
+        run()
+    finally:
+        env.close()
+        engine.dispose()
+
+
+@pytest.mark.slow  # property fuzzing
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**31 - 1), sequence=st.lists(_actions("network"), max_size=10))
+def test_step_never_raises_in_memory(seed, sequence):
+    env = _MEMORY_ENV
+    env.reset(seed=seed)
+    for action in sequence:
+        _check_step(env, env.step(action), 8)
+
+
+_MEMORY_ENV = TelcoEnv(None, max_steps=8, embedder=None)
+
+
+def test_canonical_json_is_sorted_compact_utf8_and_takes_what_orjson_refuses():
+    value = {"b": [1, 2.5, None, True], "a": {"z": "عربي", "y": -0.125}, "c": 0.1}
+    assert canonical_json(value) == ('{"a":{"y":-0.125,"z":"عربي"},"b":[1,2.5,null,true],"c":0.1}')
+    assert json.loads(canonical_json(value)) == value
+    huge = {"n": 2**80, "m": 1}  # beyond orjson's 64-bit integers: the fallback writes it
+    assert canonical_json(huge) == '{"m":1,"n":1208925819614629174706176}'

@@ -1,0 +1,241 @@
+"""The CLI never shows a traceback for a user mistake: one line ``telcoenv: error: ...`` on
+stderr and exit code 2, through the real ``telcoenv.cli.main`` or a real process."""
+
+from __future__ import annotations
+
+import os
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from telcoenv.cli import main
+from telcoenv.evaluation.store import ResultStore
+from tests.conftest import REPO_ROOT
+
+# One intent, one sample, English, no embedder: a two-episode grid.
+TINY = [
+    "--agent",
+    "oracle",
+    "--intents",
+    "beam_misalignment",
+    "--samples",
+    "1",
+    "--lang",
+    "en",
+    "--embedder",
+    "none",
+    "--quiet",
+]
+
+
+def _fails(capsys: pytest.CaptureFixture[str], argv: list[str], *expected: str) -> str:
+    """Run the CLI; it must exit 2 with one error line holding ``expected``."""
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("telcoenv: error: "), err
+    assert "Traceback" not in err
+    for text in expected:
+        assert text in lines[0], lines[0]
+    return lines[0]
+
+
+def _evaluate(db: str, *extra: str) -> list[str]:
+    return ["evaluate", *TINY, "--db", db, *extra]
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'results.sqlite'}"
+
+
+@pytest.mark.parametrize(
+    ("extra", "expected"),
+    [
+        (["--agent-options", "{bad"], "--agent-options is not valid JSON"),
+        (["--agent-options", "[1, 2]"], "--agent-options must be a JSON object"),
+        (["--agent-options", '{"nope": 1}'], "cannot make the agent 'oracle'"),
+        (["--lang", ""], "--lang is empty"),
+        (["--lang", " , "], "--lang is empty"),
+        (["--lang", "en,fr"], "--lang: unknown 'fr'"),
+        (["--intents", ""], "--intents is empty"),
+        (["--intent-list", ","], "--intent-list is empty"),
+        (["--domain", "bss"], "'beam_misalignment' belongs to the network domain, not to bss"),
+        (["--samples", "0"], "--samples must be at least 1, got 0"),
+        (["--workers", "0"], "--workers must be at least 1"),
+        (["--max-steps", "-2"], "--max-steps must be at least 1"),
+        (["--timeout", "-1"], "--timeout must be seconds >= 0"),
+        (["--timeout", "nan"], "--timeout must be seconds >= 0"),
+        (["--embedder", "nonsense"], "unknown embedder 'nonsense'"),
+        (["--address", "127.0.0.1:1"], "--address is the address of a Ray cluster"),
+    ],
+)
+def test_evaluate_usage_mistakes(capsys, db, extra, expected):
+    _fails(capsys, _evaluate(db, *extra), expected)
+
+
+def test_agent_options_are_never_echoed(capsys, db):
+    line = _fails(capsys, _evaluate(db, "--agent-options", '{"api_key": "sk-9", "x": 1}'))
+    assert "sk-9" not in line and "api_key" in line  # which options, not their values
+    line = _fails(capsys, _evaluate(db, "--agent-options", '{"api_key": "sk-9",}'))
+    assert "sk-9" not in line
+
+
+def test_database_paths_that_cannot_be_a_results_database(capsys, tmp_path):
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    _fails(capsys, _evaluate(f"sqlite:///{folder}"), f"{folder} is a folder, not a SQLite file")
+    nowhere = tmp_path / "missing" / "r.sqlite"
+    _fails(capsys, _evaluate(f"sqlite:///{nowhere}"), f"no folder {nowhere.parent}")
+    _fails(capsys, _evaluate("results.sqlite"), "malformed database URL 'results.sqlite'")
+    junk = tmp_path / "junk.sqlite"
+    junk.write_bytes(os.urandom(2048))
+    for argv in (
+        _evaluate(f"sqlite:///{junk}"),
+        ["report", "--db", f"sqlite:///{junk}", "--run", "r"],
+    ):
+        _fails(capsys, argv, str(junk), "corrupted, or not a SQLite file")
+    foreign = tmp_path / "foreign.sqlite"
+    with sqlite3.connect(foreign) as connection:
+        connection.execute("CREATE TABLE users (id INTEGER)")
+    _fails(capsys, _evaluate(f"sqlite:///{foreign}"), f"{foreign} is not a telcoenv results")
+
+
+def test_report_on_a_missing_database_does_not_create_it(capsys, tmp_path):
+    missing = tmp_path / "nothing.sqlite"
+    _fails(capsys, ["report", "--db", f"sqlite:///{missing}", "--run", "r"], "no results database")
+    assert not missing.exists()
+
+
+def test_output_paths_that_are_files_or_cannot_be_created(capsys, tmp_path, db):
+    assert main(_evaluate(db, "--run", "r")) == 0
+    capsys.readouterr()
+    a_file = tmp_path / "a_file"
+    a_file.write_text("not a folder")
+    report = ["report", "--db", db, "--run", "r", "--out"]
+    _fails(capsys, [*report, str(a_file)], f"--out {a_file} is a file, not a folder")
+    _fails(capsys, [*report, str(a_file / "sub")], "cannot create the folder")
+    blocked = tmp_path / "out"
+    (blocked / "report.md").mkdir(parents=True)  # a folder where a file is written
+    _fails(capsys, [*report, str(blocked)], f"cannot write {blocked / 'report.md'}")
+    generate = ["generate", "--samples", "1", "--out"]
+    _fails(capsys, [*generate, str(a_file)], "is a file, not a folder")
+    _fails(capsys, [*generate, str(a_file / "sub")], "cannot create the folder")
+    folder_named_jsonl = tmp_path / "rows.jsonl"
+    folder_named_jsonl.mkdir()
+    _fails(capsys, [*generate, str(folder_named_jsonl), "--format", "jsonl"], "is a folder")
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
+def test_output_folders_that_are_not_writable(capsys, tmp_path, db):
+    assert main(_evaluate(db, "--run", "r")) == 0
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        _fails(capsys, ["report", "--db", db, "--run", "r", "--out", str(locked)], "not writable")
+        _fails(capsys, ["generate", "--samples", "1", "--out", str(locked)], "not writable")
+        db_in_locked = f"sqlite:///{locked / 'r.sqlite'}"
+        _fails(capsys, _evaluate(db_in_locked), "is not writable")
+    finally:
+        locked.chmod(0o700)
+
+
+@pytest.mark.parametrize("samples", ["0", "-3"])
+def test_generate_needs_at_least_one_sample(capsys, tmp_path, samples):
+    out = tmp_path / "dataset"
+    _fails(capsys, ["generate", "--samples", samples, "--out", str(out)], "--samples must be")
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["generate", "--domain", "bss", "--out", "x"], "the bss domain cannot generate a dataset"),
+        (["rescore", "x", "--domain", "bss"], "the bss domain cannot re-score a published release"),
+    ],
+)
+def test_a_domain_without_a_capability_is_refused_in_one_line(capsys, argv, expected):
+    _fails(capsys, argv, expected)
+
+
+def test_demo_needs_a_language(capsys):
+    _fails(capsys, ["demo", "--lang", ""], "--lang is empty")
+
+
+def test_resuming_a_run_with_another_configuration_is_refused_in_one_line(capsys, db):
+    assert main(_evaluate(db, "--run", "r")) == 0
+    capsys.readouterr()
+    line = _fails(capsys, _evaluate(db, "--run", "r", "--seed", "1", "--max-steps", "9"))
+    assert "run 'r' was started with another configuration" in line
+    assert "max_steps: stored 20, now 9; seed: stored 0, now 1" in line
+    assert line.endswith("start a new --run instead")
+    assert main(_evaluate(db, "--run", "r", "--timeout", "60")) == 0  # not part of it
+
+
+def test_intents_accept_the_gymnasium_ids_that_make_accepts(capsys, db):
+    argv = _evaluate(db, "--run", "r", "--intents", "telcoenv/BeamMisalignment-v0,pci_collision")
+    assert main(argv) == 0
+    intents = {r["intent"] for r in ResultStore(db).records(["r"])}
+    assert intents == {"BEAM_MISALIGNMENT", "PCI_COLLISION"}
+    _fails(capsys, _evaluate(db, "--intents", "telcoenv/Beam-v0"), "unknown intent")
+
+
+def test_argparse_usage_errors_exit_2(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["evaluate", "--agent", "oracle", "--samples", "many"])
+    assert exit_info.value.code == 2 and "Traceback" not in capsys.readouterr().err
+
+
+def _free_local_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.mark.slow  # starts a local Ray instance
+def test_an_unreachable_ray_address_fails_fast_and_clearly(capsys, db, tmp_path):
+    pytest.importorskip("ray")
+    address = f"127.0.0.1:{_free_local_port()}"  # nothing listens there
+    started = time.monotonic()
+    argv = _evaluate(db, "--backend", "ray", "--address", address, "--run", "r")
+    _fails(capsys, argv, f"cannot reach the Ray cluster at {address}", "ray start --head")
+    assert time.monotonic() - started < 30
+    assert "r" not in ResultStore(db).runs()  # nothing recorded for a run that never started
+
+
+@pytest.mark.slow  # a telcoenv subprocess
+def test_a_reader_that_stops_reading_gets_no_traceback():
+    read, write = os.pipe()
+    os.close(read)  # `telcoenv list | head -1` with head already gone: every write fails
+    try:
+        process = subprocess.run(
+            [sys.executable, "-m", "telcoenv", "list"],
+            cwd=REPO_ROOT,
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        os.close(write)
+    assert process.stderr == "" and process.returncode == 1
+
+
+@pytest.mark.slow  # a telcoenv subprocess
+def test_a_shell_pipeline_into_head_stays_quiet():
+    process = subprocess.run(
+        f"{sys.executable} -m telcoenv demo --lang en | head -1",
+        shell=True,
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert process.stdout.startswith("\n") or process.stdout.strip()
+    assert "Traceback" not in process.stderr and "BrokenPipeError" not in process.stderr

@@ -1,0 +1,34 @@
+"""The shipped examples that need no trainer run to the end and print what they promise (the
+RL and TRL examples: test_examples_rl.py, test_examples_trl.py)."""
+
+from __future__ import annotations
+
+import contextlib
+import runpy
+
+import pytest
+
+from tests.conftest import EXAMPLES
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        pytest.param("quickstart.py", marks=pytest.mark.slow),  # scores with the real USE model
+        "validate_blueprints.py",
+        "customer_care.py",
+    ],
+)
+def test_examples_run(script, capsys):
+    exits = script == "validate_blueprints.py"  # it ends with sys.exit (0: the error was shown)
+    with pytest.raises(SystemExit) if exits else contextlib.nullcontext():
+        runpy.run_path(str(EXAMPLES / script), run_name="__main__")
+    out = capsys.readouterr().out
+    if script == "quickstart.py":  # 5 calls for a 3-step gold chain, one of them invalid
+        assert "REWARD (SAS): 0.6 " in out and "universal-sentence-encoder-multilingual" in out
+    elif script == "customer_care.py":  # the invalid first call costs SAS, not the verdict
+        assert "RESOLVED: True ANSWER: True ARGS: 1.0" in out and "(customer_id, msisdn)" in out
+    else:
+        assert "must be below max" in out

@@ -1,0 +1,41 @@
+"""examples/train_trl_grpo.py runs a few GRPO steps on CPU, offline, with rewards from telcoenv."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import EXAMPLES, REPO_ROOT
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]  # a training run in a subprocess
+
+pytest.importorskip("trl")
+pytest.importorskip("datasets")
+
+SCRIPT = EXAMPLES / "train_trl_grpo.py"
+STEP = re.compile(r"^step (\d+): reward=(\d+\.\d+) .*TelcoLoadBalancingNeeded=(\d+\.\d+)", re.M)
+ROLLOUT = re.compile(r"^rollout: reward=(\d+\.\d+) tools=", re.M)
+
+
+def test_grpo_example_runs_and_prints_rewards() -> None:
+    environment = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    result = subprocess.run(
+        [sys.executable, str(SCRIPT), "--max-steps", "2"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=environment,
+        cwd=REPO_ROOT,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    steps = STEP.findall(result.stdout)
+    assert [int(step) for step, *_ in steps] == [1, 2], result.stdout
+    for _, total, sas in steps:  # SAS in [0, 1], plus resolved_reward in {0, 1}
+        assert 0.0 <= float(sas) <= 1.0 and 0.0 <= float(total) <= 2.0
+    rollouts = [float(reward) for reward in ROLLOUT.findall(result.stdout)]
+    assert len(rollouts) == 4 and all(0.0 <= reward <= 1.0 for reward in rollouts)
