@@ -193,6 +193,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     intents = "all" if args.intents.strip() == "all" else _items("--intents", args.intents)
     languages = _items("--lang", args.lang, LANGUAGES)
     conditions = _items("--intent-list", args.intent_list, list(CONDITIONS))
+    difficulties = _items("--difficulty", args.difficulty)
     for flag, value in (
         ("--samples", args.samples),
         ("--workers", args.workers),
@@ -209,6 +210,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         languages,
         [CONDITIONS[c] for c in conditions],
         domain=args.domain,
+        difficulties=difficulties,
     )
     config = RunConfig(
         agent=args.agent,
@@ -333,8 +335,13 @@ def _show(name: str, catalog: Any) -> bool:
 
 
 def _cmd_generate(args: argparse.Namespace) -> int:
+    from telcoenv.options import GUIDED, check_difficulty
+
     domain = _domain_that_can(args.domain, "generate_dataset", "generate a dataset")
     _at_least("--samples", args.samples)
+    tier = {}
+    if args.difficulty != GUIDED:  # only a domain that offers tiers is told one
+        tier["difficulty"] = check_difficulty(domain, args.difficulty, "--difficulty")
     out = Path(args.out)
     if args.format == "jsonl" and out.suffix == ".jsonl":  # a file
         if out.is_dir():
@@ -342,7 +349,7 @@ def _cmd_generate(args: argparse.Namespace) -> int:
         _output_folder("--out", out.parent)
     else:
         _output_folder("--out", out)
-    count = domain.generate_dataset(args.out, args.samples, args.seed, args.format)
+    count = domain.generate_dataset(args.out, args.samples, args.seed, args.format, **tier)
     unit = "samples" if args.format == "json" else "chat rows"
     print(f"{count} {unit} written to {args.out}")
     return 0
@@ -387,7 +394,9 @@ def build_parser() -> argparse.ArgumentParser:
     rescore.set_defaults(func=_cmd_rescore)
     evaluate = commands.add_parser("evaluate", help="run an agent over the benchmark grid")
     evaluate.add_argument(
-        "--agent", required=True, help="oracle, random, heuristic, openai, or module:factory"
+        "--agent",
+        required=True,
+        help="oracle, investigator, heuristic, random, openai, or module:factory",
     )
     evaluate.add_argument("--agent-options", default="", help="JSON object of agent options")
     evaluate.add_argument(
@@ -404,6 +413,11 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--samples", type=int, default=30, help="samples per blueprint")
     evaluate.add_argument("--lang", default="en,ar")
     evaluate.add_argument("--intent-list", default="with", help="with, without, or with,without")
+    evaluate.add_argument(
+        "--difficulty",
+        default="guided",
+        help="guided (the published statements), symptom, noisy, or several comma-separated",
+    )
     evaluate.add_argument("--seed", type=int, default=0)
     evaluate.add_argument("--workers", type=int, default=1)
     evaluate.add_argument(
@@ -444,6 +458,9 @@ def build_parser() -> argparse.ArgumentParser:
     generate.add_argument("--seed", type=int, default=0)
     generate.add_argument("--out", required=True, help="output folder (or .jsonl file)")
     generate.add_argument("--format", default="json", choices=["json", "jsonl"])
+    generate.add_argument(
+        "--difficulty", default="guided", help="guided (the published statements), symptom or noisy"
+    )
     generate.add_argument(
         "--domain", default=DEFAULT_DOMAIN, choices=domain_names(), help="whose dataset"
     )

@@ -30,9 +30,11 @@ from telcoenv.episode import Episode
 from telcoenv.errors import EpisodeOptionError
 from telcoenv.metrics.scoring import EpisodeMetrics
 from telcoenv.options import (
+    GUIDED,
     RENDER_MODES,
     EnvSettings,
     check_blueprint,
+    check_difficulty,
     check_lang,
     check_reset_options,
     check_seed,
@@ -75,6 +77,11 @@ class TelcoEnv(gymnasium.Env[str, Any]):
             skip IRA and RA (``None`` in the metrics; fastest).
         require_approval: a change tool runs only after the agent asked the counterpart for
             approval in a plain message (one approval per change).
+        difficulty: how much the counterpart's opening message gives away: ``"guided"``
+            (default; the published benchmark's statements, which quote the telling KPIs), or a
+            tier the domain offers (``domain.difficulties``; the network domain: ``"symptom"``,
+            only what users observe, and ``"noisy"``, the same plus a confounder). Recorded in
+            the trace.
         domain: the domain to simulate, by name or as a ``Domain`` (default: ``"network"``).
         database_url: where the episodes' state lives. ``None`` (default): a private in-memory
             SQLite database, reset per episode by a rollback. Any SQLAlchemy URL
@@ -84,7 +91,7 @@ class TelcoEnv(gymnasium.Env[str, Any]):
 
     ``reset(seed, options)`` options: ``intent`` (whole-taxonomy env only), ``blueprint``,
     ``sample_index`` (with the blueprint, fixes the episode independently of the seed), ``lang``,
-    ``privileged``, ``intent_list``, ``require_approval``. Unknown options raise
+    ``privileged``, ``intent_list``, ``require_approval``, ``difficulty``. Unknown options raise
     :class:`~telcoenv.errors.EpisodeOptionError`.
 
     ``step`` never raises on agent input: unknown tools, malformed JSON, invalid arguments and
@@ -112,6 +119,7 @@ class TelcoEnv(gymnasium.Env[str, Any]):
         shaping: Shaping | Mapping[str, float] | None = None,
         embedder: str | Embedder | None = "multilingual",
         require_approval: bool = False,
+        difficulty: str = "guided",
         domain: Domain | str | None = None,
         database_url: str | None = None,
         render_mode: str | None = None,
@@ -128,6 +136,7 @@ class TelcoEnv(gymnasium.Env[str, Any]):
             shaping=shaping,
             embedder=embedder,
             require_approval=require_approval,
+            difficulty=difficulty,
             domain=domain,
             database_url=database_url,
             render_mode=render_mode,
@@ -162,6 +171,7 @@ class TelcoEnv(gymnasium.Env[str, Any]):
     shaping = property(lambda self: self.settings.shaping)
     embedder = property(lambda self: self.settings.embedder)
     require_approval = property(lambda self: self.settings.require_approval)
+    difficulty = property(lambda self: self.settings.difficulty)
     database_url = property(lambda self: self.settings.database_url)
 
     @property
@@ -193,6 +203,10 @@ class TelcoEnv(gymnasium.Env[str, Any]):
     ) -> tuple[str, dict[str, Any]]:
         seed = check_seed(seed)
         options = check_reset_options(options)
+        if "difficulty" in options:
+            check_difficulty(self.domain, options["difficulty"], "reset option 'difficulty'")
+        elif self.difficulty != GUIDED:  # kept with the snapshot: the tier makes the statement
+            options["difficulty"] = self.difficulty
         super().reset(seed=seed)
         lang = check_lang(options.get("lang", self.lang))
         intent, blueprint = self._draw(options)

@@ -30,7 +30,7 @@ from telcoenv.catalog import fill_gold_arguments
 from telcoenv.domains import Domain
 from telcoenv.errors import EmbedderUnavailableError
 from telcoenv.metrics.scoring import EpisodeMetrics, score_episode
-from telcoenv.options import EnvSettings
+from telcoenv.options import GUIDED, EnvSettings
 from telcoenv.policies import ApprovalGate, Remeasurements, StepBudget
 from telcoenv.rewards import ShapingTracker, reward_from, terminal_components
 from telcoenv.specs import IntentModel, Language
@@ -73,6 +73,9 @@ class Episode:
         self.stored_id = (
             f"{self.episode_id}-{uuid.uuid4().hex[:12]}" if database.persistent else None
         )
+        self.difficulty: str = options.get("difficulty", settings.difficulty)
+        # Only a domain that offers tiers is told one: guided is every domain's default.
+        tier = {"difficulty": self.difficulty} if self.difficulty != GUIDED else {}
         self.setup = domain.start_episode(
             intent,
             blueprint,
@@ -80,6 +83,7 @@ class Episode:
             lang,
             database,
             self.stored_id or self.episode_id,
+            **tier,
         )
         self.privileged: bool = options.get("privileged", settings.privileged)
         self.budget = StepBudget(settings.max_steps)
@@ -122,6 +126,7 @@ class Episode:
             blueprint_id=self.blueprint.blueprint_id,
             language=lang,
             intent_list=options.get("intent_list", self.settings.intent_list),
+            difficulty=self.difficulty,
             gold_label=intent.label.model_dump(),
             gold_summary=setup.gold_summary,
             seed=seed,
@@ -203,12 +208,13 @@ class Episode:
 
     def step(self, received: Received) -> StepResult:
         """Advance the episode by one action; never raises on what the agent sent."""
+        # Every action is logged, also after the end: a snapshot replays the whole transcript.
+        self.actions_log.append(received.log_entry)
         if self.ended:
             return self._step_after_end(received)
         trace = self.trace
         self.budget.take()  # one more per extra call of a multi-call action (see _tool_calls)
         self.turn += 1
-        self.actions_log.append(received.log_entry)
         first_record = len(trace.actions)
         parsed = received.parsed
         submitted = False

@@ -28,9 +28,13 @@ OPTION_TYPES: dict[str, type] = {
     "privileged": bool,
     "intent_list": bool,
     "require_approval": bool,
+    "difficulty": str,
 }
 RESET_OPTIONS = frozenset(OPTION_TYPES)
 RENDER_MODES = ("ansi",)
+#: The tier every domain has: the counterpart's opening message is today's (the published
+#: benchmark's); a domain may declare more in ``Domain.difficulties``.
+GUIDED = "guided"
 _TYPE_NAMES = {str: "a string", int: "an integer", bool: "a bool (True or False)"}
 
 
@@ -91,6 +95,21 @@ def check_reset_options(options: Any) -> dict[str, Any]:
     return checked
 
 
+def difficulties(domain: Domain) -> tuple[str, ...]:
+    """The difficulty tiers a domain offers (``guided`` always)."""
+    return tuple(getattr(domain, "difficulties", (GUIDED,)))
+
+
+def check_difficulty(domain: Domain, difficulty: Any, where: str = "difficulty") -> str:
+    typed_value(where, difficulty, str)
+    if difficulty not in difficulties(domain):
+        raise EpisodeOptionError(
+            f"{where} must be one of {list(difficulties(domain))} for the {domain.name} domain, "
+            f"got {difficulty!r}"
+        )
+    return difficulty
+
+
 def check_domain(domain: Any) -> Domain:
     if isinstance(domain, str | None):
         return get_domain(domain or DEFAULT_DOMAIN)
@@ -132,6 +151,7 @@ class EnvSettings:
     shaping: Shaping
     embedder: Embedder | None
     require_approval: bool
+    difficulty: str
     domain: Domain
     database_url: str | None
     render_mode: str | None
@@ -151,6 +171,7 @@ class EnvSettings:
         shaping: Any,
         embedder: Any,
         require_approval: Any,
+        difficulty: Any,
         domain: Any,
         database_url: Any,
         render_mode: Any,
@@ -181,6 +202,7 @@ class EnvSettings:
             shaping = check_shaping(shaping)
         except (TypeError, ValueError) as exc:
             raise EpisodeOptionError(f"invalid shaping: {exc}") from None
+        domain = check_domain(domain)
         return cls(
             intent=intent,
             lang=check_lang(lang),
@@ -194,7 +216,8 @@ class EnvSettings:
             # Resolving is cheap (a model loads at the first score); a missing package fails here.
             embedder=get_embedder(embedder) if embedder is not None else None,
             require_approval=typed_value("require_approval", require_approval, bool),
-            domain=check_domain(domain),
+            difficulty=check_difficulty(domain, difficulty),
+            domain=domain,
             database_url=database_url,
             render_mode=render_mode,
         )

@@ -67,6 +67,8 @@ class EpisodeTrace(BaseModel):
     sample_index: int | None
     episode_key: list[int]
     intent_list: bool
+    # How much the opening message gave away ("guided": the published benchmark's statements).
+    difficulty: str = "guided"
     problem_statement: str
     gold_label: dict[str, str]
     gold_summary: dict[str, str]

@@ -7,8 +7,9 @@ sets ``needs_privileged = True`` is given ``info["privileged"]`` (the oracle); o
 
 Reference agents: ``oracle`` (gold chain with correct arguments; the upper bound), ``random``
 (random tools with schema-valid arguments), ``heuristic`` (keywords of the problem statement
-only) and ``openai`` (any OpenAI-compatible chat-completions endpoint). A user's agent is
-loaded from ``"module:factory"``.
+only), ``investigator`` (diagnoses from tool outputs with explicit decision rules, no
+privileged information) and ``openai`` (any OpenAI-compatible chat-completions endpoint). A
+user's agent is loaded from ``"module:factory"``.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 from telcoenv.agents.heuristic import HeuristicAgent
+from telcoenv.agents.investigator import InvestigatorAgent
 from telcoenv.agents.oracle import OracleAgent
 from telcoenv.agents.random_agent import RandomAgent
 from telcoenv.errors import UnknownAgentError
@@ -42,6 +44,7 @@ AGENTS: dict[str, Callable[..., Agent]] = {
     "oracle": OracleAgent,
     "random": RandomAgent,
     "heuristic": HeuristicAgent,
+    "investigator": InvestigatorAgent,
     "openai": _openai,
 }
 
@@ -86,6 +89,7 @@ __all__ = [
     "AGENTS",
     "Agent",
     "HeuristicAgent",
+    "InvestigatorAgent",
     "OracleAgent",
     "RandomAgent",
     "UnknownAgentError",

@@ -12,7 +12,7 @@ import importlib
 import importlib.metadata
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
@@ -37,6 +37,8 @@ class EpisodeSetup:
     # The ground truth the simulation needs and no tool may read (the network's fault and fix,
     # the caller's identity and facts): the domain hands tools the live state only.
     truth: Any = None
+    # What the counterpart said at the start and must keep to in its replies (a place, a time).
+    counterpart_context: dict[str, Any] = field(default_factory=dict)
 
 
 class Domain(Protocol):
@@ -51,7 +53,9 @@ class Domain(Protocol):
     (``telcoenv rescore``). ``report_section`` names the table ``telcoenv report`` gives the
     domain's episodes: ``"benchmark"`` (the TelcoAgent-Bench tables: IRA by condition, MSC/EAP/
     SAS, reliability, RA), ``"care"`` (the customer-care table), or, when absent, a table of
-    the domain's own under ``domains``.
+    the domain's own under ``domains``. ``difficulties`` lists the tiers the domain offers
+    besides ``"guided"`` (which every domain has): ``start_episode`` then takes a keyword
+    ``difficulty`` (passed only for a tier other than guided).
     """
 
     name: str

@@ -29,6 +29,7 @@ from typing import Any
 from telcoenv.domains import DEFAULT_DOMAIN, get_domain
 from telcoenv.errors import TelcoEnvError
 from telcoenv.metrics.reliability import ChainRecord, reliability
+from telcoenv.options import GUIDED
 
 METRICS = ("ira", "msc", "eap", "sas", "ra", "args", "answer", "resolved")
 CARE_METRICS = ("msc", "eap", "sas", "args", "answer", "resolved")
@@ -151,14 +152,26 @@ def run_report(records: Sequence[Mapping[str, Any]], weights: str = "equal") -> 
     }
 
 
+def _by_tier(records: Sequence[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:
+    tiers: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
+    for record in records:
+        tiers[record.get("difficulty") or GUIDED].append(record)  # None: stored before tiers
+    return dict(sorted(tiers.items(), key=lambda item: (item[0] != GUIDED, item[0])))
+
+
 def build_report(
     records_by_run: Mapping[str, Sequence[Mapping[str, Any]]], weights: str = "equal"
 ) -> dict[str, Any]:
-    """The report of several runs (same structure per run)."""
-    return {
-        "weights": weights,
-        "runs": {run: run_report(records, weights) for run, records in records_by_run.items()},
-    }
+    """The report of several runs (same structure per run). A run that played difficulty tiers
+    other than guided is reported once per tier, as ``"<run> [<tier>]"``, so that every table
+    breaks its figures down by tier."""
+    runs: dict[str, Any] = {}
+    for run, records in records_by_run.items():
+        tiers = _by_tier(records)
+        for tier, rows in tiers.items():
+            name = run if list(tiers) == [GUIDED] else f"{run} [{tier}]"
+            runs[name] = run_report(rows, weights)
+    return {"weights": weights, "runs": runs}
 
 
 def _fmt(value: Any) -> str:

@@ -50,6 +50,7 @@ from telcoenv.errors import (
     UnknownIntentError,
 )
 from telcoenv.evaluation.store import HEARTBEAT_S, Owner, ResultStore, StoreError, without_secrets
+from telcoenv.options import GUIDED, check_difficulty
 from telcoenv.registration import env_id, list_envs
 from telcoenv.trace import EpisodeTrace
 
@@ -80,11 +81,14 @@ class EpisodeSpec:
     language: str
     intent_list: bool
     domain: str = DEFAULT_DOMAIN
+    difficulty: str = GUIDED
 
     @property
     def key(self) -> str:
         condition = "with" if self.intent_list else "without"
-        return f"{self.blueprint_id}|{self.sample_index}|{self.language}|{condition}"
+        # A guided episode keeps the key it had before tiers existed (runs stay resumable).
+        tier = "" if self.difficulty == GUIDED else f"|{self.difficulty}"
+        return f"{self.blueprint_id}|{self.sample_index}|{self.language}|{condition}{tier}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +117,9 @@ def run_settings(config: RunConfig, grid: Sequence[EpisodeSpec]) -> dict[str, An
         "intent_list": sorted({"with" if spec.intent_list else "without" for spec in grid}),
         "telcoenv": __version__,
     }
+    tiers = sorted({spec.difficulty for spec in grid})
+    if tiers != [GUIDED]:  # a guided-only run compares as runs did before tiers existed
+        settings["difficulty"] = tiers
     # Stored as JSON: a value that is not JSON (an option given as an object) by its type name.
     return json.loads(json.dumps(settings, default=lambda v: f"<{type(v).__name__}>"))
 
@@ -169,12 +176,14 @@ def build_grid(
     languages: Sequence[str] = ("en", "ar"),
     conditions: Sequence[bool] = (True,),
     domain: str | None = None,
+    difficulties: Sequence[str] = (GUIDED,),
 ) -> list[EpisodeSpec]:
     """The grid in a fixed order; unknown or empty intents, domains or languages fail at once.
 
     ``intents="all"`` takes every intent of ``domain`` (``"network"`` by default, ``"bss"`` or
     ``"all"``). Named intents (keys, env names or Gymnasium ids) are looked up in ``domain``, or
-    in every domain when it is None.
+    in every domain when it is None. ``difficulties`` are the tiers to play (each must be one
+    every chosen domain offers).
     """
     chosen = _chosen(intents, domain)
     if not languages:
@@ -186,15 +195,21 @@ def build_grid(
         raise EpisodeOptionError("no intent-list conditions given: use with and/or without")
     if samples < 1:
         raise EpisodeOptionError(f"samples must be at least 1, got {samples}")
+    if not difficulties:
+        raise EpisodeOptionError("no difficulties given: use guided, symptom and/or noisy")
+    for name in dict.fromkeys(name for name, _ in chosen):
+        for tier in difficulties:
+            check_difficulty(get_domain(name), tier)
     return [
         EpisodeSpec(
-            intent.key, intent.category, blueprint.blueprint_id, index, lang, condition, name
+            intent.key, intent.category, blueprint.blueprint_id, index, lang, condition, name, tier
         )
         for name, intent in chosen
         for blueprint in get_domain(name).catalog.blueprints[intent.key]
         for index in range(samples)
         for lang in dict.fromkeys(languages)
         for condition in dict.fromkeys(conditions)
+        for tier in dict.fromkeys(difficulties)
     ]
 
 
@@ -333,6 +348,8 @@ class _Worker:
             "lang": spec.language,
             "intent_list": spec.intent_list,
         }
+        if spec.difficulty != GUIDED:
+            options["difficulty"] = spec.difficulty
         env = self._env(spec.domain)
         observation, info = env.reset(seed=self.config.seed, options=options)
         self.trace = env.trace

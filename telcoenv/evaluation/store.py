@@ -12,9 +12,9 @@ from this machine (killed). A run stores its configuration, without credentials;
 with another configuration is refused (:class:`RunMismatchError`).
 
 A database written by an earlier telcoenv gets the columns and tables added since (``domain``,
-``resolved``, ``args``, ``answer``, ``claims``) when it is opened; its rows stay, and credentials
-an earlier telcoenv stored with a run's agent options are removed. A file that is not a SQLite
-database, or one that holds other tables, is refused with a message naming the file.
+``resolved``, ``args``, ``answer``, ``difficulty``, ``claims``) when it is opened; its rows stay,
+and credentials an earlier telcoenv stored with a run's agent options are removed. A file that
+is not a SQLite database, or one that holds other tables, is refused with a message naming it.
 """
 
 from __future__ import annotations
@@ -88,6 +88,8 @@ class EpisodeRow(Base):
     sample_index: Mapped[int] = mapped_column(Integer)
     language: Mapped[str] = mapped_column(String(8))
     intent_list: Mapped[bool] = mapped_column(Boolean)
+    # None: stored before difficulty tiers existed, so guided.
+    difficulty: Mapped[str | None] = mapped_column(String(16), nullable=True)
     status: Mapped[str] = mapped_column(String(16))  # "ok" or "failed"
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
     ira: Mapped[float | None] = mapped_column(Float, nullable=True)
@@ -124,7 +126,7 @@ class ClaimRow(Base):
 _RUNS, _EPISODES, _CLAIMS = RunRow.__table__, EpisodeRow.__table__, ClaimRow.__table__
 COLUMNS = [c.name for c in _EPISODES.columns if c.name != "id"]
 # Columns added after the first release: an older database gets them (nullable) when opened.
-ADDED_COLUMNS = ("domain", "resolved", "args", "answer")
+ADDED_COLUMNS = ("domain", "resolved", "args", "answer", "difficulty")
 # What a telcoenv results database has had since the first release.
 REQUIRED = {
     _RUNS.name: {c.name for c in _RUNS.columns},

@@ -39,7 +39,7 @@ __all__ = [
     "trl_environment",
 ]
 
-ROW_FIELDS = ("seed", "intent", "blueprint", "sample_index", "lang")
+ROW_FIELDS = ("seed", "intent", "blueprint", "sample_index", "lang", "difficulty")
 """Dataset columns that ``reset(**row)`` reads; other columns (``prompt``, ...) are ignored."""
 
 _RESERVED_NAMES = frozenset({"reset", "get_reward"})  # TRL does not expose these as tools
@@ -200,9 +200,9 @@ class _TRLEnvironment:
         """Start an episode from a dataset row; return the engineer's problem statement.
 
         Reads ``seed`` and, when present and not ``None``, the reset options ``intent``,
-        ``blueprint``, ``sample_index`` and ``lang``; ignores every other column (such as
-        ``prompt``). Rows with the same seed give the same episode, so the rollouts of a GRPO
-        group share their task.
+        ``blueprint``, ``sample_index``, ``lang`` and ``difficulty``; ignores every other column
+        (such as ``prompt``). Rows with the same seed give the same episode, so the rollouts of
+        a GRPO group share their task.
         """
         seed = row.get("seed")
         options = {k: row[k] for k in ROW_FIELDS[1:] if row.get(k) is not None}

@@ -13,7 +13,7 @@ from telcoenv.catalog import Catalog
 from telcoenv.database import EpisodeDatabase
 from telcoenv.domains import EpisodeSetup
 from telcoenv.domains.network import engineer
-from telcoenv.domains.network.dynamics import recompute
+from telcoenv.domains.network.dynamics import key_kpis_recovered, recompute
 from telcoenv.domains.network.kpis import COUPLINGS, background_kpis, kpi_definitions
 from telcoenv.domains.network.loading import load_catalog, network_catalog
 from telcoenv.domains.network.models import Blueprint, Intent
@@ -25,6 +25,7 @@ from telcoenv.domains.network.summaries import gold_summaries
 from telcoenv.domains.network.tools import TOOLS, ToolContext
 from telcoenv.domains.network.topology import (
     InitialNetwork,
+    add_confounders,
     baseline_id,
     build_network,
     fault_of,
@@ -60,6 +61,9 @@ class NetworkDomain:
     counterpart = "engineer"
     taxonomy_env = "Troubleshooting"
     report_section = "benchmark"
+    # guided: the published statements, which quote the telling KPIs; symptom: what users see;
+    # noisy: that and a red herring planted in the network (see engineer.symptom_statement).
+    difficulties = ("guided", "symptom", "noisy")
     counterpart_required = False  # the agent needs the counterpart's information to succeed
     instructions = INSTRUCTIONS
 
@@ -89,11 +93,13 @@ class NetworkDomain:
     # Imported when used: the dataset drives environments (telcoenv.env), which drive domains,
     # and no episode needs either.
 
-    def generate_dataset(self, out: str | Path, samples: int, seed: int, fmt: str) -> int:
+    def generate_dataset(
+        self, out: str | Path, samples: int, seed: int, fmt: str, difficulty: str = "guided"
+    ) -> int:
         """Write the TelcoAgent-Bench dataset; the number of samples (json) or rows (jsonl)."""
         from telcoenv.domains.network.dataset import generate
 
-        return generate(out, samples=samples, seed=seed, fmt=fmt)
+        return generate(out, samples=samples, seed=seed, fmt=fmt, difficulty=difficulty)
 
     def rescore_release(
         self,
@@ -124,6 +130,7 @@ class NetworkDomain:
         lang: Language,
         database: EpisodeDatabase,
         episode_id: str,
+        difficulty: str = "guided",
     ) -> EpisodeSetup:
         sampled = sample_kpis(self.plans[blueprint.blueprint_id], blueprint.constraints, rng)
         background = background_kpis(
@@ -131,11 +138,17 @@ class NetworkDomain:
         )
         initial = build_network(intent, blueprint, sampled, background, rng)
         fault = fault_of(initial, intent, sampled)
-        statement = engineer.problem_statement(intent, blueprint, initial, sampled, lang, rng)
+        if difficulty == "guided":
+            opening = engineer.problem_statement(intent, blueprint, initial, sampled, lang, rng)
+        else:  # the red herrings are planted in the network before the engineer talks of them
+            planted = add_confounders(initial, rng) if difficulty == "noisy" else None
+            opening = engineer.symptom_statement(intent, blueprint, initial, lang, rng, planted)
+        statement, said = opening
         values = self.gold_values(intent, initial, fault.fix)
         state = NetworkState(database, initial, episode_id)
+        summaries = gold_summaries(intent, values, sampled)
         return EpisodeSetup(
-            sampled, state, values, statement, gold_summaries(intent, values, sampled), truth=fault
+            sampled, state, values, statement, summaries, truth=fault, counterpart_context=said
         )
 
     def gold_values(
@@ -199,7 +212,18 @@ class NetworkDomain:
         *,
         ended: bool,
     ) -> str:
-        return engineer.reply(message, setup.state.initial, blueprint, lang, rng, ended=ended)
+        state, fault = setup.state, setup.truth
+        return engineer.reply(
+            message,
+            state.initial,
+            blueprint,
+            lang,
+            rng,
+            ended=ended,
+            intent=fault.intent,
+            recovered=lambda: all(key_kpis_recovered(state, fault).values()),
+            said=setup.counterpart_context,
+        )
 
     def start_state(self, setup: EpisodeSetup) -> dict[str, Any]:
         """The network of an episode at its start as plain JSON-ready data (for the trace)."""

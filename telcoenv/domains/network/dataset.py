@@ -217,8 +217,15 @@ def _episodes(samples: int, seed: int) -> Iterator[tuple[Intent, str, int]]:
                 yield intent, blueprint.blueprint_id, seed * samples + k
 
 
-def generate(out: str | Path, samples: int = 30, seed: int = 0, fmt: str = "json") -> int:
-    """Write the dataset; returns the number of samples (json) or rows (jsonl) written."""
+def generate(
+    out: str | Path,
+    samples: int = 30,
+    seed: int = 0,
+    fmt: str = "json",
+    difficulty: str = "guided",
+) -> int:
+    """Write the dataset; returns the number of samples (json) or rows (jsonl) written. A tier
+    other than ``guided`` writes its statements (and records the tier in every sample/row)."""
     if fmt not in ("json", "jsonl"):
         raise ValueError(f"unknown dataset format {fmt!r}; use json or jsonl")
     out = Path(out)
@@ -227,13 +234,15 @@ def generate(out: str | Path, samples: int = 30, seed: int = 0, fmt: str = "json
         path = out if out.suffix == ".jsonl" else out / "telcoenv-dataset.jsonl"
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("w", encoding="utf-8") as handle:
-            for row in chat_rows(samples, seed):
+            for row in chat_rows(samples, seed, difficulty=difficulty):
                 handle.write(json.dumps(row, ensure_ascii=False) + "\n")
                 count += 1
         return count
-    envs = {lang: TelcoEnv(None, lang=lang, privileged=True, embedder=None) for lang in LANGUAGES}
+    envs = _envs(LANGUAGES, difficulty)
     for intent, blueprint_id, index in _episodes(samples, seed):
         record = sample_record(intent, blueprint_id, index, seed, envs)
+        if difficulty != "guided":
+            record["difficulty"] = difficulty
         folder = out / "TelcoAgent-Bench" / intent.key / blueprint_id
         folder.mkdir(parents=True, exist_ok=True)
         (folder / f"{record['id']}.json").write_text(
@@ -243,11 +252,21 @@ def generate(out: str | Path, samples: int = 30, seed: int = 0, fmt: str = "json
     return count
 
 
+def _envs(langs: tuple[str, ...], difficulty: str) -> dict[str, TelcoEnv]:
+    return {
+        lang: TelcoEnv(None, lang=lang, privileged=True, embedder=None, difficulty=difficulty)
+        for lang in langs
+    }
+
+
 def chat_rows(
-    samples: int = 30, seed: int = 0, langs: tuple[str, ...] = LANGUAGES
+    samples: int = 30,
+    seed: int = 0,
+    langs: tuple[str, ...] = LANGUAGES,
+    difficulty: str = "guided",
 ) -> Iterator[dict[str, Any]]:
     """One trainer row per blueprint sample and language (see the module docstring)."""
-    envs = {lang: TelcoEnv(None, lang=lang, privileged=True, embedder=None) for lang in langs}
+    envs = _envs(langs, difficulty)
     for intent, blueprint_id, index in _episodes(samples, seed):
         for lang in langs:
             yield _chat_row(envs[lang], intent, blueprint_id, index, seed, lang)
@@ -259,6 +278,8 @@ def _chat_row(
     _, info = env.reset(seed=seed, options={"blueprint": blueprint_id, "sample_index": index})
     privileged = info["privileged"]
     address = {"blueprint": blueprint_id, "sample_index": index, "lang": lang, "seed": seed}
+    if env.difficulty != "guided":  # the tier is part of the episode's address
+        address["difficulty"] = env.difficulty
     return {
         "prompt": info["messages"],
         "tools": info["tools"],
@@ -269,6 +290,7 @@ def _chat_row(
         "blueprint_id": blueprint_id,
         "sample_index": index,
         "lang": lang,
+        **({"difficulty": address["difficulty"]} if "difficulty" in address else {}),
         "extra_info": {"env_id": env.env_id, **address},
         "answer": {
             "intent": intent.key,

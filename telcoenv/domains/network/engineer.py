@@ -10,7 +10,7 @@ blueprint read differently.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import yaml
 
+from telcoenv.domains.network import symptoms
 from telcoenv.domains.network.kpis import kpi_definitions
 from telcoenv.domains.network.models import Blueprint, Intent
 from telcoenv.domains.network.parameters import KPI_TO_CELL_PARAMETER
@@ -199,8 +200,9 @@ def problem_statement(
     sampled: dict[str, float],
     lang: Language,
     rng: np.random.Generator,
-) -> str:
-    """The engineer's opening message for an episode, in ``lang``."""
+) -> tuple[str, dict[str, str]]:
+    """The engineer's opening message for an episode, in ``lang``, and the place and time it
+    named (the engineer's replies keep to them)."""
     bank = phrases()
     fields = _fields(state, blueprint, lang, rng)
     fields["evidence"] = evidence(sampled, intent.evidence, lang, rng)
@@ -211,7 +213,38 @@ def problem_statement(
         _pick(bank["alarm"][alarm][lang], rng),
         _pick(bank["closers"][lang], rng),
     ]
-    return " ".join(part.format_map(fields) for part in parts)
+    return " ".join(part.format_map(fields) for part in parts), _said(fields)
+
+
+def _said(fields: dict[str, str]) -> dict[str, str]:
+    return {"place": fields["place"], "time_of_day": fields["time_of_day"]}
+
+
+def symptom_statement(
+    intent: Intent,
+    blueprint: Blueprint,
+    state: InitialNetwork,
+    lang: Language,
+    rng: np.random.Generator,
+    confounders: dict[str, str] | None = None,
+) -> tuple[str, dict[str, str]]:
+    """The opening message of the ``symptom`` tier: what users see, where and since when,
+    shared by every intent of the family (``symptoms.yaml``); no KPI is quoted. With
+    ``confounders`` (the ``noisy`` tier: what the topology planted), one red herring is added:
+    the engineer's wrong first guess, the unrelated alarm, or the busier neighbour."""
+    bank = phrases()
+    fields = _fields(state, blueprint, lang, rng)
+    alarm = "raised" if blueprint.context.alarm else "none"
+    parts = [
+        _pick(bank["openers"][lang], rng).format_map(fields),
+        symptoms.symptom_statement_part(intent, lang, rng, fields),
+        _pick(bank["alarm"][alarm][lang], rng).format_map(fields),
+    ]
+    if confounders is not None:
+        kind, extra = symptoms.choose_confounder(intent, lang, rng)
+        parts.append(symptoms.confounder(kind, lang, rng, {**fields, **confounders, **extra}))
+    parts.append(_pick(bank["closers"][lang], rng).format_map(fields))
+    return " ".join(parts), _said(fields)
 
 
 def classify_message(message: str) -> str:
@@ -236,8 +269,24 @@ def reply(
     rng: np.random.Generator,
     *,
     ended: bool = False,
+    intent: Intent | None = None,
+    recovered: Callable[[], bool] | None = None,
+    said: dict[str, str] | None = None,
 ) -> str:
-    """The engineer's answer to a plain message from the agent."""
+    """The engineer's answer to a plain message from the agent.
+
+    A request for approval is answered first; then a follow-up question about what users
+    observe (when it started, who, which services, what changed, whether it is fixed: answered
+    for the intent's symptom family, never naming the intent or the fix; ``recovered()`` says
+    whether the key KPIs are back); then a question for the cell or the window. ``said`` is
+    the place and time of the opening message, which the replies repeat.
+    """
     kind = "after_end" if ended else classify_message(message)
-    fields = _fields(state, blueprint, lang, rng)
+    fields = {**_fields(state, blueprint, lang, rng), **(said or {})}
+    question = None
+    if kind != "approval" and not ended and intent is not None:
+        question = symptoms.classify_follow_up(message)
+    if question is not None:
+        fixed = question == "status" and recovered is not None and recovered()
+        return symptoms.follow_up_reply(question, intent, lang, rng, fields, recovered=fixed)
     return _pick(phrases()["replies"][kind][lang], rng).format_map(fields)

@@ -526,6 +526,27 @@ def build_network(
     return state
 
 
+def add_confounders(state: InitialNetwork, rng: np.random.Generator) -> dict[str, str]:
+    """The noisy tier's red herrings, made real so that the tools show what the engineer says:
+    the busiest neighbour carries more load than usual (a mild anomaly its KPIs follow), and a
+    neighbouring site has an unrelated housekeeping alarm. Returns what the engineer may name
+    (``neighbour_id``, ``alarm``). Called after the fault is injected, so the fault and its fix
+    are the same as in the guided tier."""
+    # Not a neighbour that is part of the fault (one sharing the serving cell's PCI).
+    bystanders = [c for c in state.neighbours if c.pci != state.serving.pci] or state.neighbours
+    busiest = max(bystanders, key=lambda cell: (cell.load, cell.cell_id))
+    busiest.load = round(min(0.92, busiest.load + float(rng.uniform(0.12, 0.2))), 3)
+    unrelated = [a for a in state.alarms if a.name in _UNRELATED_ALARMS]
+    if not unrelated:
+        site = state.neighbours[int(rng.integers(len(state.neighbours)))].site_id
+        name = _UNRELATED_ALARMS[int(rng.integers(len(_UNRELATED_ALARMS)))]
+        minutes = int(rng.integers(5, 50))
+        raised = (state.now - dt.timedelta(minutes=minutes)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        unrelated = [Alarm(f"ALM-{int(rng.integers(100000, 999999))}", site, name, "minor", raised)]
+        state.alarms.append(unrelated[0])
+    return {"neighbour_id": busiest.cell_id, "alarm": unrelated[0].name}
+
+
 @dataclass(frozen=True)
 class Fault:
     """The episode's ground truth, for the causal model and the verification only: the intent,
