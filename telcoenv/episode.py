@@ -219,15 +219,7 @@ class Episode:
         parsed = received.parsed
         submitted = False
         if isinstance(parsed, ParseError):
-            observation = error_observation(parsed.kind, parsed.message)
-            self._record(
-                kind="invalid",
-                raw=received.raw,
-                valid=False,
-                error_kind=parsed.kind,
-                error=parsed.message,
-                observation=observation,
-            )
+            observation = self._refused("invalid", parsed.kind, parsed.message, raw=received.raw)
             messages = [{"role": "user", "content": observation}]
         elif isinstance(parsed, PlainMessage):
             observation = self._message(parsed.content)
@@ -321,16 +313,7 @@ class Episode:
             kind, message = "episode_ended", "call after submit_resolution refused"
         else:
             kind, message = "step_budget_exhausted", self.budget.refusal()
-        observation = error_observation(kind, message)
-        self._record(
-            kind="after_end",
-            tool=call.name,
-            valid=False,
-            error_kind=kind,
-            error=message,
-            observation=observation,
-        )
-        return observation
+        return self._refused("after_end", kind, message, tool=call.name)
 
     def _call(self, call: ToolCall, raw: Any) -> tuple[str, bool]:
         """Run one tool call (or the submission); returns (observation, submitted).
@@ -341,7 +324,7 @@ class Episode:
         kind = "submit" if call.name == RESERVED_SUBMIT else "tool_call"
         if call.error is not None:
             error_kind = call.error_kind or "malformed_arguments"
-            return self._refused_call(kind, call.name, None, raw, error_kind, call.error), False
+            return self._refused(kind, error_kind, call.error, tool=call.name, raw=raw), False
         arguments = call.arguments or {}
         if kind == "submit":
             return self._submit(arguments)
@@ -375,8 +358,9 @@ class Episode:
     def _submit(self, arguments: dict[str, Any]) -> tuple[str, bool]:
         problem = self.domain.toolbox.validate(RESERVED_SUBMIT, arguments)
         if problem is not None:
-            message = f"invalid arguments for {RESERVED_SUBMIT}: {problem}"
-            observation = error_observation("invalid_arguments", message)
+            observation = error_observation(
+                "invalid_arguments", f"invalid arguments for {RESERVED_SUBMIT}: {problem}"
+            )
             self._record(
                 kind="submit",
                 tool=RESERVED_SUBMIT,
@@ -398,14 +382,14 @@ class Episode:
         )
         return observation, True
 
-    def _refused_call(
-        self, kind: str, name: str, arguments: Any, raw: Any, error_kind: str, error: str
+    def _refused(
+        self, kind: str, error_kind: str, error: str, *, tool: str | None = None, raw: Any = None
     ) -> str:
+        """Record an action refused with ``error`` (nothing ran); its error observation."""
         observation = error_observation(error_kind, error)
         self._record(
             kind=kind,
-            tool=name,
-            arguments=arguments,
+            tool=tool,
             raw=raw,
             valid=False,
             error_kind=error_kind,
