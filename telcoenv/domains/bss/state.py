@@ -91,3 +91,103 @@ def table_queries(metadata: MetaData) -> dict[str, Query]:
         name: Query(name, tuple(table.columns.keys())[1:])
         for name, table in metadata.tables.items()
     }
+
+
+# --- the tools' queries (module constants: compiled once, cached by identity) -----------------
+
+_CUSTOMER_COLUMNS = ("customer_id", "name", "birth_date", "segment", "language", "email", "phone")
+CUSTOMER = Query("customers", (*_CUSTOMER_COLUMNS, "city"), keys=("customer_id",))
+ACCOUNT_COLUMNS = ("account_id", "customer_id", "billing_day", "balance", "credit_limit", "status")
+ACCOUNT = Query("accounts", ACCOUNT_COLUMNS, keys=("account_id",))
+ACCOUNTS_OF_CUSTOMER = Query(
+    "accounts", ACCOUNT_COLUMNS, keys=("customer_id",), order=("account_id",)
+)
+_LINE_COLUMNS = ("msisdn", "account_id", "plan_id", "payment", "status", "activated_on")
+LINE = Query("lines", _LINE_COLUMNS, keys=("msisdn",))
+LINES_OF_ACCOUNT = Query("lines", _LINE_COLUMNS, keys=("account_id",), order=("msisdn",))
+_PLAN_COLUMNS = (
+    "plan_id",
+    "name_en",
+    "name_ar",
+    "payment",
+    "segment",
+    "price_excl_vat",
+    "price",
+    "data_gb",
+    "voice_min",
+    "sms",
+    "min_age",
+    "max_age",
+)
+PLAN = Query("rate_plans", _PLAN_COLUMNS, keys=("plan_id",))
+PLANS = Query("rate_plans", _PLAN_COLUMNS, order=("plan_id",))
+_ADDON_COLUMNS = (
+    "addon_id",
+    "name_en",
+    "name_ar",
+    "kind",
+    "zone",
+    "price_excl_vat",
+    "price",
+    "data_gb",
+    "voice_min",
+    "validity_days",
+    "payment",
+)
+ADDON = Query("addons", _ADDON_COLUMNS, keys=("addon_id",))
+ADDONS = Query("addons", _ADDON_COLUMNS, order=("addon_id",))
+_SUBSCRIPTION_COLUMNS = (
+    "subscription_id",
+    "msisdn",
+    "addon_id",
+    "start_date",
+    "end_date",
+    "status",
+)
+SUBSCRIPTIONS_OF_LINE = Query(
+    "line_addons", _SUBSCRIPTION_COLUMNS, keys=("msisdn",), order=("start_date", "subscription_id")
+)
+SUBSCRIPTION = Query("line_addons", _SUBSCRIPTION_COLUMNS, keys=("subscription_id",))
+SUBSCRIPTION_COUNT = Query("line_addons", count="subscription_id")
+_INVOICE_COLUMNS = (
+    "invoice_id",
+    "account_id",
+    "period",
+    "issued_at",
+    "amount_excl_vat",
+    "vat",
+    "amount",
+    "status",
+)
+INVOICE = Query("invoices", _INVOICE_COLUMNS, keys=("invoice_id",))
+INVOICES_OF_PERIOD = Query(
+    "invoices", _INVOICE_COLUMNS, keys=("account_id", "period"), order=("issued_at", "invoice_id")
+)
+ITEMS_OF_INVOICE = Query(
+    "invoice_items",
+    ("item_id", "msisdn", "kind", "description", "amount_excl_vat"),
+    keys=("invoice_id",),
+    order=("item_id",),
+)
+PAYMENTS_OF_ACCOUNT = Query(
+    "payments",
+    ("payment_id", "invoice_id", "paid_at", "amount", "method", "status", "failure_reason"),
+    keys=("account_id",),
+    order=("paid_at", "payment_id"),
+)
+_CREDIT_COLUMNS = ("credit_note_id", "account_id", "invoice_id", "issued_at", "amount", "reason")
+CREDITS_OF_ACCOUNT = Query(
+    "credit_notes", _CREDIT_COLUMNS, keys=("account_id",), order=("issued_at", "credit_note_id")
+)
+CREDITS_OF_INVOICE = Query("credit_notes", _CREDIT_COLUMNS, keys=("invoice_id",))
+CREDIT_COUNT = Query("credit_notes", count="credit_note_id")
+_USAGE_COLUMNS = ("month", "data_gb", "voice_min", "sms", "roaming_data_gb", "roaming_zone")
+USAGE_OF_LINE = Query("usage_records", _USAGE_COLUMNS, keys=("msisdn",), order=("month",))
+USAGE_OF_MONTH = Query("usage_records", _USAGE_COLUMNS, keys=("msisdn", "month"))
+_GROUP_COLUMNS = ("group_id", "owner_account_id", "shared_data_gb")
+GROUP = Query("family_groups", _GROUP_COLUMNS, keys=("group_id",))
+GROUPS_OF_OWNER = Query(
+    "family_groups", _GROUP_COLUMNS, keys=("owner_account_id",), order=("group_id",)
+)
+MEMBERS = Query("family_members", ("msisdn", "role"), keys=("group_id",), order=("msisdn",))
+TICKET_COUNT = Query("tickets", count="ticket_id")

@@ -8,7 +8,8 @@ is the agent's job. Writes check the business rules first and change the databas
 ``state.db.change()``, so a refused call changes nothing. A refused call raises
 :class:`~telcoenv.errors.ToolError`: ``not_found`` naming the unknown id, ``bad_args`` for a
 malformed value, ``rejected`` for a business rule, each with a precise message. Tool arguments
-reach SQL only as bound parameters (module-level :class:`~telcoenv.database.Query` constants).
+reach SQL only as bound parameters (the :class:`~telcoenv.database.Query` constants of
+``state.py``).
 
 Formatted arguments (line numbers, email addresses, phone numbers, months and dates) are checked
 whole against the ``pattern`` of their spec, read from the spec itself, so the JSON Schema and
@@ -26,7 +27,35 @@ from typing import Any, Protocol
 from telcoenv.catalog import data_root
 from telcoenv.database import Query
 from telcoenv.domains.bss.generator import products
-from telcoenv.domains.bss.state import BssState
+from telcoenv.domains.bss.state import (
+    ACCOUNT,
+    ACCOUNT_COLUMNS,
+    ACCOUNTS_OF_CUSTOMER,
+    ADDON,
+    ADDONS,
+    CREDIT_COUNT,
+    CREDITS_OF_ACCOUNT,
+    CREDITS_OF_INVOICE,
+    CUSTOMER,
+    GROUP,
+    GROUPS_OF_OWNER,
+    INVOICE,
+    INVOICES_OF_PERIOD,
+    ITEMS_OF_INVOICE,
+    LINE,
+    LINES_OF_ACCOUNT,
+    MEMBERS,
+    PAYMENTS_OF_ACCOUNT,
+    PLAN,
+    PLANS,
+    SUBSCRIPTION,
+    SUBSCRIPTION_COUNT,
+    SUBSCRIPTIONS_OF_LINE,
+    TICKET_COUNT,
+    USAGE_OF_LINE,
+    USAGE_OF_MONTH,
+    BssState,
+)
 from telcoenv.errors import ToolError
 from telcoenv.tooling import ToolRegistry
 
@@ -73,106 +102,6 @@ class BssContext(Protocol):
 
     state: BssState
     step: int
-
-
-# --- queries (module constants: cached by identity) ----------------------------------------------
-
-_CUSTOMER_COLUMNS = ("customer_id", "name", "birth_date", "segment", "language", "email", "phone")
-CUSTOMER = Query("customers", (*_CUSTOMER_COLUMNS, "city"), keys=("customer_id",))
-_ACCOUNT_COLUMNS = ("account_id", "customer_id", "billing_day", "balance", "credit_limit", "status")
-ACCOUNT = Query("accounts", _ACCOUNT_COLUMNS, keys=("account_id",))
-ACCOUNTS_OF_CUSTOMER = Query(
-    "accounts", _ACCOUNT_COLUMNS, keys=("customer_id",), order=("account_id",)
-)
-_LINE_COLUMNS = ("msisdn", "account_id", "plan_id", "payment", "status", "activated_on")
-LINE = Query("lines", _LINE_COLUMNS, keys=("msisdn",))
-LINES_OF_ACCOUNT = Query("lines", _LINE_COLUMNS, keys=("account_id",), order=("msisdn",))
-_PLAN_COLUMNS = (
-    "plan_id",
-    "name_en",
-    "name_ar",
-    "payment",
-    "segment",
-    "price_excl_vat",
-    "price",
-    "data_gb",
-    "voice_min",
-    "sms",
-    "min_age",
-    "max_age",
-)
-PLAN = Query("rate_plans", _PLAN_COLUMNS, keys=("plan_id",))
-PLANS = Query("rate_plans", _PLAN_COLUMNS, order=("plan_id",))
-_ADDON_COLUMNS = (
-    "addon_id",
-    "name_en",
-    "name_ar",
-    "kind",
-    "zone",
-    "price_excl_vat",
-    "price",
-    "data_gb",
-    "voice_min",
-    "validity_days",
-    "payment",
-)
-ADDON = Query("addons", _ADDON_COLUMNS, keys=("addon_id",))
-ADDONS = Query("addons", _ADDON_COLUMNS, order=("addon_id",))
-_SUBSCRIPTION_COLUMNS = (
-    "subscription_id",
-    "msisdn",
-    "addon_id",
-    "start_date",
-    "end_date",
-    "status",
-)
-SUBSCRIPTIONS_OF_LINE = Query(
-    "line_addons", _SUBSCRIPTION_COLUMNS, keys=("msisdn",), order=("start_date", "subscription_id")
-)
-SUBSCRIPTION = Query("line_addons", _SUBSCRIPTION_COLUMNS, keys=("subscription_id",))
-SUBSCRIPTION_COUNT = Query("line_addons", count="subscription_id")
-_INVOICE_COLUMNS = (
-    "invoice_id",
-    "account_id",
-    "period",
-    "issued_at",
-    "amount_excl_vat",
-    "vat",
-    "amount",
-    "status",
-)
-INVOICE = Query("invoices", _INVOICE_COLUMNS, keys=("invoice_id",))
-INVOICES_OF_PERIOD = Query(
-    "invoices", _INVOICE_COLUMNS, keys=("account_id", "period"), order=("issued_at", "invoice_id")
-)
-ITEMS_OF_INVOICE = Query(
-    "invoice_items",
-    ("item_id", "msisdn", "kind", "description", "amount_excl_vat"),
-    keys=("invoice_id",),
-    order=("item_id",),
-)
-PAYMENTS_OF_ACCOUNT = Query(
-    "payments",
-    ("payment_id", "invoice_id", "paid_at", "amount", "method", "status", "failure_reason"),
-    keys=("account_id",),
-    order=("paid_at", "payment_id"),
-)
-_CREDIT_COLUMNS = ("credit_note_id", "account_id", "invoice_id", "issued_at", "amount", "reason")
-CREDITS_OF_ACCOUNT = Query(
-    "credit_notes", _CREDIT_COLUMNS, keys=("account_id",), order=("issued_at", "credit_note_id")
-)
-CREDITS_OF_INVOICE = Query("credit_notes", _CREDIT_COLUMNS, keys=("invoice_id",))
-CREDIT_COUNT = Query("credit_notes", count="credit_note_id")
-_USAGE_COLUMNS = ("month", "data_gb", "voice_min", "sms", "roaming_data_gb", "roaming_zone")
-USAGE_OF_LINE = Query("usage_records", _USAGE_COLUMNS, keys=("msisdn",), order=("month",))
-USAGE_OF_MONTH = Query("usage_records", _USAGE_COLUMNS, keys=("msisdn", "month"))
-_GROUP_COLUMNS = ("group_id", "owner_account_id", "shared_data_gb")
-GROUP = Query("family_groups", _GROUP_COLUMNS, keys=("group_id",))
-GROUPS_OF_OWNER = Query(
-    "family_groups", _GROUP_COLUMNS, keys=("owner_account_id",), order=("group_id",)
-)
-MEMBERS = Query("family_members", ("msisdn", "role"), keys=("group_id",), order=("msisdn",))
-TICKET_COUNT = Query("tickets", count="ticket_id")
 
 
 # --- helpers -------------------------------------------------------------------------------------
@@ -302,7 +231,7 @@ def get_customer(
     accounts = []
     for account in state.rows(ACCOUNTS_OF_CUSTOMER, customer["customer_id"]):
         lines = state.rows(LINES_OF_ACCOUNT, account["account_id"])
-        view = {k: account[k] for k in _ACCOUNT_COLUMNS if k != "customer_id"}
+        view = {k: account[k] for k in ACCOUNT_COLUMNS if k != "customer_id"}
         accounts.append({**view, "lines": [_line_view(state, line) for line in lines]})
     age = _age(customer["birth_date"], state.today)
     return {"customer": {**customer, "age": age}, "accounts": accounts}
