@@ -80,8 +80,8 @@ class TelcoEnv(gymnasium.Env[str, Any]):
         difficulty: how much the counterpart's opening message gives away: ``"guided"``
             (default; the published benchmark's statements, which quote the telling KPIs), or a
             tier the domain offers (``domain.difficulties``; the network domain: ``"symptom"``,
-            only what users observe, and ``"noisy"``, the same plus a confounder). Recorded in
-            the trace.
+            only what users observe, and ``"noisy"``, the same plus a confounder; customer
+            care: ``"symptom"``, only what the customer sees). Recorded in the trace.
         domain: the domain to simulate, by name or as a ``Domain`` (default: ``"network"``).
         database_url: where the episodes' state lives. ``None`` (default): a private in-memory
             SQLite database, reset per episode by a rollback. Any SQLAlchemy URL

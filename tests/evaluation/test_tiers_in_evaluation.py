@@ -23,7 +23,7 @@ def test_a_guided_grid_keeps_its_keys_and_a_tier_gets_its_own():
     assert all(s.key.endswith("|with|noisy") for s in both if s.difficulty == "noisy")
     assert "|noisy" not in guided[0].key and len(both) == 2 * len(guided)
     with pytest.raises(EpisodeOptionError, match="bss"):
-        build_grid("all", 1, ["en"], domain="bss", difficulties=["symptom"])
+        build_grid("all", 1, ["en"], domain="bss", difficulties=["noisy"])
     with pytest.raises(EpisodeOptionError, match="no difficulties"):
         build_grid("all", 1, ["en"], difficulties=[])
 

@@ -63,6 +63,9 @@ class BssDomain:
     taxonomy_env = "CustomerCare"
     report_section = "care"
     counterpart_required = True  # the agent needs the counterpart's information to succeed
+    # guided: the intents' openings (intents.yaml), which may name the cause; symptom: what the
+    # customer sees, shared by the intents of a family (symptoms.yaml), the rest unchanged.
+    difficulties = ("guided", "symptom")
     instructions = INSTRUCTIONS
 
     def __init__(self, catalog: Catalog | None = None) -> None:
@@ -88,7 +91,12 @@ class BssDomain:
         lang: Language,
         database: EpisodeDatabase,
         episode_id: str,
+        difficulty: str = "guided",
     ) -> EpisodeSetup:
+        if difficulty not in self.difficulties:
+            raise ValueError(
+                f"difficulty {difficulty!r}; the bss domain offers {self.difficulties}"
+            )
         scenario = sample_scenario(blueprint, rng)
         data = generate(rng, episode_id, scenario.focal)
         values = gold_values(scenario, data)
@@ -102,14 +110,21 @@ class BssDomain:
         for name in ("need_gb", "budget"):
             if values.get(name) is not None:
                 sampled[name] = float(values[name])
+        # The opening is drawn last, so both tiers share every draw before it (data, values).
+        said: dict[str, Any] = {}
+        if difficulty == "guided":
+            opening = customer.opening(intent, values, lang, rng)
+        else:
+            opening, said["seen"] = customer.symptom_opening(intent, values, lang, rng)
         return EpisodeSetup(
             facts=sampled,
             state=state,
             truth=data,
             gold_values=values,
-            problem_statement=customer.opening(intent, values, lang, rng),
+            problem_statement=opening,
             gold_summary={},
             gold_answer=intent.answer.format_map(values) if intent.answer else None,
+            counterpart_context=said,
         )
 
     def tool_context(
@@ -128,7 +143,8 @@ class BssDomain:
         ended: bool,
     ) -> str:
         intent = self.catalog.intent(blueprint.intent)
-        return customer.reply(intent, setup.gold_values, message, lang, rng, ended=ended)
+        seen = setup.counterpart_context.get("seen")  # the symptom tier's opening
+        return customer.reply(intent, setup.gold_values, message, lang, rng, ended=ended, seen=seen)
 
     def asks_approval(self, message: str) -> bool:
         return "approval" in customer.asked_topics(message)

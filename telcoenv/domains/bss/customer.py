@@ -7,6 +7,11 @@ extra data needed, the new email address, and the month or plan named in their o
 never reveal an answer the agent has to find (a recommended plan, an amount). Asked for a
 change, they consent. Phrases and the keywords that recognise a question live in
 ``customer.yaml``; only the first ``CLASSIFIED_CHARS`` characters of a message are read.
+
+In the ``symptom`` difficulty tier the customer opens with what they see instead
+(:func:`symptom_opening`, phrases in ``symptoms.yaml``), knows the same facts, also answers
+when they noticed it and whether they travelled, and restates the symptom, not the guided
+opening, when a message is unclear.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import numpy as np
 import yaml
 
 from telcoenv.catalog import template_fields
+from telcoenv.domains.bss import symptoms
 from telcoenv.domains.bss.models import CareIntent
 from telcoenv.specs import Language
 
@@ -70,6 +76,17 @@ def opening(
     return f"{greeting} {intent.customer.in_lang(lang).format_map(_in_lang(values, lang))}"
 
 
+def symptom_opening(
+    intent: CareIntent, values: Mapping[str, Any], lang: Language, rng: np.random.Generator
+) -> tuple[str, str]:
+    """The customer's first message in the ``symptom`` tier: the same greeting as the guided
+    opening (the same first draw) and what they see (``symptoms.yaml``); and that second part
+    alone, which the customer restates when a message is unclear."""
+    greeting = _pick(phrases()["greetings"][lang], rng)
+    seen = symptoms.opening(intent, lang, rng, _in_lang(values, lang))
+    return f"{greeting} {seen}", seen
+
+
 def _in_lang(values: Mapping[str, Any], lang: Language) -> Mapping[str, Any]:
     """The values as the customer says them (an Arabic speaker names the country in Arabic)."""
     destination = values.get("destination")
@@ -102,14 +119,20 @@ def reply(
     rng: np.random.Generator,
     *,
     ended: bool,
+    seen: str | None = None,
 ) -> str:
-    """The customer's answer to a plain message from the agent."""
+    """The customer's answer to a plain message from the agent; ``seen`` is the symptom the
+    customer opened with in the ``symptom`` tier (``None``: the guided tier)."""
     bank = phrases()
     values = _in_lang(values, lang)
     if ended:
         return _pick(bank["closing"][lang], rng)
     asked = asked_topics(message)
     known = knowledge(intent, values)
+    if seen is not None:
+        kinds = symptoms.follow_up_kinds(message)
+        if kinds:
+            return _follow_up(intent, values, kinds, asked, known, lang, rng)
     if "trip" in asked and "destination" in known:  # a past trip: where they were
         asked.append("destination")
     info = [t for t in (*_ALWAYS_KNOWN, *_NAMED_IN_OPENING) if t in asked and t in known]
@@ -121,5 +144,39 @@ def reply(
         return _pick(bank["unknown"][lang], rng)
     if asked:
         return _pick(bank["answers"]["approval"][lang], rng)
-    restated = intent.customer.in_lang(lang).format_map(values)
+    restated = intent.customer.in_lang(lang).format_map(values) if seen is None else seen
     return _pick(bank["unclear"][lang], rng).format(opening=restated)
+
+
+def _follow_up(
+    intent: CareIntent,
+    values: Mapping[str, Any],
+    kinds: list[str],
+    asked: list[str],
+    known: Mapping[str, Any],
+    lang: Language,
+    rng: np.random.Generator,
+) -> str:
+    """The symptom tier's answer to a follow-up question (when they noticed it, whether they
+    travelled), then to whatever else the message asks that the customer knows. A trip is the
+    customer's own fact (the one they plan, or the one they came back from), never the cause."""
+    answers = phrases()["answers"]
+    parts = []
+    if "noticed" in kinds:
+        parts.append(symptoms.noticed(intent, lang, rng, values))
+    if "travel" in kinds:
+        if "trip" in known or "destination" in known:
+            topic = "trip" if "trip" in known else "destination"
+            parts.append(_pick(answers[topic][lang], rng).format_map(values))
+        else:
+            parts.append(symptoms.not_travelling(lang, rng))
+    # "when" and "date" also ask for a trip: answered above, or not a trip question at all.
+    info = [
+        t
+        for t in (*_ALWAYS_KNOWN, *_NAMED_IN_OPENING)
+        if t in asked and t in known and t not in ("trip", "destination")
+    ]
+    if "approval" in asked and info:
+        info.append("approval")
+    parts += [_pick(answers[t][lang], rng).format_map(values) for t in info]
+    return " ".join(parts)

@@ -1,0 +1,375 @@
+"""What the customer sees: the customer's words in the ``symptom`` difficulty tier of customer care.
+
+The guided opening (intents.yaml ``customer``) may name the cause or the fact the agent must find
+("I was charged twice", "the payment failed", "cancel the add-on", a plan, an address). In the
+symptom tier the customer says only what they see, in words shared by every intent of a family
+(``symptoms.yaml``), so that the cause is found in the account data; the planted data, the gold
+chain, the exact answer and the verification stay those of the guided tier. The customer answers
+follow-up questions (when they noticed, whether they travelled) from what a customer knows of
+their own account, never naming the cause.
+
+Every function is pure: the caller's seeded generator makes each choice.
+
+>>> family_of("DUPLICATE_CHARGE")
+'bill_higher'
+>>> follow_up_kinds("Were you abroad? When did you notice it?")
+['noticed', 'travel']
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import numpy as np
+import yaml
+
+from telcoenv.catalog import template_fields
+from telcoenv.domains.bss.blueprints import care_catalog
+from telcoenv.domains.bss.models import CareIntent
+from telcoenv.errors import CatalogError, UnknownIntentError
+from telcoenv.specs import LANGUAGES, Language
+
+FILE = "telcoenv/domains/bss/symptoms.yaml"
+#: The placeholders a phrase may use: the customer's own month and line, where the guided
+#: opening of every intent the phrase is said for names them.
+FIELDS = frozenset({"period", "msisdn"})
+SECTIONS = ("families", "follow_ups", "questions", "forbidden", "forbidden_in_openings")
+#: The kinds of follow-up question this tier answers, in the order a reply gives them.
+QUESTION_KINDS = ("noticed", "travel")
+MIN_FAMILY_VARIANTS = 4
+MIN_VARIANTS = 2  # of a member's ask and of a follow-up answer
+#: As customer.CLASSIFIED_CHARS: only the start of a message is classified.
+CLASSIFIED_CHARS = 4_000
+
+_DIACRITICS = re.compile("[\u0610-\u061a\u064b-\u065f\u0670\u06d6-\u06ed\u0640]")
+_FOLD = str.maketrans({"أ": "ا", "إ": "ا", "آ": "ا", "ٱ": "ا", "ى": "ي", "ة": "ه", "’": "'"})
+# Arabic proclitics that may precede a keyword: conjunction, preposition, article.
+_ARABIC_PREFIX = "(?:[وفبلك]{0,2}(?:ال)?)"
+_PLACEHOLDER = re.compile(r"\{[^{}]*\}")
+_DIGIT = re.compile(r"\d")
+
+
+def normalize(text: str) -> str:
+    """Casefolded text with Arabic diacritics and tatweel removed and the alef/hamza, ى and ة
+    spellings folded (as the network's symptom bank reads its keywords).
+
+    >>> normalize("إلغاء") == normalize("الغاء"), normalize("What’s")
+    (True, "what's")
+    """
+    return _DIACRITICS.sub("", text).translate(_FOLD).casefold()
+
+
+def _keyword(keyword: str) -> str:
+    word = normalize(keyword)
+    whole = word.endswith("$")
+    word = word.removesuffix("$")
+    arabic = bool(word) and "\u0600" <= word[0] <= "\u06ff"
+    return (
+        r"(?<!\w)"
+        + (_ARABIC_PREFIX if arabic else "")
+        + re.escape(word)
+        + (r"(?!\w)" if whole else "")
+    )
+
+
+def keyword_pattern(keywords: Iterable[str]) -> re.Pattern[str]:
+    """One pattern for keywords matched in :func:`normalize`-d text at the start of a word (an
+    Arabic word after optional proclitics); a keyword ending in ``$`` must also end a word."""
+    return re.compile("|".join(_keyword(k) for k in keywords))
+
+
+# --- validation -------------------------------------------------------------------------------
+
+
+def _bilingual(node: Any, field: str, file: str, minimum: int = 1) -> dict[str, list[str]]:
+    if not isinstance(node, Mapping) or set(node) != set(LANGUAGES):
+        raise CatalogError(file, field, f"expected exactly the languages {list(LANGUAGES)}")
+    for lang in LANGUAGES:
+        variants = node[lang]
+        if not isinstance(variants, list) or not all(isinstance(v, str) for v in variants):
+            raise CatalogError(file, f"{field}.{lang}", "expected a list of strings")
+        if len(variants) < minimum:
+            raise CatalogError(
+                file, f"{field}.{lang}", f"{len(variants)} variant(s); at least {minimum} needed"
+            )
+        if len(set(variants)) != len(variants):
+            raise CatalogError(file, f"{field}.{lang}", "a variant is repeated")
+        if not all(normalize(v).removesuffix("$").strip() for v in variants):
+            raise CatalogError(file, f"{field}.{lang}", "an empty string")
+    return dict(node)
+
+
+class _Checker:
+    """The names no phrase may hold, and the placeholder rule."""
+
+    def __init__(self, data: Mapping[str, Any], intents: Sequence[CareIntent], file: str) -> None:
+        self.file = file
+        self.openings: dict[str, set[str]] = {}
+        names: list[tuple[str, str]] = []
+        for intent in intents:
+            self.openings[intent.key] = template_fields(intent.customer.en) | template_fields(
+                intent.customer.ar
+            )
+            names += [
+                (intent.label.in_lang(lang), f"the label of {intent.key}") for lang in LANGUAGES
+            ]
+        always = [
+            (w, "a word that names a cause (forbidden)") for w in self._words(data, "forbidden")
+        ]
+        unasked = [
+            (w, "a word an opening may not hold (forbidden_in_openings)")
+            for w in self._words(data, "forbidden_in_openings")
+        ]
+        self.names = self._patterns(names + always)
+        self.opening_names = self.names + self._patterns(unasked)
+
+    def _words(self, data: Mapping[str, Any], section: str) -> list[str]:
+        return [
+            w for words in _bilingual(data[section], section, self.file).values() for w in words
+        ]
+
+    @staticmethod
+    def _patterns(names: list[tuple[str, str]]) -> list[tuple[re.Pattern[str], str, str]]:
+        return [(keyword_pattern([name]), name, why) for name, why in names if name.strip()]
+
+    def phrase(self, text: str, said_for: Sequence[str], field: str, *, opening: bool) -> None:
+        """``text`` may be said by the customer of every intent of ``said_for``."""
+        try:
+            fields = template_fields(text)
+        except ValueError as exc:
+            raise CatalogError(self.file, field, f"malformed template {text!r}: {exc}") from exc
+        if fields - FIELDS:
+            raise CatalogError(
+                self.file,
+                field,
+                f"placeholder(s) {sorted(fields - FIELDS)} not allowed; allowed: {sorted(FIELDS)}",
+            )
+        for key in said_for:
+            unnamed = fields - self.openings[key]
+            if unnamed:
+                raise CatalogError(
+                    self.file,
+                    field,
+                    f"placeholder(s) {sorted(unnamed)} not in the guided opening of {key}: "
+                    "its customer does not say it",
+                )
+        plain = normalize(_PLACEHOLDER.sub(" ", text))
+        if _DIGIT.search(plain):
+            raise CatalogError(self.file, field, f"{text!r} holds a number")
+        for pattern, name, why in self.opening_names if opening else self.names:
+            if pattern.search(plain):
+                raise CatalogError(self.file, field, f"{text!r} holds {name!r}, {why}")
+
+    def variants(
+        self, node: Any, said_for: Sequence[str], field: str, minimum: int, *, opening: bool
+    ) -> None:
+        for lang, texts in _bilingual(node, field, self.file, minimum).items():
+            for i, text in enumerate(texts):
+                self.phrase(text, said_for, f"{field}.{lang}.{i}", opening=opening)
+
+
+def _check_family(
+    name: str, family: Any, checker: _Checker, known: set[str], home: dict[str, str], file: str
+) -> None:
+    field = f"families.{name}"
+    if not isinstance(family, Mapping) or not {"intents", *LANGUAGES} <= set(family):
+        raise CatalogError(file, field, f"expected the keys intents, {', '.join(LANGUAGES)}")
+    extra = set(family) - {"intents", *LANGUAGES, "asks", "alone"}
+    if extra:
+        raise CatalogError(file, field, f"unknown key(s) {sorted(extra)}")
+    members = family["intents"]
+    if not isinstance(members, list) or not members:
+        raise CatalogError(file, f"{field}.intents", "expected a list of intent keys")
+    for key in members:
+        if key not in known:
+            raise CatalogError(file, f"{field}.intents", f"unknown care intent {key!r}")
+        if key in home:
+            raise CatalogError(file, f"{field}.intents", f"{key} is also in family {home[key]!r}")
+        home[key] = name
+    alone = family.get("alone")
+    if len(members) == 1:
+        if not isinstance(alone, str) or not alone.strip():
+            raise CatalogError(
+                file,
+                f"{field}.alone",
+                "a family of one intent must say why no other intent shares its words",
+            )
+        if "asks" in family:
+            raise CatalogError(file, f"{field}.asks", "a family of one intent has no asks")
+    elif alone is not None:
+        raise CatalogError(file, f"{field}.alone", "only a family of one intent says why")
+    checker.variants(
+        {lang: family[lang] for lang in LANGUAGES},
+        members,
+        field,
+        MIN_FAMILY_VARIANTS,
+        opening=True,
+    )
+    if "asks" in family:
+        asks = family["asks"]
+        if not isinstance(asks, Mapping) or set(asks) != set(members):
+            raise CatalogError(
+                file, f"{field}.asks", f"expected one entry per member {sorted(members)}"
+            )
+        for key in members:
+            checker.variants(asks[key], [key], f"{field}.asks.{key}", MIN_VARIANTS, opening=True)
+
+
+def check_symptoms(
+    data: Mapping[str, Any], intents: Sequence[CareIntent], *, file: str = FILE
+) -> None:
+    """Raise a :class:`CatalogError` naming the file, the field and the problem unless ``data``
+    (a parsed symptoms.yaml) fits the care ``intents``.
+
+    Every intent is in exactly one family (a family of one says why, in ``alone``); a family
+    with ``asks`` has one per member; every phrase exists in both languages, uses only the
+    allowed placeholders that the guided opening of each intent it is said for names, and holds
+    no care intent label, forbidden word or digit (nor, in an opening, a word of
+    ``forbidden_in_openings``), case-insensitively.
+    """
+    if not isinstance(data, Mapping):
+        raise CatalogError(file, "", "expected a mapping")
+    missing = set(SECTIONS) - set(data)
+    if missing:
+        raise CatalogError(file, "", f"missing section(s) {sorted(missing)}")
+    checker = _Checker(data, intents, file)
+    families = data["families"]
+    if not isinstance(families, Mapping) or not families:
+        raise CatalogError(file, "families", "expected a mapping of families")
+    known = {intent.key for intent in intents}
+    home: dict[str, str] = {}
+    for name, family in families.items():
+        _check_family(name, family, checker, known, home, file)
+    homeless = sorted(known - set(home))
+    if homeless:
+        raise CatalogError(file, "families", f"intent(s) {homeless} in no family")
+
+    follow_ups = data["follow_ups"]
+    if not isinstance(follow_ups, Mapping) or set(follow_ups) != {"noticed", "not_travelling"}:
+        raise CatalogError(file, "follow_ups", "expected exactly ['noticed', 'not_travelling']")
+    noticed = follow_ups["noticed"]
+    if not isinstance(noticed, Mapping) or set(noticed) != set(families):
+        raise CatalogError(
+            file, "follow_ups.noticed", f"expected one entry per family {sorted(families)}"
+        )
+    for name, family in families.items():
+        checker.variants(
+            noticed[name],
+            family["intents"],
+            f"follow_ups.noticed.{name}",
+            MIN_VARIANTS,
+            opening=False,
+        )
+    checker.variants(
+        follow_ups["not_travelling"],
+        list(checker.openings),  # said by any customer: no placeholder
+        "follow_ups.not_travelling",
+        MIN_VARIANTS,
+        opening=False,
+    )
+
+    questions = data["questions"]
+    if not isinstance(questions, Mapping) or list(questions) != list(QUESTION_KINDS):
+        raise CatalogError(file, "questions", f"expected {list(QUESTION_KINDS)}, in this order")
+    for kind in QUESTION_KINDS:
+        _bilingual(questions[kind], f"questions.{kind}", file)
+
+
+# --- the packaged data --------------------------------------------------------------------------
+
+
+@cache
+def symptom_bank() -> dict[str, Any]:
+    """``symptoms.yaml``, parsed and validated against the packaged care intents once per
+    process (treat it as read-only)."""
+    text = resources.files(__package__).joinpath("symptoms.yaml").read_text("utf-8")
+    data = yaml.safe_load(text)
+    check_symptoms(data, care_catalog().intents)
+    return data
+
+
+def check_intents(intents: Sequence[CareIntent]) -> None:
+    """Raise a :class:`CatalogError` unless the packaged symptoms fit these intents (for a care
+    catalogue other than the packaged one)."""
+    check_symptoms(symptom_bank(), intents)
+
+
+@cache
+def _families() -> dict[str, str]:
+    return {key: name for name, f in symptom_bank()["families"].items() for key in f["intents"]}
+
+
+@cache
+def _question_patterns() -> tuple[tuple[str, re.Pattern[str]], ...]:
+    questions = symptom_bank()["questions"]
+    return tuple(
+        (kind, keyword_pattern([w for lang in LANGUAGES for w in questions[kind][lang]]))
+        for kind in QUESTION_KINDS
+    )
+
+
+def _key(intent: CareIntent | str) -> str:
+    return intent if isinstance(intent, str) else intent.key
+
+
+def _pick(options: Sequence[str], rng: np.random.Generator) -> str:
+    return options[int(rng.integers(len(options)))]
+
+
+# --- what the customer says -----------------------------------------------------------------------
+
+
+def family_of(intent: CareIntent | str) -> str:
+    """The symptom family of a care intent (or intent key)."""
+    key = _key(intent)
+    try:
+        return _families()[key]
+    except KeyError:
+        raise UnknownIntentError(
+            f"care intent {key!r} is in no symptom family of {FILE}: add it to one to play "
+            "the symptom tier"
+        ) from None
+
+
+def family_members(family: str) -> tuple[str, ...]:
+    """The intent keys of a symptom family, in file order."""
+    return tuple(symptom_bank()["families"][family]["intents"])
+
+
+def opening(
+    intent: CareIntent | str, lang: Language, rng: np.random.Generator, values: Mapping[str, Any]
+) -> str:
+    """What the customer sees, in ``lang``: a phrase of the intent's family and, when the family
+    has asks, one of the intent's own question, formatted with ``values`` (``period``,
+    ``msisdn``)."""
+    key = _key(intent)
+    family = symptom_bank()["families"][family_of(key)]
+    parts = [_pick(family[lang], rng)]
+    if "asks" in family:
+        parts.append(_pick(family["asks"][key][lang], rng))
+    return " ".join(parts).format_map(values)
+
+
+def follow_up_kinds(message: str) -> list[str]:
+    """The follow-up questions a plain message asks, among :data:`QUESTION_KINDS` and in that
+    order: ``noticed`` (since when) and ``travel`` (whether the customer travelled). Only the
+    first :data:`CLASSIFIED_CHARS` characters are read."""
+    text = normalize(message[:CLASSIFIED_CHARS])
+    return [kind for kind, pattern in _question_patterns() if pattern.search(text)]
+
+
+def noticed(
+    intent: CareIntent | str, lang: Language, rng: np.random.Generator, values: Mapping[str, Any]
+) -> str:
+    """When the customer noticed it: an answer of the intent's family, formatted with ``values``."""
+    pool = symptom_bank()["follow_ups"]["noticed"][family_of(intent)][lang]
+    return _pick(pool, rng).format_map(values)
+
+
+def not_travelling(lang: Language, rng: np.random.Generator) -> str:
+    """A customer without a trip, asked whether they travelled."""
+    return _pick(symptom_bank()["follow_ups"]["not_travelling"][lang], rng)
