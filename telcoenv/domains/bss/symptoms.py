@@ -19,7 +19,7 @@ Every function is pure: the caller's seeded generator makes each choice.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -32,6 +32,7 @@ from telcoenv.domains.bss.blueprints import care_catalog
 from telcoenv.domains.bss.models import CareIntent
 from telcoenv.errors import CatalogError, UnknownIntentError
 from telcoenv.specs import LANGUAGES, Language
+from telcoenv.text import keyword_pattern, normalize
 
 FILE = "telcoenv/domains/bss/symptoms.yaml"
 #: The placeholders a phrase may use: the customer's own month and line, where the guided
@@ -45,41 +46,8 @@ MIN_VARIANTS = 2  # of a member's ask and of a follow-up answer
 #: As customer.CLASSIFIED_CHARS: only the start of a message is classified.
 CLASSIFIED_CHARS = 4_000
 
-_DIACRITICS = re.compile("[\u0610-\u061a\u064b-\u065f\u0670\u06d6-\u06ed\u0640]")
-_FOLD = str.maketrans({"أ": "ا", "إ": "ا", "آ": "ا", "ٱ": "ا", "ى": "ي", "ة": "ه", "’": "'"})
-# Arabic proclitics that may precede a keyword: conjunction, preposition, article.
-_ARABIC_PREFIX = "(?:[وفبلك]{0,2}(?:ال)?)"
 _PLACEHOLDER = re.compile(r"\{[^{}]*\}")
 _DIGIT = re.compile(r"\d")
-
-
-def normalize(text: str) -> str:
-    """Casefolded text with Arabic diacritics and tatweel removed and the alef/hamza, ى and ة
-    spellings folded (as the network's symptom bank reads its keywords).
-
-    >>> normalize("إلغاء") == normalize("الغاء"), normalize("What’s")
-    (True, "what's")
-    """
-    return _DIACRITICS.sub("", text).translate(_FOLD).casefold()
-
-
-def _keyword(keyword: str) -> str:
-    word = normalize(keyword)
-    whole = word.endswith("$")
-    word = word.removesuffix("$")
-    arabic = bool(word) and "\u0600" <= word[0] <= "\u06ff"
-    return (
-        r"(?<!\w)"
-        + (_ARABIC_PREFIX if arabic else "")
-        + re.escape(word)
-        + (r"(?!\w)" if whole else "")
-    )
-
-
-def keyword_pattern(keywords: Iterable[str]) -> re.Pattern[str]:
-    """One pattern for keywords matched in :func:`normalize`-d text at the start of a word (an
-    Arabic word after optional proclitics); a keyword ending in ``$`` must also end a word."""
-    return re.compile("|".join(_keyword(k) for k in keywords))
 
 
 # --- validation -------------------------------------------------------------------------------
