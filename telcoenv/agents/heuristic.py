@@ -141,6 +141,9 @@ class HeuristicAgent:
         if "neighbours" in output and "pci" in output:
             used = {output["pci"], *(n["pci"] for n in output["neighbours"])}
             self._values["free_pci"] = next(p for p in range(1008) if p not in used)
+        backhaul = output.get("backhaul")
+        if isinstance(backhaul, dict) and isinstance(backhaul.get("capacity_mbps"), int | float):
+            self._values["link_capacity"] = backhaul["capacity_mbps"]
 
     def _fix(self) -> dict[str, Any]:
         assert self._intent is not None
@@ -148,11 +151,12 @@ class HeuristicAgent:
         for name, parameter in self._intent.fault.parameters.items():
             if name == "operational_state":
                 continue
-            fix[name] = (
-                self._values.get("free_pci", 1)
-                if parameter.healthy == "$free_pci"
-                else parameter.healthy
-            )
+            if parameter.healthy == "$free_pci":
+                fix[name] = self._values.get("free_pci", 1)
+            elif parameter.healthy == "$link_capacity":
+                fix[name] = self._values.get("link_capacity", 1000)
+            else:
+                fix[name] = parameter.healthy
         return fix
 
     def act(self, observation: str, info: dict[str, Any]) -> Any:

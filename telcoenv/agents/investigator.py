@@ -45,7 +45,7 @@ highest score wins; ties go to the intent with a holding cause, then to the taxo
 Two refinements keep causes apart: a configuration value the audit lists as off the approved
 baseline counts as drift (for ``CONFIG_MISMATCH``), not as another intent's cause; and the short
 time-to-trigger of ``PINGPONG_HANDOVERS`` does not count when a negative cell offset is present,
-which is the late-handover cause of ``HO_FAILURE_HOTSPOT``. ``InvestigatorAgent(counters_only=
+which is the too-early-handover cause of ``HO_FAILURE_HOTSPOT``. ``InvestigatorAgent(counters_only=
 True)`` keeps only the rules on KPI counters (no configuration, state, policy, PCI plan or
 alarm), to measure which intents the counters alone cannot tell apart. docs/evaluation.md
 prints the whole table (:func:`rules_markdown`).
@@ -266,8 +266,8 @@ RULES: dict[str, IntentRules] = {
     ),
     "PINGPONG_HANDOVERS": IntentRules(
         cause=Check("config.ttt_ms", "<", 480,
-                    "time-to-trigger under the standard 480 ms leaves no handover margin "
-                    "(blueprints 80-320 ms); a negative offset means late handovers instead",
+                    "time-to-trigger under the standard 480 ms lets brief fades trigger handovers "
+                    "(blueprints 80-320 ms); with a negative cell offset, the offset is the cause",
                     unless=Check("config.cio_db", "<=", -2, "HO_FAILURE_HOTSPOT's cause")),
         alarm="Handover Ping-Pong Ratio High",
         symptoms=(
@@ -278,8 +278,8 @@ RULES: dict[str, IntentRules] = {
     ),
     "HO_FAILURE_HOTSPOT": IntentRules(
         cause=Check("config.cio_db", "<=", -2,
-                    "a negative cell offset delays handovers until the signal collapses "
-                    "(standard 0 dB; fault -6 to -3 dB)"),
+                    "a negative cell offset shrinks the handover margin: too-early handovers fail "
+                    "and bounce back (standard 0 dB; fault -6 to -3 dB)"),
         alarm="Handover Failure Rate High",
         symptoms=(
             Check("kpi.HO_success", "<", 95, "handover success under 95 % is degraded (ref. 1.3)"),
@@ -328,17 +328,20 @@ RULES: dict[str, IntentRules] = {
         ),
     ),
     "DEGRADED_BACKHAUL": IntentRules(
-        cause=Check("backhaul.bh_rt_queue_weight_pct", "<", 25,
-                    "the link's real-time queue is under-weighted (standard 40 %; fault 5-15 %)"),
+        cause=Check("backhaul.shaper_pct_of_capacity", "<", 60,
+                    "the link's egress shaper throttles it far under its capacity "
+                    "(standard 100 %; fault 10-30 %)"),
         alarm="Transmission Link Degraded (IPPM)",
         symptoms=(
-            Check("backhaul.kpi.bh_util", ">=", 80, "transport over 80 % utilised (ref. 3.1 #13)"),
+            Check("backhaul.kpi.bh_util", ">=", 80,
+                  "the shaped transport over 80 % utilised (ref. 3.1 #13)"),
             Check("backhaul.kpi.bh_latency_ms|backhaul.kpi.bh_latency_p95_ms", ">=", 20,
                   "transport RTT over the 20 ms S1/N3 limit (reference 1.3; healthy 10 ms)"),
             Check("backhaul.kpi.bh_packet_loss|backhaul.kpi.bh_loss_burst_rate", ">=", 0.2,
                   "transport loss over its healthy 0.1 %"),
-            Check("backhaul.kpi.bh_link_flaps_per_hr", ">=", 1, "the link flaps (healthy 0/h)"),
             Check("backhaul.kpi.jitter_p95_ms", ">=", 5, "transport jitter over the 4 ms limit"),
+            Check("backhaul.kpi.queue_occupancy", ">=", 50,
+                  "transport queue over half full (healthy 20 %): the shaper holds traffic back"),
         ),
     ),
     "SLA_VIOLATION_REPORT": IntentRules(
@@ -437,6 +440,12 @@ def rules_markdown() -> str:
 # --- evidence from tool outputs ------------------------------------------------------------------
 
 
+def _positive(value: Any) -> bool:
+    """A finite number above zero (not a bool)."""
+    numeric = isinstance(value, int | float) and not isinstance(value, bool)
+    return numeric and math.isfinite(value) and value > 0
+
+
 def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
@@ -477,6 +486,11 @@ def read_oss(output: Mapping[str, Any]) -> Evidence:
     backhaul = _dict(output.get("backhaul"))
     for name, value in _dict(backhaul.get("configuration")).items():
         evidence["backhaul." + name] = value
+    capacity, shaper = backhaul.get("capacity_mbps"), evidence.get("backhaul.bh_shaper_mbps")
+    if _positive(capacity):
+        evidence["backhaul.capacity_mbps"] = capacity
+        if _positive(shaper):
+            evidence["backhaul.shaper_pct_of_capacity"] = round(100 * shaper / capacity, 1)
     _kpi_values(backhaul.get("kpis"), "backhaul.kpi.", evidence)
     for network_slice in _list(output.get("slices")):
         network_slice = _dict(network_slice)
@@ -963,12 +977,18 @@ class InvestigatorAgent:
         return (preferred or candidates)[0]
 
     def _fix(self, intent: NetworkIntent) -> dict[str, Any]:
-        """The intent's standard corrective values (intents.yaml), a free PCI where needed."""
+        """The intent's standard corrective values (intents.yaml): a free PCI and the link's
+        capacity where the taxonomy says so."""
         fix = {}
         for name, parameter in intent.fault.parameters.items():
             if name == "operational_state":
                 continue
-            fix[name] = self._free_pci() if parameter.healthy == "$free_pci" else parameter.healthy
+            if parameter.healthy == "$free_pci":
+                fix[name] = self._free_pci()
+            elif parameter.healthy == "$link_capacity":  # the link's line rate, from the OSS
+                fix[name] = self._evidence.get("backhaul.capacity_mbps", 1000)
+            else:
+                fix[name] = parameter.healthy
         return fix
 
     def _slice_id(self, intent: NetworkIntent) -> str:

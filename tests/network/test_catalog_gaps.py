@@ -49,9 +49,9 @@ INTENT_GAPS = [
     ("COVERAGE_HOLE", _fault("tilt_deg", faulty=[11, 40]), "tilt_deg.faulty.1", "maximum of 15"),
     (
         "DEGRADED_BACKHAUL",
-        _fault("bh_rt_queue_weight_pct", faulty=[150, 200]),
-        "bh_rt_queue_weight_pct.faulty.0",
-        "maximum of 100",
+        _fault("bh_shaper_mbps", faulty=[20000, 30000]),
+        "bh_shaper_mbps.faulty.0",
+        "maximum of 10000",
     ),
     (
         "SLICE_ADMISSION_FAILURE",

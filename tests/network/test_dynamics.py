@@ -29,7 +29,8 @@ def test_the_right_fix_brings_the_key_kpis_back(intent):
         assert not all(key_kpis_recovered(state, fault).values())
         play(env, gold_actions(info))
         assert all(key_kpis_recovered(state, fault).values()), (intent, seed)
-        for name in ranked_evidence(fault.sampled, fault.intent.evidence)[:2]:
+        context = fault.intent.fault.context_kpis  # not symptoms: never key KPIs
+        for name in ranked_evidence(fault.sampled, fault.intent.evidence, context)[:2]:
             assert state.kpis(state.serving_id)[name] == pytest.approx(
                 healthy_target(name, fault.sampled[name]), abs=1e-6
             )

@@ -238,6 +238,13 @@ def test_the_rules_cover_every_intent_and_match_its_fault_in_intents_yaml():
         rules = RULES[intent.key]
         assert rules.alarm == intent.fault.alarm
         measure = rules.cause.measure
+        if measure == "backhaul.shaper_pct_of_capacity":  # the shaper as a share of the link
+            parameter = intent.fault.parameters["bh_shaper_mbps"]
+            assert parameter.healthy == "$link_capacity"
+            assert not rules.cause.holds({measure: 100.0}), intent.key
+            for value in parameter.faulty:  # the blueprints' macro sites: a 1000 Mbps link
+                assert rules.cause.holds({measure: 100 * value / 1000}), (intent.key, value)
+            continue
         name = "operational_state" if measure == "state" else measure.rsplit(".", 1)[-1]
         parameter = intent.fault.parameters.get(name)
         if parameter is None:  # SLA (no fault parameter), the baseline, the PCI plan
@@ -255,10 +262,11 @@ def test_the_scores_follow_the_documented_weights():
     drifted["off_baseline.names"] = ["t310_ms", "tilt_deg"]
     best, *others = assess(drifted)
     assert best.intent == "CONFIG_MISMATCH" and best.score == 6 and not others[0].cause
-    # A short time-to-trigger is ping-pong, unless a negative offset makes handovers late.
+    # A short time-to-trigger is ping-pong, unless a negative offset (the hotspot's too-early
+    # handovers) is the cause.
     assert assess({"config.ttt_ms": 128})[0].intent == "PINGPONG_HANDOVERS"
-    late = assess({"config.ttt_ms": 128, "config.cio_db": -4})
-    assert late[0].intent == "HO_FAILURE_HOTSPOT"
+    offset = assess({"config.ttt_ms": 128, "config.cio_db": -4})
+    assert offset[0].intent == "HO_FAILURE_HOTSPOT"
     # A cause (6) beats another intent's alarm and capped symptoms (2 + 3).
     evidence = {"config.scheduler_type": "RR", "alarms": ["Cell Unavailable"]}
     evidence |= {"kpi.availability": 50, "kpi.call_setup_fail": 30, "kpi.user_drop_rate": 20}

@@ -57,7 +57,9 @@ def _report(
     if "error" in output:
         return output["error"]["message"]
     if tool == "oss_query":
-        evidence = quote_kpis(ranked_evidence(sampled, intent.evidence)[:3], sampled, lang)
+        evidence = quote_kpis(
+            ranked_evidence(sampled, intent.evidence, intent.fault.context_kpis)[:3], sampled, lang
+        )
         alarms = len(output.get("active_alarms", []))
         return (
             f"OSS counters over {output['window']['length']}: {evidence}; {alarms} active alarm(s)."

@@ -7,7 +7,9 @@ serving cell's sampled KPIs from two quantities:
   injected; 0 once every fault parameter holds its corrective value, the configuration matches
   its baseline again, or the PCI is unique). Each symptom KPI moves on the line between its
   healthy value and its sampled value: ``v = healthy + s * (sampled - healthy)``. Faults that
-  only a field team can clear keep ``s = 1``.
+  only a field team can clear keep ``s = 1``. A KPI the fault does not cause (the intent's
+  ``fault.context_kpis``: geometry, load, neighbours, environment) is no symptom: the fix leaves
+  it as sampled.
 * **harm** ``h`` in [0, 1] per cell: changes to parameters outside the fault, each weighted by
   how far it moved relative to the parameter's legal range. Harm pushes the cell's KPIs in their
   "worse" direction (``v += h * |sampled - healthy|``), so an extreme tilt on the serving cell or
@@ -21,6 +23,7 @@ effect.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Collection
 from typing import Any
 
 from telcoenv.domains.network.kpis import kpi_definitions
@@ -94,9 +97,12 @@ def harm(state: NetworkState, fault: Fault, config: Configuration) -> dict[str, 
     return {cell_id: min(1.0, total) for cell_id, total in totals.items()}
 
 
-def healthy_target(name: str, sampled: float) -> float:
+def healthy_target(name: str, sampled: float, context: Collection[str] = ()) -> float:
     """Where a KPI returns when its cause is removed: the KPI definition's healthy value, unless the
-    sample is already at least as good (then the KPI is context, not a symptom, and stays)."""
+    sample is already at least as good or the KPI is one the fault does not cause (``context``,
+    the intent's ``fault.context_kpis``): then it is context, not a symptom, and stays."""
+    if name in context:
+        return sampled
     info = kpi_definitions().kpis[name]
     if info.healthy is None or info.worse == "none":
         return sampled
@@ -109,8 +115,9 @@ def key_kpis_recovered(state: NetworkState, fault: Fault, count: int = 2) -> dic
     from telcoenv.domains.network.engineer import ranked_evidence
 
     result = {}
-    for name in ranked_evidence(fault.sampled, fault.intent.evidence)[:count]:
-        sampled, healthy = fault.sampled[name], healthy_target(name, fault.sampled[name])
+    context = fault.intent.fault.context_kpis
+    for name in ranked_evidence(fault.sampled, fault.intent.evidence, context)[:count]:
+        sampled, healthy = fault.sampled[name], healthy_target(name, fault.sampled[name], context)
         current = state.kpi_value(state.serving_id, name)
         assert current is not None, name  # every sampled KPI is recorded at the start
         result[name] = abs(current - healthy) <= 0.25 * abs(sampled - healthy) + 1e-9
@@ -119,12 +126,14 @@ def key_kpis_recovered(state: NetworkState, fault: Fault, count: int = 2) -> dic
 
 def _serving_kpis(fault: Fault, current: dict[str, float], s: float, h: float) -> dict[str, float]:
     definitions = kpi_definitions()
+    context = fault.intent.fault.context_kpis
     kpis = dict(current)
     for name, sampled in fault.sampled.items():
         info = definitions.kpis[name]
-        healthy = healthy_target(name, sampled)
-        value = healthy + s * (sampled - healthy)
-        gap = abs(sampled - healthy)
+        target = healthy_target(name, sampled, context)
+        value = target + s * (sampled - target)
+        # Harm worsens a context KPI too (an extreme tilt costs RSRP wherever it came from).
+        gap = abs(sampled - healthy_target(name, sampled))
         if info.worse == "higher":
             value += h * gap
         elif info.worse == "lower":

@@ -10,7 +10,7 @@ blueprint read differently.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -131,32 +131,43 @@ def join_phrases(items: list[str], lang: Language) -> str:
     return "، ".join(items[:-1]) + " و" + items[-1]
 
 
-def ranked_evidence(sampled: dict[str, float], families: Sequence[str]) -> list[str]:
-    """The quotable KPIs of a sample, those of the intent's evidence families first.
+def ranked_evidence(
+    sampled: dict[str, float], families: Sequence[str], context: Collection[str] = ()
+) -> list[str]:
+    """The quotable KPIs of a sample, the symptoms of the intent's evidence families first.
 
-    Order: the ``families`` order, then the blueprint order; configuration read-outs excluded.
+    Order: the symptoms before the KPIs the fault does not cause (``context``, the intent's
+    ``fault.context_kpis``), then the ``families`` order, then the blueprint order;
+    configuration read-outs excluded.
     """
-    return list(_ranked(tuple(sampled), tuple(families)))
+    return list(_ranked(tuple(sampled), tuple(families), frozenset(context)))
 
 
 @cache
-def _ranked(names: tuple[str, ...], families: tuple[str, ...]) -> tuple[str, ...]:
-    # The order depends only on the sample's KPI names (a blueprint's) and the families.
+def _ranked(
+    names: tuple[str, ...], families: tuple[str, ...], context: frozenset[str]
+) -> tuple[str, ...]:
+    # The order depends only on the sample's KPI names (a blueprint's), the families and context.
     definitions = kpi_definitions()
     rank = {family: i for i, family in enumerate(families)}
     return tuple(
         sorted(
             (n for n in names if n not in _NOT_EVIDENCE),
-            key=lambda n: rank.get(definitions.kpis[n].family, len(rank)),
+            key=lambda n: (n in context, rank.get(definitions.kpis[n].family, len(rank))),
         )
     )
 
 
 def evidence(
-    sampled: dict[str, float], families: Sequence[str], lang: Language, rng: np.random.Generator
+    sampled: dict[str, float],
+    families: Sequence[str],
+    lang: Language,
+    rng: np.random.Generator,
+    context: Collection[str] = (),
 ) -> str:
-    """Two to four quoted KPI values: two of the intent's evidence families, then random others."""
-    names = ranked_evidence(sampled, families)
+    """Two to four quoted KPI values: two symptoms of the intent's evidence families, then random
+    others (``context``: KPIs the fault does not cause, never among the first two)."""
+    names = ranked_evidence(sampled, families, context)
     extra = names[2:]
     count = min(len(extra), int(rng.integers(0, 3)))
     chosen = names[:2] + [extra[i] for i in sorted(rng.choice(len(extra), count, replace=False))]
@@ -205,7 +216,7 @@ def problem_statement(
     named (the engineer's replies keep to them)."""
     bank = phrases()
     fields = _fields(state, blueprint, lang, rng)
-    fields["evidence"] = evidence(sampled, intent.evidence, lang, rng)
+    fields["evidence"] = evidence(sampled, intent.evidence, lang, rng, intent.fault.context_kpis)
     alarm = "raised" if blueprint.context.alarm else "none"
     parts = [
         _pick(bank["openers"][lang], rng),

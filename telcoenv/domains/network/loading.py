@@ -58,8 +58,12 @@ GOLD_ARGUMENT_FIELDS = frozenset(
 )
 
 
-# Corrective values computed per episode (see telcoenv.domains.network.topology.gold_fix).
-HEALTHY_RESOLVERS = frozenset({"$free_pci"})
+# Corrective values computed per episode (see telcoenv.domains.network.topology.gold_fix), and
+# the parameter each one resolves: "$free_pci" the lowest PCI free in the neighbourhood,
+# "$link_capacity" the capacity of the site's transport link (a shaper back at line rate).
+RESOLVED_PARAMETER = {"$free_pci": "pci", "$link_capacity": "bh_shaper_mbps"}
+HEALTHY_RESOLVERS = frozenset(RESOLVED_PARAMETER)
+_RESOLVER_EXAMPLES = {"$free_pci": 1, "$link_capacity": 1000}
 
 
 # Names a resolution template may use.
@@ -70,9 +74,9 @@ RESOLUTION_FIELDS = frozenset(
 
 def _example_gold_values(intent: Intent) -> dict[str, Any]:
     """Plausible episode values used to validate gold argument templates at load time."""
-    # "$free_pci"-style resolvers are computed per episode: any legal value stands in here.
+    # "$free_pci"-style resolvers are computed per episode: a legal value stands in here.
     fix = {
-        name: 1 if str(p.healthy).startswith("$") else p.healthy
+        name: _RESOLVER_EXAMPLES.get(p.healthy, 1) if str(p.healthy).startswith("$") else p.healthy
         for name, p in intent.fault.parameters.items()
         if name != "operational_state"
     }
@@ -181,12 +185,33 @@ def _check_fault(intent: Intent, tools: Mapping[str, ToolSpec], file: str, index
                     field + ".healthy",
                     f"unknown resolver {parameter.healthy!r}; known: {sorted(HEALTHY_RESOLVERS)}",
                 )
+            if RESOLVED_PARAMETER[parameter.healthy] != name:
+                raise CatalogError(
+                    file,
+                    field + ".healthy",
+                    f"{parameter.healthy} resolves {RESOLVED_PARAMETER[parameter.healthy]}, "
+                    f"not {name}",
+                )
             continue
         error = jsonschema.exceptions.best_match(
             jsonschema.Draft202012Validator(settable[name]).iter_errors(parameter.healthy)
         )
         if error is not None:
             raise CatalogError(file, field + ".healthy", error.message)
+
+
+def _check_context_kpis(intent: Intent, file: str, index: int) -> None:
+    """The KPIs a fault leaves as sampled must be KPIs of the catalogue (kpis.yaml)."""
+    from telcoenv.domains.network.kpis import kpi_definitions
+
+    known = kpi_definitions().kpis
+    for position, name in enumerate(intent.fault.context_kpis):
+        if name not in known:
+            raise CatalogError(
+                file,
+                f"intents.{index}.fault.context_kpis.{position}",
+                f"unknown KPI {name!r}: a KPI of telcoenv/domains/network/kpis.yaml",
+            )
 
 
 def _dependency_cycle(constraints: Mapping[str, Any]) -> list[str] | None:
@@ -365,6 +390,7 @@ def _parse_intent(tools: Mapping[str, ToolSpec]) -> Callable[[dict[str, Any], st
         intent = parse_model(Intent, raw, file)
         _check_templates(intent, file, index)
         _check_fault(intent, tools, file, index)
+        _check_context_kpis(intent, file, index)
         check_gold_chain(intent, tools, file, index, _example_gold_values(intent))
         return intent
 

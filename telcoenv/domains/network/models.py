@@ -3,6 +3,7 @@ blueprints (context, priors, KPI sampling rules, fault overrides)."""
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 from pydantic import Field
@@ -22,9 +23,15 @@ class FaultParameter(FrozenModel):
 
 
 class Fault(FrozenModel):
+    """What is wrong: where (``target``), the alarm it raises, the faulty parameters and
+    ``context_kpis``: KPIs the intent's blueprints sample that the fault does not cause (geometry,
+    load, neighbours, the environment). The fix leaves them where they were sampled, and the
+    engineer quotes them after the symptoms, never as the complaint's key figures."""
+
     target: Literal["cell", "backhaul", "slice", "config"]
     alarm: str
     parameters: dict[str, FaultParameter]
+    context_kpis: tuple[str, ...] = ()
 
 
 class TicketTemplate(FrozenModel):
@@ -39,17 +46,40 @@ class ResolutionTemplate(FrozenModel):
     ticket: TicketTemplate | None = None
 
 
+#: Width of a ``telcoenv show`` line: a longer causality text is shown by its first sentence.
+SHOW_WIDTH = 100
+# A sentence ends at . ! or ? before a capital letter; "e.g." and "i.e." do not end one, nor does
+# "(ref. 2.10)" (a digit follows).
+_SENTENCE_END = re.compile(r"(?<=[.!?])(?<!e\.g\.)(?<!i\.e\.)\s+(?=[A-Z])")
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences of an English text (see ``_SENTENCE_END``)."""
+    return [part for part in _SENTENCE_END.split(" ".join(text.split())) if part]
+
+
 class Intent(IntentModel):
-    """A troubleshooting intent of the taxonomy (one row of the paper's Table I)."""
+    """A troubleshooting intent of the taxonomy (one row of the paper's Table I).
+
+    ``causality`` is the engineering reasoning behind the intent, in English: how the fault
+    produces the symptoms the blueprints sample, why the fix cures them and which symptom it
+    would not cure, citing the domain reference's sections."""
 
     evidence: tuple[str, ...]
     description: Bilingual
+    causality: str
     fault: Fault
     resolution: ResolutionTemplate
 
     def show_lines(self) -> list[str]:
         fault = f"fault: {self.fault.target} {dict(self.fault.parameters)}"
-        return [self.description.en, *super().show_lines(), fault]
+        causality = "causality: " + " ".join(self.causality.split())
+        if len(causality) + 2 > SHOW_WIDTH:  # show indents each line by two spaces
+            causality = "causality: " + sentences(self.causality)[0]
+        lines = [self.description.en, *super().show_lines(), fault, causality]
+        if self.fault.context_kpis:
+            lines.append(f"not moved by the fix: {', '.join(self.fault.context_kpis)}")
+        return lines
 
 
 class KPIConstraint(FrozenModel):

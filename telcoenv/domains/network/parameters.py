@@ -71,8 +71,8 @@ KPI_TO_SLICE_POLICY = {
     "policy_priority_level": "priority_level",
     "policy_min_guarantee_Mbps": "min_guaranteed_mbps",
 }
-#: Every blueprint KPI whose sampled value is stored as a parameter (``pci_neighbor``: the PCI
-#: two neighbours share in a confusion): its range must hold legal values of the parameter.
+#: Every blueprint KPI whose sampled value is a parameter value (``pci_neighbor``: a neighbour's
+#: PCI, which published release blueprints sample): its range must hold legal values of it.
 KPI_READOUTS: dict[str, str] = {
     **KPI_TO_CELL_PARAMETER,
     "pci_neighbor": "pci",

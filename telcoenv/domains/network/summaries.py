@@ -50,7 +50,9 @@ def gold_summary(
     intent: Intent, values: dict[str, Any], sampled: dict[str, float], lang: Language
 ) -> str:
     """The gold resolution summary of an episode in ``lang``."""
-    evidence = quote_kpis(ranked_evidence(sampled, intent.evidence)[:3], sampled, lang)
+    evidence = quote_kpis(
+        ranked_evidence(sampled, intent.evidence, intent.fault.context_kpis)[:3], sampled, lang
+    )
     resolution = intent.resolution
     fields = {**values, "window": window_phrase(values["window"], lang)}
     return phrases()["template"][lang].format_map(

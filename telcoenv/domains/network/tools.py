@@ -469,6 +469,15 @@ def recommend_param_change(
             }
         )
     link = state.backhaul() if cell.serving else None
+    if link is not None and link.config["bh_shaper_mbps"] < link.capacity_mbps:
+        recommendations.append(
+            {
+                "parameter": "bh_shaper_mbps",
+                "current": link.config["bh_shaper_mbps"],
+                "recommended": link.capacity_mbps,
+                "rationale": "egress shaper below the link's capacity",
+            }
+        )
     if link is not None and link.config["bh_rt_queue_weight_pct"] < 40:
         recommendations.append(
             {

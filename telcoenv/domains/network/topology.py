@@ -351,7 +351,7 @@ def _apply_fault(
         if name == "operational_state":
             state.serving.operational_state = choices[int(rng.integers(len(choices)))]
         elif name == "pci":
-            _inject_pci_conflict(state, sampled)
+            _inject_pci_conflict(state)
         elif choices is None:
             continue  # the blueprint's sampled read-out already set the faulty value
         elif fault.target == "slice":
@@ -362,13 +362,12 @@ def _apply_fault(
             state.serving.config[name] = _draw_faulty(name, choices, rng)
 
 
-def _inject_pci_conflict(state: InitialNetwork, sampled: dict[str, float]) -> None:
-    """Collision: the nearest neighbour reuses the serving PCI. Confusion: two others share one."""
-    neighbours = state.neighbours
-    neighbours[0].pci = state.serving.pci
-    if len(neighbours) >= 3:
-        shared = int(sampled.get("pci_neighbor", neighbours[1].pci))
-        neighbours[1].pci = neighbours[2].pci = shared
+def _inject_pci_conflict(state: InitialNetwork) -> None:
+    """The nearest neighbour reuses the serving PCI: a collision between the two, and a confusion
+    for every cell that neighbours both (it cannot tell them apart as handover targets). A new
+    PCI for the serving cell clears both; a confusion between two other neighbours would not
+    be cleared by it, so none is planted."""
+    state.neighbours[0].pci = state.serving.pci
 
 
 def _drift_configuration(state: InitialNetwork, count: int, rng: np.random.Generator) -> None:
@@ -576,6 +575,8 @@ def gold_fix(state: InitialNetwork, intent: Intent) -> dict[str, Any]:
         if parameter.healthy == "$free_pci":
             nearest = [cell.pci for cell in state.neighbours]
             fix[name] = free_pci((cell.pci for cell in state.cells), nearest)
+        elif parameter.healthy == "$link_capacity":  # a shaper back at the link's line rate
+            fix[name] = state.backhaul.capacity_mbps
         else:
             fix[name] = parameter.healthy
     return fix

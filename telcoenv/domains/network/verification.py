@@ -72,14 +72,14 @@ def _root_cause_checks(
         "slice": f"slice:{state.fault_slice_id}",
     }[intent.fault.target]
     checks = {}
-    for name, parameter in intent.fault.parameters.items():
+    for name in intent.fault.parameters:
         if name == "pci":
             pci = config[serving]["pci"]
             checks["PCI unique among neighbours"] = all(
                 config[f"cell:{other}"]["pci"] != pci for other in state.cell_ids[1:]
             )
         else:
-            checks[f"{name} at {parameter.healthy}"] = config[owner].get(name) == fix[name]
+            checks[f"{name} at {fix[name]}"] = config[owner].get(name) == fix[name]
     return checks
 
 
