@@ -184,8 +184,13 @@ def load_tools(tools_dir: Path, domain: str = "network") -> dict[str, ToolSpec]:
             parameters=function["parameters"],
             **document["x-telcoenv"],
         )
+        unknown = set(spec.domain_fields) - set(function["parameters"].get("properties", {}))
+        if unknown:
+            raise CatalogError(
+                file, "x-telcoenv.domain_fields", f"no such parameter {sorted(unknown)}"
+            )
         if spec.domain in (domain, "all"):
-            tools[path.stem] = spec
+            tools[path.stem] = spec.for_domain(domain)
     if not tools:
         raise CatalogError(str(tools_dir), "", f"no {domain} tool spec (*.json) found")
     return tools

@@ -113,6 +113,21 @@ class ToolSpec(FrozenModel):
     domain: str = "network"  # the catalogue that loads it ("all": every domain's)
     # Parameters in the agent's own words (a ticket summary): argument accuracy skips them.
     free_text: tuple[str, ...] = ()
+    # A spec of every domain: parameters only some domains offer (``answer``: customer care).
+    domain_fields: dict[str, tuple[str, ...]] = {}
+
+    def for_domain(self, domain: str) -> ToolSpec:
+        """The spec as ``domain`` offers it: without the parameters only other domains have."""
+        dropped = {p for p, owners in self.domain_fields.items() if domain not in owners}
+        if not dropped:
+            return self
+        parameters = dict(self.parameters)
+        parameters["properties"] = {
+            name: schema for name, schema in parameters["properties"].items() if name not in dropped
+        }
+        if "required" in parameters:
+            parameters["required"] = [p for p in parameters["required"] if p not in dropped]
+        return self.model_copy(update={"parameters": parameters})
 
     def openai(self) -> dict[str, Any]:
         """The spec in OpenAI function-calling format."""

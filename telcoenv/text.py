@@ -44,3 +44,71 @@ def keyword_pattern(keywords: Iterable[str]) -> re.Pattern[str]:
     """One pattern for keywords matched in :func:`normalize`-d text at the start of a word (an
     Arabic word after optional proclitics); a keyword ending in ``$`` must also end a word."""
     return re.compile("|".join(_keyword(k) for k in keywords))
+
+
+# --- requests for approval ------------------------------------------------------------------------
+
+# A request: a question or ask whose answer is a yes or no for the speaker to act.
+_REQUEST = keyword_pattern(
+    [
+        *("may i", "can i", "could i", "shall i", "should i", "may we", "can we", "shall we"),
+        *("should we", "ok to", "okay to", "ok if", "okay if", "alright to", "all right to"),
+        *("is it ok", "is that ok", "is this ok", "is it okay", "is that okay", "is this okay"),
+        *("do you want me", "would you like me", "do you agree", "do you approve"),
+        *("would you approve", "please approve", "approve?", "approve it?", "your approval"),
+        *("your permission", "your go-ahead", "your go ahead", "your ok", "need approval"),
+        *("request approval", "requesting approval", "approval to", "approval for"),
+        *("permission to", "go ahead?", "i'd like to", "i would like to"),
+        *("هل يمكنني", "هل يمكننا", "هل استطيع", "هل تسمح", "هل تسمحون", "هل توافق"),
+        *("هل توافقون", "هل تريد", "هل تريدين", "هل تود", "هل ترغب", "هل اتابع", "هل نتابع"),
+        *("هل اطبق", "هل انفذ", "هل اضيف", "هل الغي", "هل اغير", "هل اعدل", "موافقتك"),
+        *("موافقتكم", "اذنك", "اطلب الموافقه", "يرجي الموافقه", "الرجاء الموافقه", "اود ان"),
+        "ارغب في",
+    ]
+)
+# What a change is called: the verb or noun the request must name.
+_CHANGE = keyword_pattern(
+    [
+        *("apply", "change", "push", "set ", "modify", "adjust", "update", "reconfigur"),
+        *("optimi", "re-tilt", "retilt", "tilt", "roll back", "rollback", "restore", "revert"),
+        *("proceed", "go ahead", "implement", "execute", "fix", "add", "subscribe", "cancel"),
+        *("remove", "switch", "move", "credit", "refund", "activate", "open a ticket"),
+        *("raise", "create a ticket", "book", "lower", "increase", "decrease", "reduce"),
+        *("enable", "disable", "turn on", "turn off", "re-enable", "reset", "reboot", "restart"),
+        *("tweak", "correct", "realign", "re-align", "re-aim", "rotate", "shift", "reassign"),
+        *("release", "free up", "lift", "bump", "retune", "re-tune", "tune"),
+        *("تطبيق", "اطبق", "نطبق", "تعديل", "اعدل", "تغيير", "اغير", "تنفيذ", "انفذ", "المتابعه"),
+        *("اتابع", "نتابع", "اصلاح", "ضبط", "اضبط", "اعاده", "استعاده", "اضافه", "اضيف"),
+        *("اشترك", "اشتراك", "الغاء", "الغي", "نقل", "تحديث", "احدث", "تفعيل", "افعل"),
+        *("استرداد", "تذكره", "رصيد", "خفض", "اخفض", "رفع", "ارفع", "زياده", "ازيد", "تقليل"),
+        *("اقلل", "تمكين", "تعطيل", "تشغيل", "ايقاف", "تصحيح", "اصحح", "محاذاه", "تحرير"),
+    ]
+)
+# A negation just before the change ("don't apply", "no need to change", "لا تطبق").
+_NEGATED = re.compile(
+    r"(?:\bnot|n't|\bno need to|\bnever|\bwithout|(?<!\w)لا|(?<!\w)لن|(?<!\w)لم|(?<!\w)دون|بدون)"
+    r"\s+(?:\S+\s+){0,2}$"
+)
+#: How much of a message is read (a real request fits many times over).
+APPROVAL_CHARS = 4_000
+
+
+def asks_for_approval(message: str) -> bool:
+    """Whether a plain message asks the counterpart to approve a change: a request or question
+    (``may I``, ``is that OK``, ``do you want me to``, ``هل يمكنني``, ``موافقتك``...) that names a
+    change (``apply``, ``push``, ``cancel``, ``تطبيق``, ``إلغاء``...) not negated just before it.
+    A statement ("the fault has been confirmed", "I applied it") or a negation ("don't apply
+    anything yet") is not a request.
+
+    >>> asks_for_approval("May I apply this change?"), asks_for_approval("It has been confirmed.")
+    (True, False)
+    >>> asks_for_approval("هل يمكنني تطبيق التعديل؟"), asks_for_approval("لا أريد تطبيق أي تغيير")
+    (True, False)
+    """
+    text = normalize(message[:APPROVAL_CHARS])
+    if not _REQUEST.search(text):
+        return False
+    return any(
+        not _NEGATED.search(text[max(0, found.start() - 40) : found.start()])
+        for found in _CHANGE.finditer(text)
+    )

@@ -88,7 +88,9 @@ def _describe(error: jsonschema.ValidationError) -> str:
         where = f" in {path!r}" if path else ""
         return f"give {bound} {error.validator_value} of the arguments ({names}){where}"
     if error.validator == "additionalProperties" and not path:
-        return f"unexpected argument(s): {error.message.split('(')[-1].rstrip(')')}"
+        names = ", ".join(sorted(error.schema.get("properties", {}))) or "none"
+        unexpected = error.message.split("(")[-1].rstrip(")")
+        return f"unexpected argument(s): {unexpected}; this tool takes: {names}"
     return f"argument {path!r}: {_problem(error)}" if path else _problem(error)
 
 

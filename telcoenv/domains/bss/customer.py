@@ -28,6 +28,7 @@ from telcoenv.catalog import template_fields
 from telcoenv.domains.bss import symptoms
 from telcoenv.domains.bss.models import CareIntent
 from telcoenv.specs import Language
+from telcoenv.text import asks_for_approval
 
 # What the customer knows (when the episode has it), in the order a reply gives it.
 _ALWAYS_KNOWN = ("msisdn", "trip", "destination", "budget", "need_gb", "email")
@@ -96,7 +97,8 @@ def _in_lang(values: Mapping[str, Any], lang: Language) -> Mapping[str, Any]:
 
 
 def asked_topics(message: str) -> list[str]:
-    """The topics a plain message asks about (``approval`` included), by keyword.
+    """The topics a plain message asks about, by keyword, and ``approval`` when it asks to
+    approve a change (:func:`telcoenv.text.asks_for_approval`).
 
     Only the first :data:`CLASSIFIED_CHARS` characters are read, so a message of any size is
     answered in constant time (a keyword after them does not count).
@@ -104,11 +106,13 @@ def asked_topics(message: str) -> list[str]:
     # Padded so that keywords with a leading or trailing space match at the edges too. Plain
     # substring tests: on a few thousand characters they beat one alternation regex per topic.
     text = f" {message[:CLASSIFIED_CHARS].lower()} "
-    return [
+    topics = [
         topic
         for topic, keywords in phrases()["topics"].items()
         if any(keyword in text for keyword in keywords)
     ]
+    # Consent only to a request that names a change, never to a statement or a negation.
+    return [*topics, "approval"] if asks_for_approval(message) else topics
 
 
 def reply(

@@ -25,6 +25,7 @@ from telcoenv.domains.network.parameters import KPI_TO_CELL_PARAMETER
 from telcoenv.domains.network.topology import InitialNetwork
 from telcoenv.errors import CatalogError
 from telcoenv.specs import LANGUAGES, Language
+from telcoenv.text import asks_for_approval
 
 # KPIs that are configuration read-outs or identifiers: an engineer does not quote them as symptoms.
 _NOT_EVIDENCE = {
@@ -50,26 +51,6 @@ _REPLY_KEYWORDS = {
         "منذ",
         "الفترة",
     ),
-    "approval": (
-        "approve",
-        "approval",
-        "proceed",
-        "permission",
-        "may i",
-        "can i",
-        "ok to",
-        "go ahead",
-        "shall i",
-        "confirm",
-        "موافق",
-        "الموافقة",
-        "أوافق",
-        "هل يمكنني",
-        "أتابع",
-        "إذن",
-        "تنفيذ",
-        "أطبق",
-    ),
 }
 #: How much of a plain message is classified: a real question fits many times over, and a
 #: megabyte of agent output costs no more than a sentence.
@@ -77,7 +58,7 @@ CLASSIFIED_CHARS = 4_000
 # One alternation per kind, in priority order; a keyword matches at the start of a word.
 _KEYWORD_PATTERNS = {
     kind: re.compile(r"(?<!\w)(?:" + "|".join(map(re.escape, _REPLY_KEYWORDS[kind])) + ")")
-    for kind in ("approval", "cell_id", "window")
+    for kind in ("cell_id", "window")
 }
 _ARABIC_HOURS = {1: "الساعة الماضية", 2: "الساعتين الماضيتين"}
 
@@ -261,10 +242,13 @@ def symptom_statement(
 def classify_message(message: str) -> str:
     """Which kind of reply a plain agent message calls for: cell_id, window, approval or other.
 
-    A keyword counts at the start of a word; approval wins over cell_id, cell_id over window.
-    Only the first :data:`CLASSIFIED_CHARS` characters are read, so a message of any size is
-    classified in constant time (a keyword after them does not count).
+    Approval only for a request that names a change (:func:`telcoenv.text.asks_for_approval`:
+    "has been confirmed" is no request), and it wins over cell_id, cell_id over window (a
+    keyword counts at the start of a word). Only the first :data:`CLASSIFIED_CHARS` characters
+    are read, so a message of any size is classified in constant time.
     """
+    if asks_for_approval(message):
+        return "approval"
     text = message[:CLASSIFIED_CHARS].lower()
     for kind, pattern in _KEYWORD_PATTERNS.items():
         if pattern.search(text):

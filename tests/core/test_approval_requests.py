@@ -1,0 +1,71 @@
+"""Approval only for a request (issue 15, item 3): the engineer and the customer consent to a
+message that asks to apply a change, never to a statement, a negation or another question."""
+
+from __future__ import annotations
+
+import pytest
+
+from telcoenv.text import asks_for_approval
+from tests.conftest import error_of, gold_actions, make_env
+
+REQUESTS = [
+    "May I apply this change?",
+    "Can I push the baseline configuration now?",
+    "I'd like to set the tilt back to 6 degrees, is that OK?",
+    "Requesting approval to change the cell offset.",
+    "Do I have your approval to apply the fix?",
+    "Shall I go ahead with the change?",
+    "Please approve the tilt change.",
+    "OK to lower the load-balancing threshold?",
+    "Do you want me to add the 5 GB pack to your line?",
+    "Would you like me to cancel the add-on?",
+    "هل يمكنني تطبيق هذا التغيير؟",
+    "أطلب موافقتك على تعديل الميل.",
+    "هل توافق على تطبيق الإعدادات الأساسية؟",
+    "هل أتابع بتنفيذ التغيير؟",
+    "هل تريد أن أضيف باقة البيانات إلى خطك؟",
+]
+NOT_REQUESTS = [
+    "The fault has been confirmed.",
+    "I have applied the change.",
+    "The change was approved earlier by the NOC.",
+    "I can see that the tilt is wrong.",
+    "I will proceed with the analysis.",
+    "Don't apply anything yet, I am still checking.",
+    "No need to approve anything for a read.",
+    "Can you confirm the cell id?",
+    "Which cell is affected, and since when?",
+    "Is it fixed now? What do users see?",
+    "تم تأكيد العطل.",
+    "قمت بتطبيق التغيير.",
+    "لا أريد تطبيق أي تغيير الآن.",
+    "سأتابع التحليل.",
+    "ما هي الخلية المتأثرة؟",
+]
+
+
+@pytest.mark.parametrize("message", REQUESTS)
+def test_a_request_naming_a_change_asks_for_approval(message):
+    assert asks_for_approval(message)
+
+
+@pytest.mark.parametrize("message", NOT_REQUESTS)
+def test_a_statement_a_negation_or_another_question_does_not(message):
+    assert not asks_for_approval(message)
+
+
+@pytest.mark.parametrize(
+    ("intent", "domain", "statement"),
+    [
+        ("load_balancing_needed", "network", "It has been confirmed."),
+        ("plan_change", "bss", "The plan change has been confirmed on my side."),
+    ],
+)
+def test_a_statement_leaves_the_change_gated(intent, domain, statement):
+    env = make_env(intent, domain=domain, require_approval=True)
+    _, info = env.reset(seed=3)
+    change = next(a for a in gold_actions(info) if env.domain.toolbox.specs[a["name"]].approval)
+    env.step(statement)
+    assert error_of(env.step(change)[0])["type"] == "approval_required"
+    env.step(REQUESTS[0] if domain == "network" else "Shall I change your plan now?")
+    assert "error" not in env.step(change)[0]
