@@ -344,6 +344,8 @@ def _from_dict(action: dict[str, Any]) -> Parsed:
         return ParseError(content.kind, content.describe("the message content"))
     if isinstance(content, str) and content.strip():
         return PlainMessage(content)
+    if content is None or (isinstance(content, str) and not content.strip()):
+        return ParseError("empty_action", "the message is empty: no tool call and no text")
     return ParseError(
         "malformed_action", "the action has neither tool_calls, a tool name nor text content"
     )

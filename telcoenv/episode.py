@@ -29,6 +29,7 @@ from telcoenv.actions import ParseError, PlainMessage, Received, ToolCall
 from telcoenv.catalog import fill_gold_arguments
 from telcoenv.domains import Domain
 from telcoenv.errors import EmbedderUnavailableError
+from telcoenv.feedback import next_step
 from telcoenv.metrics.scoring import EpisodeMetrics, score_episode
 from telcoenv.options import GUIDED, EnvSettings
 from telcoenv.policies import ApprovalGate, Remeasurements, StepBudget
@@ -41,8 +42,11 @@ from telcoenv.trace import ActionRecord, EpisodeTrace, GoldCall, Submission
 StepResult = tuple[str, float, bool, bool, dict[str, Any]]
 
 
-def error_observation(kind: str, message: str) -> str:
-    return canonical_json({"error": {"type": kind, "message": message}})
+def error_observation(kind: str, message: str, next_step: str | None = None) -> str:
+    error = {"type": kind, "message": message}
+    if next_step is not None:  # what to do about it, in the episode's language
+        error["next"] = next_step
+    return canonical_json({"error": error})
 
 
 def episode_id_of(key: list[int]) -> str:
@@ -260,7 +264,7 @@ class Episode:
 
     def _step_after_end(self, received: Received) -> StepResult:
         trace = self.trace
-        observation = error_observation(
+        observation = self._error(
             "episode_ended", "the episode has ended; call reset() to start a new one"
         )
         if isinstance(received.parsed, PlainMessage):  # the counterpart says the case is closed
@@ -341,7 +345,7 @@ class Episode:
         observation = (
             canonical_json(result.output)
             if result.ok
-            else error_observation(result.error_kind or "execution", result.error or "")
+            else self._error(result.error_kind or "execution", result.error or "")
         )
         self._record(
             kind="tool_call",
@@ -358,7 +362,7 @@ class Episode:
     def _submit(self, arguments: dict[str, Any]) -> tuple[str, bool]:
         problem = self.domain.toolbox.validate(RESERVED_SUBMIT, arguments)
         if problem is not None:
-            observation = error_observation(
+            observation = self._error(
                 "invalid_arguments", f"invalid arguments for {RESERVED_SUBMIT}: {problem}"
             )
             self._record(
@@ -386,7 +390,7 @@ class Episode:
         self, kind: str, error_kind: str, error: str, *, tool: str | None = None, raw: Any = None
     ) -> str:
         """Record an action refused with ``error`` (nothing ran); its error observation."""
-        observation = error_observation(error_kind, error)
+        observation = self._error(error_kind, error)
         self._record(
             kind=kind,
             tool=tool,
@@ -397,6 +401,10 @@ class Episode:
             observation=observation,
         )
         return observation
+
+    def _error(self, kind: str, message: str) -> str:
+        advice = next_step(kind, self.trace.language, self.domain.counterpart)
+        return error_observation(kind, message, advice)
 
     def _record(self, **fields: Any) -> ActionRecord:
         # Built from trusted internal values: skip validation on this hot path.

@@ -1,0 +1,72 @@
+"""What an agent should do next after an error: one plain sentence in the episode's language.
+
+Every error observation keeps its machine-readable ``{"error": {"type", "message"}}``; the
+episode adds ``"next"`` from here, so that a model that cannot act on a bare error type (an
+empty reply, an unknown id) is told what would move the episode on.
+"""
+
+from __future__ import annotations
+
+from telcoenv.specs import Language
+
+_AGAIN = {
+    "en": "Call one of your tools, write a plain message to the {who}, or call submit_resolution "
+    "to finish.",
+    "ar": "استدعِ إحدى أدواتك، أو اكتب رسالة نصية إلى {who}، أو استدعِ submit_resolution لإنهاء "
+    "الحالة.",
+}
+_FIX_ARGUMENTS = {
+    "en": "Correct the argument the message names and call the tool again.",
+    "ar": "صحّح الوسيط المذكور في الرسالة ثم استدعِ الأداة مرة أخرى.",
+}
+_OVER = {
+    "en": "The episode is over: call reset() to start a new one.",
+    "ar": "انتهت الحالة: استدعِ reset() لبدء حالة جديدة.",
+}
+NEXT_STEPS: dict[str, dict[str, str]] = {
+    "empty_action": _AGAIN,
+    "malformed_action": _AGAIN,
+    "malformed_json": _AGAIN,
+    "unsupported_action": _AGAIN,
+    "invalid_text": _AGAIN,
+    "unknown_tool": {
+        "en": "Call a tool by the exact name it has in your tool list, or write to the {who}.",
+        "ar": "استدعِ الأداة باسمها كما يرد في قائمة أدواتك، أو اكتب إلى {who}.",
+    },
+    "invalid_arguments": _FIX_ARGUMENTS,
+    "malformed_arguments": _FIX_ARGUMENTS,
+    "bad_args": _FIX_ARGUMENTS,
+    "not_found": {
+        "en": "Use an id that an earlier tool output or the {who} gave you; do not copy the "
+        "examples of the tool descriptions.",
+        "ar": "استخدم معرّفاً ورد في مخرجات أداة سابقة أو أعطاك إياه {who}، ولا تنسخ أمثلة أوصاف "
+        "الأدوات.",
+    },
+    "rejected": {
+        "en": "Nothing was changed: read the reason, then change the request or choose another "
+        "action.",
+        "ar": "لم يتغير شيء: اقرأ السبب، ثم عدّل الطلب أو اختر إجراءً آخر.",
+    },
+    "approval_required": {
+        "en": "Ask the {who} to approve this change in a plain message, then call the tool again.",
+        "ar": "اطلب من {who} الموافقة على هذا التغيير في رسالة نصية، ثم استدعِ الأداة مرة أخرى.",
+    },
+    "step_budget_exhausted": _OVER,
+    "episode_ended": _OVER,
+    "execution": {
+        "en": "Try the call again with other arguments, or choose another tool.",
+        "ar": "أعد المحاولة بوسائط أخرى، أو اختر أداة أخرى.",
+    },
+}
+# How the counterpart is named in Arabic; another domain's counterpart keeps its own name.
+_ARABIC_NAMES = {"engineer": "المهندس", "customer": "العميل", "subscriber": "المشترك"}
+
+
+def next_step(kind: str, lang: Language, counterpart: str) -> str | None:
+    """The sentence that tells the agent what to do after an error of ``kind`` (``None`` for
+    a kind with no advice)."""
+    sentences = NEXT_STEPS.get(kind)
+    if sentences is None:
+        return None
+    who = _ARABIC_NAMES.get(counterpart, counterpart) if lang == "ar" else counterpart
+    return sentences.get(lang, sentences["en"]).format(who=who)
