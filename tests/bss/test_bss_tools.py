@@ -306,13 +306,15 @@ def test_add_on_rules(env):
 
 
 def prepaid_line(ctx: Ctx, data) -> dict:
-    """A consumer's line moved to prepaid for the test (the generator draws plans at random)."""
+    """A consumer's line moved to prepaid, with no credit left, for the test (the generator
+    draws plans at random: the line may have been prepaid, with credit, already)."""
     customer = other_customer(data, "consumer")
     line = line_of(data, customer["customer_id"])
     with ctx.state.db.change():
         ctx.state.update(
             "lines", "msisdn", line["msisdn"], payment="prepaid", plan_id="PRE-STARTER"
         )
+        ctx.state.update("accounts", "account_id", line["account_id"], balance=0.0)
     return line
 
 
@@ -329,7 +331,7 @@ def test_prepaid_payment_type_and_balance(env):
         addon_id="ROAM-EU-14",
         start_date="2026-11-30",
     )
-    refused(  # DATA-5GB costs 40.25 incl. VAT; generated balances are 0.00
+    refused(  # DATA-5GB costs 40.25 incl. VAT; the line's balance is 0.00
         ctx,
         "subscribe_addon",
         "rejected",

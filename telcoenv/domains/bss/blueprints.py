@@ -41,18 +41,19 @@ MAX_AGE = 120  # oldest customer (the generator turns an age into a birth date)
 
 
 # Template fields of customer-care gold chains and answers, with a plausible value each (used
-# to validate the templates against the BSS tool specs at load time).
+# to validate the templates against the BSS tool specs at load time). The ids are the reserved
+# examples (all-zero serials, EXAMPLE catalogue ids) that no episode has, as in the tool specs.
 CARE_EXAMPLE_VALUES: dict[str, Any] = {
-    "msisdn": "966512345678",
-    "customer_id": "C000001",
-    "account_id": "A000002",
-    "group_id": "FG000040",
+    "msisdn": "966500000000",
+    "customer_id": "C000000",
+    "account_id": "A000000",
+    "group_id": "FG000000",
     "period": "2026-09",
-    "plan_id": "POST-PLUS",
-    "addon_id": "ROAM-EU-14",
+    "plan_id": "POST-EXAMPLE",
+    "addon_id": "DATA-EXAMPLE",
     "zone": "EUROPE",
     "start_date": "2026-12-05",
-    "subscription_id": "SUB000001",
+    "subscription_id": "LA000000",
     "email": "new.address@mail.example.sa",
     "ticket_summary": "Billing run fired twice for the period.",
     "roaming_charge": 117.2,

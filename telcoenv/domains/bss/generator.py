@@ -15,6 +15,14 @@ queries, as real BSS extracts do:
 * **NULL versus zero usage**: a month the mediation platform did not collect is ``NULL``; a month
   with no use is ``0``; averaging with NULL as 0 (or skipping zeros) gives the wrong figure.
 
+Every identifier (customer, account, line, invoice and item, payment, credit note, family group,
+add-on subscription) is drawn with the episode's generator, distinct within the episode: a
+prefix and a six-digit serial from :data:`SERIALS`, and line numbers :data:`MSISDN_PREFIX` and
+eight digits from :data:`LINE_NUMBERS`. The caller's ids are as random as the others', so no
+episode gives away its caller. Serials with a leading zero are never drawn: the all-zero ones
+are the examples of the tool specs and the docs (``C000000``, ``A000000``, ``966500000000``),
+which therefore never name a real customer.
+
 The rows come back per table, as tuples in the table's column order (see ``schema.py``).
 """
 
@@ -37,6 +45,12 @@ _CITIES = ("Riyadh", "Jeddah", "Dammam", "Makkah", "Madinah", "Khobar")
 OVERAGE_PER_GB = 15.0  # price of data beyond the allowance, VAT-exclusive
 ROAMING_PER_GB = {"GCC": 25.0, "EUROPE": 40.0, "WORLD": 60.0}  # pay-as-you-go roaming
 PREPAID_CREDIT = 120.0  # credit left on a prepaid account (pays add-ons on the spot)
+# Identifiers (see the module docstring): [low, high) of the drawn numbers. Below ``low``, the
+# numbers are reserved for examples (all zeros: C000000, 966500000000, +966500000000).
+SERIALS = (100_000, 1_000_000)  # the six-digit serial after an id's prefix
+MSISDN_PREFIX = "9665"  # Saudi mobile numbers: country code 966, then 5
+LINE_NUMBERS = (10_000_000, 100_000_000)  # the eight digits after MSISDN_PREFIX
+_BATCH = 64  # numbers drawn per call of the generator
 
 
 @cache
@@ -87,6 +101,41 @@ def _money(value: float) -> float:
     return round(value + 1e-9, 2)
 
 
+class _Ids:
+    """The identifiers of one episode: drawn with its generator, distinct, never an example.
+
+    Numbers are drawn in batches (one call per :data:`_BATCH` ids, not one per id) and used in
+    order, so the ids depend on the seed alone."""
+
+    def __init__(self, rng: np.random.Generator) -> None:
+        self.rng = rng
+        self.used: set[str] = set()
+        self.drawn: dict[tuple[int, int], list[int]] = {}
+
+    def _next(self, prefix: str, numbers: tuple[int, int]) -> str:
+        while True:
+            batch = self.drawn.get(numbers)
+            if not batch:
+                batch = self.drawn[numbers] = self.rng.integers(*numbers, _BATCH).tolist()[::-1]
+            value = f"{prefix}{batch.pop()}"
+            if value not in self.used:
+                self.used.add(value)
+                return value
+
+    def new(self, prefix: str) -> str:
+        """A new id: ``prefix`` and a six-digit serial."""
+        return self._next(prefix, SERIALS)
+
+    def ordered(self, prefix: str, count: int) -> list[str]:
+        """``count`` new ids in increasing order: rows that a tool lists by id (the items of an
+        invoice) keep the order they were made in."""
+        return sorted(self._next(prefix, SERIALS) for _ in range(count))
+
+    def msisdn(self) -> str:
+        """A new line number."""
+        return self._next(MSISDN_PREFIX, LINE_NUMBERS)
+
+
 class _Builder:
     def __init__(self, rng: np.random.Generator, episode_id: str, months: list[str]) -> None:
         self.rng, self.episode, self.months = rng, episode_id, months
@@ -94,11 +143,7 @@ class _Builder:
         self.plans = {p["plan_id"]: p for p in products()["plans"]}
         self.addons = {a["addon_id"]: a for a in products()["addons"]}
         self.vat = products()["vat_rate"]
-        self.counter = 0
-
-    def next_id(self, prefix: str) -> str:
-        self.counter += 1
-        return f"{prefix}{self.counter:06d}"
+        self.ids = _Ids(rng)
 
     def add(self, table: str, *values: Any) -> None:
         self.rows[table].append((self.episode, *values))
@@ -138,7 +183,7 @@ class _Builder:
 
     def customer(self, segment: str, age: int, name: str | None = None) -> tuple[str, str]:
         rng = self.rng
-        customer_id, account_id = self.next_id("C"), self.next_id("A")
+        customer_id, account_id = self.ids.new("C"), self.ids.new("A")
         first, last = _FIRST[int(rng.integers(len(_FIRST)))], _LAST[int(rng.integers(len(_LAST)))]
         name = name or f"{first} {last}"
         born = dt.date(2026, 11, 30) - dt.timedelta(days=int(age * 365.25 + rng.integers(0, 300)))
@@ -152,7 +197,7 @@ class _Builder:
             segment,
             "ar" if rng.random() < 0.6 else "en",
             f"{handle}@{domain}",
-            f"+9665{int(rng.integers(10_000_000, 99_999_999))}",
+            f"+{MSISDN_PREFIX}{int(rng.integers(*LINE_NUMBERS))}",
             _CITIES[int(rng.integers(len(_CITIES)))],
         )
         self.add(
@@ -161,7 +206,7 @@ class _Builder:
         return customer_id, account_id
 
     def line(self, account_id: str, plan_id: str) -> str:
-        msisdn = f"9665{int(self.rng.integers(10_000_000, 99_999_999))}"
+        msisdn = self.ids.msisdn()
         plan = self.plans[plan_id]
         start = f"20{int(self.rng.integers(19, 25))}-{int(self.rng.integers(1, 13)):02d}-01"
         self.add("lines", msisdn, account_id, plan_id, plan["payment"], "active", start)
@@ -196,17 +241,16 @@ class _Builder:
     def invoice(
         self, account_id: str, month: str, items: list[tuple[str, str, str, float]], day: int
     ) -> tuple[str, float]:
-        invoice_id = self.next_id("INV")
+        invoice_id = self.ids.new("INV")
         net = _money(sum(amount for *_, amount in items))
         vat = _money(net * self.vat)
         issued = f"{month}-{day:02d}T02:00:00"
         self.add(
             "invoices", invoice_id, account_id, month, issued, net, vat, _money(net + vat), "issued"
         )
-        for msisdn, kind, description, amount in items:
-            self.add(
-                "invoice_items", self.next_id("IT"), invoice_id, msisdn, kind, description, amount
-            )
+        item_ids = self.ids.ordered("IT", len(items))
+        for item_id, (msisdn, kind, description, amount) in zip(item_ids, items, strict=True):
+            self.add("invoice_items", item_id, invoice_id, msisdn, kind, description, amount)
         return invoice_id, _money(net + vat)
 
     def payment(
@@ -215,7 +259,7 @@ class _Builder:
         status, reason = ("settled", None) if ok else ("failed", "card expired")
         self.add(
             "payments",
-            self.next_id("PAY"),
+            self.ids.new("PAY"),
             account_id,
             invoice_id,
             f"{month}-20T10:15:00",
@@ -278,7 +322,7 @@ def generate(
             (account, [(builder.line(account, "POST-UNLIMITED"), "POST-UNLIMITED")], 1.0)
         )
     if focal.family_size > 1:
-        group_id = builder.next_id("FG")
+        group_id = builder.ids.new("FG")
         builder.add("family_groups", group_id, focal_account, 50.0)
         for position, (msisdn, _) in enumerate(focal_lines):
             builder.add("family_members", group_id, msisdn, "owner" if position == 0 else "member")
@@ -318,7 +362,7 @@ def generate(
             if account == focal_account:
                 facts["invoices"][month] = (invoice_id, amount)
                 if month == focal.duplicate_month:  # the billing run fired twice
-                    duplicate = builder.next_id("INV")
+                    duplicate = builder.ids.new("INV")
                     row = builder.rows["invoices"][-1]
                     builder.rows["invoices"].append(
                         (row[0], duplicate, *row[2:4], f"{month}-01T02:00:07", *row[5:])
@@ -331,7 +375,7 @@ def generate(
             credit = _money(-float(rng.uniform(10, 60)))
             builder.add(
                 "credit_notes",
-                builder.next_id("CN"),
+                builder.ids.new("CN"),
                 account,
                 facts["invoices"][months[-3]][0] if months[-3] in facts["invoices"] else None,
                 f"{months[-3]}-12T09:00:00",
@@ -343,7 +387,7 @@ def generate(
         addon = builder.addons[focal.active_addon]
         start = dt.date.fromisoformat(f"{months[-1]}-05")
         end = start + dt.timedelta(days=addon["validity_days"])
-        subscription = builder.next_id("LA")
+        subscription = builder.ids.new("LA")
         builder.add(
             "line_addons",
             subscription,

@@ -149,7 +149,7 @@ def _age(birth_date: str, today: str) -> int:
 
 
 def _line(state: BssState, msisdn: str) -> dict[str, Any]:
-    problem = f"msisdn must be the line number in 6-15 digits, e.g. 966512345678, got {msisdn!r}"
+    problem = f"msisdn must be the line number in 6-15 digits, e.g. 966500000000, got {msisdn!r}"
     _formatted(msisdn, _MSISDN, problem)
     return state.one(LINE, msisdn, missing=f"unknown msisdn {msisdn!r}")
 
@@ -625,7 +625,7 @@ def update_contact(
         if len(_formatted(email, _EMAIL, problem)) > 120:
             raise ToolError(f"{problem}: longer than 120 characters", kind="bad_args")
     if phone is not None:
-        _formatted(phone, _PHONE, f"phone {phone!r} is not an E.164 number like +966512345678")
+        _formatted(phone, _PHONE, f"phone {phone!r} is not an E.164 number like +966500000000")
     _refuse_internal(customer)
     values = {k: v for k, v in (("email", email), ("phone", phone)) if v is not None}
     with state.db.change():

@@ -81,11 +81,11 @@ def _example_gold_values(intent: Intent) -> dict[str, Any]:
         if name != "operational_state"
     }
     return {
-        "cell_id": "NR-URB-MACRO-1",
-        "cluster_id": "CL-URB-001",
+        "cell_id": "NR-URB-MACRO-000",  # the reserved examples of the specs (topology.py)
+        "cluster_id": "CL-URB-000",
         "window": "3h",
-        "slice_id": "SL-EMBB-01",
-        "config_id": "CFG-NR-URB-MACRO-1-BASELINE",
+        "slice_id": "SL-EMBB-00",
+        "config_id": "CFG-NR-URB-MACRO-000-BASELINE",
         "fix": fix or {"tilt_deg": 6},
         "ticket_summary": "summary",
         "ticket_severity": intent.resolution.ticket.severity

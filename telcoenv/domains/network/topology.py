@@ -32,6 +32,12 @@ from telcoenv.domains.network.parameters import (
 )
 
 AREA_CODE = {"urban": "URB", "suburban": "SUB", "rural": "RUR", "indoor": "IND", "stadium": "STD"}
+# Identifiers: [low, high) of the numbers drawn with the episode's generator. The all-zero ones
+# are reserved for examples (the tool specs' NR-URB-MACRO-000, CL-URB-000, SL-EMBB-00 and
+# CFG-NR-URB-MACRO-000-BASELINE), so that an example never names an episode's object.
+CELL_NUMBERS = (100, 1000)  # cell <tech>-<area>-<role>-<n> (no leading zero); site S0<n>
+CLUSTER_NUMBERS = (1, 100)  # cluster CL-<area>-<nn>, zero-padded: never 000
+SLICE_NUMBER = "01"  # slice SL-<service>-01 (one slice per service type; 00 is the example)
 _NEIGHBOUR_KM = {
     "urban": (0.4, 1.3),
     "suburban": (1.0, 3.0),
@@ -287,7 +293,7 @@ def _neighbours(
     if "neighbor_avg_PRB_util" in sampled:
         loads = np.clip(loads - loads.mean() + sampled["neighbor_avg_PRB_util"], 0.05, 0.99)
     own = int(serving.cell_id.rsplit("-", 1)[1])
-    numbers = _distinct(rng, 100, 1000, count, {own})
+    numbers = _distinct(rng, *CELL_NUMBERS, count, {own})
     pcis = _distinct(rng, 0, 1008, count, used)
     used.update(pcis)
     azimuths = rng.integers(0, 360, count).tolist()
@@ -432,7 +438,7 @@ def _slices(serving: Cell, sampled: dict[str, float], fault_type: str) -> dict[s
     slice_kpis = {n: v for n, v in sampled.items() if kpi_definitions().kpis[n].family == "slice"}
     slices = {}
     for service, policy in SLICE_POLICY.items():
-        slice_id = f"SL-{service.upper()}-01"
+        slice_id = f"SL-{service.upper()}-{SLICE_NUMBER}"
         kpis = (
             slice_kpis
             if service == fault_type
@@ -458,7 +464,7 @@ def build_network(
     context = blueprint.context
     _, now = _episode_time(blueprint, rng)
     prefix = f"{context.tech}-{AREA_CODE[context.area]}-{context.cell_role.upper()}"
-    number = int(rng.integers(100, 1000))
+    number = int(rng.integers(*CELL_NUMBERS))
     pci = int(sampled.get("pci_self", rng.integers(0, 1008)))
     load = next(
         (sampled[k] for k in ("PRB_util", "prb_util") if k in sampled),
@@ -500,7 +506,7 @@ def build_network(
         link_kpis,
     )
     state = InitialNetwork(
-        cluster_id=f"CL-{AREA_CODE[context.area]}-{int(rng.integers(1, 100)):03d}",
+        cluster_id=f"CL-{AREA_CODE[context.area]}-{int(rng.integers(*CLUSTER_NUMBERS)):03d}",
         serving=serving,
         neighbours=neighbours,
         slices=_slices(serving, sampled, fault_type),
@@ -510,7 +516,7 @@ def build_network(
         kpi_bounds={n: (c.min, c.max) for n, c in blueprint.constraints.items()},
         now=now,
         window=context.time_window,
-        fault_slice_id=f"SL-{fault_type.upper()}-01",
+        fault_slice_id=f"SL-{fault_type.upper()}-{SLICE_NUMBER}",
     )
     # The approved baseline is the configuration before any drift: only CONFIG_MISMATCH differs.
     for cell in state.cells:
