@@ -1,9 +1,15 @@
 """A chat-completions server on loopback for the OpenAI agent's tests.
 
 Behaviour by model name: ``scripted`` answers with an ``oss_query`` tool call on the cell named
-in the conversation, then ``submit_resolution``; ``flaky`` fails twice with HTTP 503 before each
-answer; ``slow`` sleeps past the client's timeout; ``unauthorized`` answers 401; ``garbage``
-answers 200 with a body that is not JSON. Every answer reports token usage.
+in the conversation, then ``submit_resolution``; ``flaky`` fails twice with HTTP 503 (with a
+short ``Retry-After``) before each answer; ``slow`` sleeps past the client's timeout;
+``unauthorized`` answers 401; ``garbage`` answers 200 with a body that is not JSON. The text
+models write the same calls in the message text, as small models do: ``fenced`` (a ```json
+fence), ``hermes`` (``<tool_call>`` tags), ``bare`` (a bare object after a sentence);
+``empty`` answers with empty content first. Every answer reports token usage.
+
+Like a strict hosted API, the server refuses (HTTP 400) a conversation in which a tool call
+has no id, is not answered by exactly one tool message, or a tool message answers no call.
 """
 
 from __future__ import annotations
@@ -19,8 +25,44 @@ from typing import Any, ClassVar
 CELL = re.compile(r"\b(?:NR|LTE)-[A-Z]{3}-[A-Z]+-\d+\b")
 
 
-def _reply(messages: list[dict[str, Any]]) -> dict[str, Any]:
+def conversation_error(messages: list[dict[str, Any]]) -> str | None:
+    """What a strict server would refuse in ``messages``, or ``None``."""
+    open_ids: list[str] = []
+    for message in messages:
+        role = message.get("role")
+        if role == "tool":
+            if message.get("tool_call_id") not in open_ids:
+                return f"tool message answers no open call: {message.get('tool_call_id')!r}"
+            open_ids.remove(message["tool_call_id"])
+            continue
+        if open_ids:
+            return f"tool calls {open_ids} have no tool message before a {role} message"
+        if role == "assistant":
+            calls = message.get("tool_calls") or []
+            if not calls and message.get("content") is None:
+                return "an assistant message needs content or tool_calls"
+            ids = [call.get("id") for call in calls]
+            if not all(ids) or len(set(ids)) != len(ids):
+                return f"tool calls need distinct ids, got {ids}"
+            open_ids = list(ids)
+    return None
+
+
+def _written(model: str, call: dict[str, Any]) -> str:
+    """A call written in the text, as small models write it."""
+    body = json.dumps({"name": call["name"], "arguments": json.loads(call["arguments"])})
+    if model == "fenced":
+        return f"I will call the tool now.\n```json\n{body}\n```"
+    if model == "hermes":
+        return f"<tool_call>\n{body}\n</tool_call>"
+    return f"Next step: {body}"
+
+
+def _reply(messages: list[dict[str, Any]], model: str) -> dict[str, Any]:
     called = sum(1 for m in messages if m["role"] == "assistant")
+    if model == "empty" and called == 0:
+        return {"role": "assistant", "content": ""}
+    called -= model == "empty"
     text = " ".join(str(m.get("content") or "") for m in messages)
     cell = CELL.search(text)
     if called == 0 and cell:
@@ -35,6 +77,8 @@ def _reply(messages: list[dict[str, Any]]) -> dict[str, Any]:
                 {"intent": "Beam Misalignment", "summary": "Beam weights steered off boresight."}
             ),
         }
+    if model in ("fenced", "hermes", "bare"):
+        return {"role": "assistant", "content": _written(model, call)}
     return {
         "role": "assistant",
         "content": None,
@@ -48,9 +92,11 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, *args: Any) -> None:  # keep test output clean
         pass
 
-    def _send(self, status: int, body: bytes) -> None:
+    def _send(self, status: int, body: bytes, retry_after_ms: int | None = None) -> None:
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
+        if retry_after_ms is not None:
+            self.send_header("retry-after-ms", str(retry_after_ms))
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         with contextlib.suppress(BrokenPipeError):  # the client gave up (the timeout test)
@@ -69,6 +115,10 @@ class _Handler(BaseHTTPRequestHandler):
         if model == "garbage":
             self._send(200, b"<html>not json</html>")
             return
+        problem = conversation_error(messages)
+        if problem is not None:
+            self._send(400, json.dumps({"error": {"message": problem}}).encode())
+            return
         if model == "slow":
             time.sleep(3)
         if model == "flaky":
@@ -76,14 +126,16 @@ class _Handler(BaseHTTPRequestHandler):
             count = _Handler.failures.get(key, 0)
             if count < 2:
                 _Handler.failures[key] = count + 1
-                self._send(503, b'{"error": "overloaded"}')
+                self._send(503, b'{"error": "overloaded"}', retry_after_ms=10)
                 return
         prompt = sum(len(json.dumps(m)) for m in messages) // 4
+        message = _reply(messages, model)
+        finish = "tool_calls" if message.get("tool_calls") else "stop"
         body = {
             "id": "stub",
             "object": "chat.completion",
             "model": model,
-            "choices": [{"index": 0, "message": _reply(messages), "finish_reason": "tool_calls"}],
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
             "usage": {
                 "prompt_tokens": prompt,
                 "completion_tokens": 20,

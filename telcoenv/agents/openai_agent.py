@@ -1,28 +1,43 @@
-"""An agent backed by any OpenAI-compatible chat-completions endpoint with native tool calling.
+"""An agent backed by any OpenAI-compatible chat-completions endpoint, on the official ``openai``
+SDK (sync and async clients, connection pooling, the SDK's retries and timeouts).
 
 Works with vLLM, Ollama, llama.cpp servers and hosted APIs. Settings come from the constructor or
 from the environment: ``OPENAI_BASE_URL`` (default ``http://127.0.0.1:8000/v1``),
-``OPENAI_API_KEY`` and ``TELCOENV_MODEL``. Transient failures (timeouts, connection errors,
-HTTP 429 and 5xx) are retried with exponential backoff; other HTTP errors raise at once. Token
-usage is accumulated per episode where the server reports it, with a cost from the server's
-``usage.cost`` or from the per-token prices given.
+``OPENAI_API_KEY`` and ``TELCOENV_MODEL``.
 
-The agent keeps the conversation: the environment's system and user messages at reset, then
-its own assistant messages and the tool and engineer messages the environment returns.
+The defaults suit a slow local server: ``max_tokens`` is set, the read timeout is long, and a
+request that timed out while the server was generating is not sent again (the server would keep
+computing the abandoned one) unless ``retry_timeouts=True``. Connection errors, HTTP 408/409/429
+and 5xx are retried by the SDK with its backoff (it honours ``Retry-After``).
+
+Small models often write a tool call in the message text instead of as a native call: a
+``<tool_call>`` block, a fenced or bare ``{"name": ..., "arguments": ...}`` object.
+``tool_call_parser`` (``auto``, ``native``, ``hermes`` or ``json``) turns those into real calls
+with :mod:`telcoenv.wrappers.parsers`; ``auto`` accepts them only when every call names one of
+the episode's tools, so a message that merely contains braces stays a message.
+
+The agent keeps the conversation valid for strict servers: every tool call has an id and is
+answered by exactly one tool message (an action the environment refused as a whole is answered,
+call by call, with that refusal), and an empty reply is kept as empty content.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import time
-import urllib.error
-import urllib.request
 from typing import Any
 
-from telcoenv.errors import ModelServerError, TelcoEnvError
+import httpx2  # the openai SDK's own HTTP client
+import openai
 
-RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
+from telcoenv.errors import ModelServerError, TelcoEnvError
+from telcoenv.wrappers.parsers import PARSERS
+
+TOOL_CALL_PARSERS = ("auto", "native", "hermes", "json")
+DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
+# A custom transport brings its own pool: as large as the SDK's, so many episodes in flight
+# share keep-alive connections.
+POOL = httpx2.Limits(max_connections=1000, max_keepalive_connections=100)
 
 
 class OpenAIAgent:
@@ -31,26 +46,38 @@ class OpenAIAgent:
     Args:
         model: model name (default ``$TELCOENV_MODEL``).
         base_url: server URL up to ``/v1`` (default ``$OPENAI_BASE_URL``).
-        api_key: bearer token (default ``$OPENAI_API_KEY``; none for local servers).
+        api_key: bearer token (default ``$OPENAI_API_KEY``; local servers need none).
         temperature: sampling temperature (0 for reproducible runs where the server allows).
-        timeout: seconds per HTTP request.
-        max_retries: retries of a transient failure, with backoff ``backoff * 2**attempt`` s.
+        max_tokens: completion tokens per request (``None``: the server's default, which on
+            some local servers is unbounded).
+        timeout: seconds to wait for an answer (the whole generation on a non-streaming
+            request); ``connect_timeout`` for opening the connection.
+        max_retries: the SDK's retries of connection errors, HTTP 408/409/429 and 5xx.
+        retry_timeouts: also resend a request that timed out while the server was generating.
+        tool_call_parser: how tool calls written in the message text become calls: ``auto``
+            (``<tool_call>`` blocks, then JSON objects, only for the episode's tool names),
+            ``hermes``, ``json`` or ``native`` (text is always a message).
         prompt_price / completion_price: cost per 1,000 tokens, used when the server reports no
-            cost.
-        extra_body: extra request fields (e.g. ``{"max_tokens": 512}``).
+            ``usage.cost``.
+        extra_body: extra request fields passed through (e.g. ``{"top_k": 20}``).
     """
 
     needs_privileged = False
+    domains = None  # every domain: the tools come from the episode
 
     def __init__(
         self,
         model: str | None = None,
         base_url: str | None = None,
         api_key: str | None = None,
+        *,
         temperature: float = 0.0,
-        timeout: float = 60.0,
-        max_retries: int = 4,
-        backoff: float = 0.5,
+        max_tokens: int | None = 512,
+        timeout: float = 600.0,
+        connect_timeout: float = 10.0,
+        max_retries: int = 2,
+        retry_timeouts: bool = False,
+        tool_call_parser: str = "auto",
         prompt_price: float = 0.0,
         completion_price: float = 0.0,
         extra_body: dict[str, Any] | None = None,
@@ -61,99 +88,275 @@ class OpenAIAgent:
                 "the openai agent needs a model: --agent-options "
                 "'{\"model\": ...}' or TELCOENV_MODEL"
             )
-        self.base_url = (
-            base_url or os.environ.get("OPENAI_BASE_URL") or "http://127.0.0.1:8000/v1"
-        ).rstrip("/")
+        _check_options(tool_call_parser, max_tokens, timeout, connect_timeout, max_retries)
+        self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip(
+            "/"
+        )
         self.api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY", "")
-        self.temperature, self.timeout = temperature, timeout
-        self.max_retries, self.backoff = max_retries, backoff
+        self.temperature, self.max_tokens = temperature, max_tokens
+        self.timeout, self.connect_timeout = timeout, connect_timeout
+        self.max_retries, self.retry_timeouts = max_retries, retry_timeouts
+        self.tool_call_parser = tool_call_parser
         self.prices = (prompt_price, completion_price)
         self.extra_body = dict(extra_body or {})
         self.messages: list[dict[str, Any]] = []
         self.tools: list[dict[str, Any]] = []
-        self.usage = self._empty_usage()
+        self.usage = _empty_usage()
+        self._pending: list[str] = []  # ids of the last action's tool calls, awaiting results
+        self._turn = 0
+        self._sync_client: Any = None
+        self._async_client: Any = None
 
-    @staticmethod
-    def _empty_usage() -> dict[str, float]:
-        return {
-            "requests": 0,
-            "retries": 0,
-            "prompt_tokens": 0,
-            "completion_tokens": 0,
-            "cost": 0.0,
-        }
+    # -- the agent protocol -------------------------------------------------------------------
 
     def reset(self, observation: str, info: dict[str, Any]) -> None:
         self.messages = [dict(m) for m in info["messages"]]
         self.tools = info["tools"]
-        self.usage = self._empty_usage()
+        self.usage = _empty_usage()
+        self._pending, self._turn = [], 0
 
     def act(self, observation: str, info: dict[str, Any]) -> dict[str, Any]:
-        if info.get("steps", 0) > 0:
-            self.messages.extend(info.get("messages") or [{"role": "user", "content": observation}])
-        reply = self._complete()
-        message = {"role": "assistant", "content": reply.get("content")}
-        if reply.get("tool_calls"):
-            message["tool_calls"] = reply["tool_calls"]
+        self._receive(observation, info)
+        started = time.perf_counter()
+        reply = self._reply(lambda: self._client().chat.completions.with_raw_response.create)
+        return self._answer(reply, started)
+
+    async def aact(self, observation: str, info: dict[str, Any]) -> dict[str, Any]:
+        """:meth:`act` on the async client, for many episodes in flight in one process."""
+        self._receive(observation, info)
+        started = time.perf_counter()
+        create = self._client(asynchronous=True).chat.completions.with_raw_response.create
+        try:
+            raw = await create(**self._request())
+        except Exception as exc:  # mapped to one ModelServerError with the server's words
+            raise self._failure(exc) from None
+        return self._answer(self._parsed(raw), started)
+
+    def close(self) -> None:
+        """Close the pooled connections (the agent can still be used: they reopen)."""
+        if self._sync_client is not None:
+            self._sync_client.close()
+        self._sync_client = None
+
+    # -- the conversation ---------------------------------------------------------------------
+
+    def _receive(self, observation: str, info: dict[str, Any]) -> None:
+        """Add what the environment answered to the last action, keeping every call answered."""
+        if self._turn == 0:
+            return
+        messages = list(info.get("messages") or [{"role": "user", "content": observation}])
+        answered = {m.get("tool_call_id") for m in messages if m.get("role") == "tool"}
+        missing = [call_id for call_id in self._pending if call_id not in answered]
+        if missing:  # the environment refused the action as a whole: each call gets the refusal
+            messages = [m for m in messages if m.get("role") == "tool"] + [
+                {"role": "tool", "tool_call_id": call_id, "content": observation}
+                for call_id in missing
+            ]
+        self.messages.extend(messages)
+        self._pending = []
+
+    def _answer(self, reply: dict[str, Any], started: float) -> dict[str, Any]:
+        self.usage["seconds"] += time.perf_counter() - started
+        self._turn += 1
+        message = self._action(reply)
         self.messages.append(message)
+        self._pending = [call["id"] for call in message.get("tool_calls", ())]
         return message
 
-    def _complete(self) -> dict[str, Any]:
-        body = {
+    def _action(self, reply: dict[str, Any]) -> dict[str, Any]:
+        """The assistant message to keep and to send to the environment."""
+        content = reply.get("content") or ""
+        calls = reply.get("tool_calls") or []
+        if not calls and self.tool_call_parser != "native":
+            written = calls_in_text(content, self.tool_call_parser, self._tool_names())
+            if written is not None:
+                self.usage["text_tool_calls"] += len(written["tool_calls"])
+                content, calls = written.get("content") or "", written["tool_calls"]
+        if not calls and not content.strip():
+            self.usage["empty_replies"] += 1
+        message: dict[str, Any] = {"role": "assistant", "content": content}
+        if calls:
+            message["tool_calls"] = [self._with_id(call, index) for index, call in enumerate(calls)]
+        return message
+
+    def _with_id(self, call: dict[str, Any], index: int) -> dict[str, Any]:
+        # The environment answers each call under this id; strict servers need one per call.
+        call_id = call.get("id") or f"call_{self._turn}_{index}"
+        return {"id": call_id, "type": "function", "function": dict(call.get("function") or {})}
+
+    def _tool_names(self) -> set[str]:
+        return {tool["function"]["name"] for tool in self.tools}
+
+    # -- the server ---------------------------------------------------------------------------
+
+    def _request(self) -> dict[str, Any]:
+        request: dict[str, Any] = {
             "model": self.model,
             "messages": self.messages,
             "tools": self.tools,
             "tool_choice": "auto",
             "temperature": self.temperature,
-            **self.extra_body,
         }
-        data = self._post(json.dumps(body).encode())
+        if self.max_tokens is not None:
+            request["max_tokens"] = self.max_tokens
+        if self.extra_body:
+            request["extra_body"] = self.extra_body
+        return request
+
+    def _reply(self, create: Any) -> dict[str, Any]:
         try:
-            message = data["choices"][0]["message"]
-        except (KeyError, IndexError, TypeError) as exc:
+            raw = create()(**self._request())
+        except Exception as exc:  # mapped to one ModelServerError with the server's words
+            raise self._failure(exc) from None
+        return self._parsed(raw)
+
+    def _parsed(self, raw: Any) -> dict[str, Any]:
+        self.usage["requests"] += 1 + raw.retries_taken
+        self.usage["retries"] += raw.retries_taken
+        try:
+            completion = raw.parse()
+            message = completion.choices[0].message.model_dump(exclude_none=True)
+        except Exception as exc:
+            text = str(getattr(raw, "text", ""))[:300]
             raise ModelServerError(
-                f"malformed chat-completions response: {str(data)[:300]}"
-            ) from exc
-        self._account(data.get("usage") or {})
+                f"{self.base_url} sent a malformed chat-completions response "
+                f"({type(exc).__name__}): {text!r}"
+            ) from None
+        self._account(completion.usage.model_dump() if completion.usage else {})
         return message
 
-    def _post(self, payload: bytes) -> dict[str, Any]:
-        headers = {"Content-Type": "application/json"}
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
-        last_error = ""
-        for attempt in range(self.max_retries + 1):
-            if attempt:
-                self.usage["retries"] += 1
-                time.sleep(self.backoff * 2 ** (attempt - 1))
-            self.usage["requests"] += 1
-            request = urllib.request.Request(
-                f"{self.base_url}/chat/completions", data=payload, headers=headers, method="POST"
+    def _failure(self, exc: Exception) -> ModelServerError:
+        if isinstance(exc, openai.APITimeoutError):
+            again = "" if self.retry_timeouts else "; not resent (retry_timeouts=true resends)"
+            return ModelServerError(
+                f"{self.base_url} did not answer within {self.timeout:g} s{again}; "
+                "raise timeout or lower max_tokens"
             )
-            try:
-                with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                    return json.loads(response.read().decode())
-            except urllib.error.HTTPError as exc:
-                detail = exc.read().decode(errors="replace")[:300]
-                last_error = f"HTTP {exc.code}: {detail}"
-                if exc.code not in RETRY_STATUS:
-                    raise ModelServerError(
-                        f"{self.base_url} refused the request: {last_error}"
-                    ) from None
-            except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
-                last_error = f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}"
-            except json.JSONDecodeError as exc:
-                last_error = f"response is not JSON: {exc.msg}"
-        raise ModelServerError(
-            f"{self.base_url} failed after {self.max_retries + 1} attempts: {last_error}"
+        if isinstance(exc, openai.APIStatusError):
+            detail = exc.response.text[:300]
+            return ModelServerError(
+                f"{self.base_url} refused the request: HTTP {exc.status_code}: {detail}"
+            )
+        if isinstance(exc, openai.APIConnectionError):
+            cause = exc.__cause__ or exc
+            return ModelServerError(
+                f"cannot reach {self.base_url} after {self.max_retries + 1} attempts: "
+                f"{type(cause).__name__}: {cause}"
+            )
+        return ModelServerError(
+            f"{self.base_url} sent a malformed chat-completions response: "
+            f"{type(exc).__name__}: {str(exc)[:300]}"
         )
+
+    def _client(self, asynchronous: bool = False) -> Any:
+        """The pooled SDK client, made on first use (so that a run that never asks costs
+        nothing and the agent pickles for worker processes before it is used)."""
+        if asynchronous and self._async_client is None:
+            self._async_client = _make_client(self, asynchronous=True)
+        if not asynchronous and self._sync_client is None:
+            self._sync_client = _make_client(self, asynchronous=False)
+        return self._async_client if asynchronous else self._sync_client
 
     def _account(self, usage: dict[str, Any]) -> None:
         prompt = int(usage.get("prompt_tokens") or 0)
         completion = int(usage.get("completion_tokens") or 0)
+        if self.usage["first_prompt_tokens"] == 0:
+            self.usage["first_prompt_tokens"] = prompt
+        self.usage["max_prompt_tokens"] = max(self.usage["max_prompt_tokens"], prompt)
         self.usage["prompt_tokens"] += prompt
         self.usage["completion_tokens"] += completion
         if usage.get("cost") is not None:
             self.usage["cost"] += float(usage["cost"])
         else:
             self.usage["cost"] += (prompt * self.prices[0] + completion * self.prices[1]) / 1000
+
+    def __getstate__(self) -> dict[str, Any]:  # worker processes get a copy without sockets
+        return {**self.__dict__, "_sync_client": None, "_async_client": None}
+
+
+def calls_in_text(text: str, parser: str, tool_names: set[str]) -> dict[str, Any] | None:
+    """The assistant message with ``tool_calls`` that ``text`` writes out, or ``None`` when it
+    is a plain message. ``auto`` tries ``<tool_call>`` blocks, then JSON, and accepts a parse
+    only when every call names one of ``tool_names``; a named parser's calls are taken as they
+    are (the environment then names an unknown tool)."""
+    if not text.strip():
+        return None
+    for name in ("hermes", "json") if parser == "auto" else (parser,):
+        action = PARSERS[name](text)
+        calls = action.get("tool_calls") if isinstance(action, dict) else None
+        if not calls:
+            continue
+        if parser != "auto" or all(c["function"].get("name") in tool_names for c in calls):
+            return action
+    return None
+
+
+def _empty_usage() -> dict[str, float]:
+    return {
+        "requests": 0,
+        "retries": 0,
+        "prompt_tokens": 0,
+        "completion_tokens": 0,
+        "first_prompt_tokens": 0,
+        "max_prompt_tokens": 0,
+        "cost": 0.0,
+        "seconds": 0.0,
+        "empty_replies": 0,
+        "text_tool_calls": 0,
+    }
+
+
+def _check_options(
+    parser: str, max_tokens: int | None, timeout: float, connect: float, retries: int
+) -> None:
+    """Bad settings raise at construction, each naming what is wrong."""
+    if parser not in TOOL_CALL_PARSERS:
+        raise TelcoEnvError(f"tool_call_parser must be one of {TOOL_CALL_PARSERS}, not {parser!r}")
+    if max_tokens is not None and (not isinstance(max_tokens, int) or max_tokens < 1):
+        raise TelcoEnvError(f"max_tokens must be a positive integer or null, not {max_tokens!r}")
+    for name, value in (("timeout", timeout), ("connect_timeout", connect)):
+        if not isinstance(value, int | float) or value <= 0:
+            raise TelcoEnvError(f"{name} must be a positive number of seconds, not {value!r}")
+    if not isinstance(retries, int) or retries < 0:
+        raise TelcoEnvError(f"max_retries must be a non-negative integer, not {retries!r}")
+
+
+def _make_client(agent: OpenAIAgent, *, asynchronous: bool) -> Any:
+    """An SDK client; without ``retry_timeouts`` its transport turns a read timeout (the server
+    was generating) into an error the SDK raises at once instead of resending."""
+    timeout = httpx2.Timeout(agent.timeout, connect=agent.connect_timeout)
+    options: dict[str, Any] = {
+        "base_url": agent.base_url,
+        "api_key": agent.api_key or "none",  # local servers ignore it; the SDK requires one
+        "timeout": timeout,
+        "max_retries": agent.max_retries,
+    }
+    if asynchronous:
+        if not agent.retry_timeouts:
+            transport = _NoResendAsync(limits=POOL)
+            options["http_client"] = openai.DefaultAsyncHttpxClient(transport=transport)
+        return openai.AsyncOpenAI(**options)
+    if not agent.retry_timeouts:
+        options["http_client"] = openai.DefaultHttpxClient(transport=_NoResend(limits=POOL))
+    return openai.OpenAI(**options)
+
+
+class _NoResend(httpx2.HTTPTransport):
+    """A read timeout (the server was generating) becomes an ``openai.APITimeoutError``, which
+    the SDK propagates as it is instead of resending the request."""
+
+    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+        try:
+            return super().handle_request(request)
+        except httpx2.ReadTimeout:
+            raise openai.APITimeoutError(request=request) from None
+
+
+class _NoResendAsync(httpx2.AsyncHTTPTransport):
+    """:class:`_NoResend` for the async client."""
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        try:
+            return await super().handle_async_request(request)
+        except httpx2.ReadTimeout:
+            raise openai.APITimeoutError(request=request) from None

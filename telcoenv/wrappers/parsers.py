@@ -36,6 +36,9 @@ def _call(decoded: Any) -> dict[str, Any] | None:
     function = decoded.get("function", decoded)
     if not isinstance(function, dict) or "name" not in function:
         return None
+    parameters = function.get("parameters")
+    if "arguments" not in function and isinstance(parameters, dict) and "properties" in parameters:
+        return None  # the model echoed a tool's schema: no call
     arguments = function.get("arguments", function.get("parameters", {}))
     return {"name": function["name"], "arguments": arguments}
 
@@ -47,6 +50,20 @@ def _decoded(text: str) -> tuple[Any, bool]:
         return json.loads(text), True
     except (json.JSONDecodeError, RecursionError):
         return None, False
+
+
+def _objects(text: str) -> list[Any]:
+    """Every JSON object that starts at a ``{`` of ``text`` and is not inside an earlier one."""
+    decoder, found, index = json.JSONDecoder(), [], text.find("{")
+    while index >= 0:
+        try:
+            value, end = decoder.raw_decode(text, index)
+        except (json.JSONDecodeError, RecursionError):
+            end = index + 1
+        else:
+            found.append(value)
+        index = text.find("{", end)
+    return found
 
 
 def _undecodable(body: str) -> dict[str, Any]:
@@ -67,7 +84,10 @@ def parse_json_call(text: str) -> Any:
         candidate = candidate[start : end + 1]
     decoded, ok = _decoded(candidate)
     if not ok:
-        return _assistant(None, [_undecodable(candidate)])
+        # Several objects with prose between them (``{...} then {...}``) or one object with
+        # trailing text: the calls among them, else the one that does not parse.
+        found = [call for call in map(_call, _objects(candidate)) if call is not None]
+        return _assistant(None, found or [_undecodable(candidate)])
     entries = decoded if isinstance(decoded, list) else [decoded]
     calls = [_call(entry) for entry in entries]
     if not calls or any(call is None for call in calls):

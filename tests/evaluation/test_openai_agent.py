@@ -1,15 +1,22 @@
-"""The OpenAI-compatible agent against a chat-completions stub server on loopback."""
+"""The OpenAI-compatible agent (official openai SDK) against a strict chat-completions stub
+server on loopback."""
 
 from __future__ import annotations
+
+import asyncio
+import pickle
 
 import pytest
 
 from telcoenv.agents import load_agent, run_episode
-from telcoenv.agents.openai_agent import ModelServerError
+from telcoenv.agents.openai_agent import ModelServerError, OpenAIAgent, calls_in_text
 from telcoenv.env import TelcoEnv
+from telcoenv.errors import TelcoEnvError
 from telcoenv.evaluation.runner import RunConfig, build_grid, evaluate
 from tests.conftest import result_store
-from tests.stub_openai import StubServer
+from tests.stub_openai import StubServer, conversation_error
+
+TOOLS = {"oss_query", "submit_resolution", "create_ticket"}
 
 
 @pytest.fixture
@@ -20,54 +27,119 @@ def server():
 
 
 def _agent(server: StubServer, model: str, **options):
-    return load_agent(
-        "openai",
-        model=model,
-        base_url=server.base_url,
-        api_key="sk-test",
-        timeout=1.0,
-        backoff=0.01,
-        prompt_price=0.5,
-        completion_price=1.5,
-        **options,
-    )
+    options = {"timeout": 1.0, "prompt_price": 0.5, "completion_price": 1.5, **options}
+    return load_agent("openai", model=model, base_url=server.base_url, api_key="sk-test", **options)
+
+
+def _valid_conversations(server: StubServer) -> bool:
+    return all(conversation_error(r["messages"]) is None for r in server.requests)
 
 
 def test_tool_calling_episode_with_usage(server):
     env = TelcoEnv("beam_misalignment", embedder=None)
     agent = _agent(server, "scripted")
-    reward, info = run_episode(env, agent, seed=4)
-    assert info["trace"].predicted_chain in (["oss_query"], [])
+    _, info = run_episode(env, agent, seed=4)
+    assert info["trace"].predicted_chain == ["oss_query"]
     assert info["trace"].submission.intent == "Beam Misalignment"
-    request = server.requests[0]
-    assert request["model"] == "scripted" and request["tool_choice"] == "auto"
-    assert {t["function"]["name"] for t in request["tools"]} >= {"oss_query", "submit_resolution"}
-    assert request["messages"][0]["role"] == "system"
-    if len(server.requests) > 1:  # the tool result went back to the model with its call id
-        tool_message = server.requests[1]["messages"][-1]
-        assert tool_message["role"] in ("tool", "user")
+    first, second = server.requests
+    assert first["model"] == "scripted" and first["tool_choice"] == "auto"
+    assert first["max_tokens"] == 512 and first["temperature"] == 0.0
+    assert {t["function"]["name"] for t in first["tools"]} >= {"oss_query", "submit_resolution"}
+    assert first["messages"][0]["role"] == "system"
+    tool_message = second["messages"][-1]  # the result went back under the call's id
+    assert tool_message["role"] == "tool" and tool_message["tool_call_id"] == "call_0"
     usage = agent.usage
-    assert usage["requests"] == len(server.requests) and usage["completion_tokens"] == 20 * len(
-        server.requests
-    )
+    assert usage["requests"] == 2 and usage["completion_tokens"] == 40
+    assert usage["first_prompt_tokens"] > 0 and usage["seconds"] > 0
     expected = (usage["prompt_tokens"] * 0.5 + usage["completion_tokens"] * 1.5) / 1000
     assert usage["cost"] == pytest.approx(expected)
 
 
-def test_transient_errors_are_retried(server):
+@pytest.mark.parametrize("model", ["fenced", "hermes", "bare"])
+@pytest.mark.parametrize("lang", ["en", "ar"])
+def test_calls_written_in_text_become_real_calls(server, model, lang):
+    env = TelcoEnv("beam_misalignment", embedder=None, lang=lang)
+    agent = _agent(server, model)
+    _, info = run_episode(env, agent, seed=4)
+    trace = info["trace"]
+    assert trace.predicted_chain == ["oss_query"] and trace.terminated
+    assert trace.submission.intent == "Beam Misalignment"
+    assert agent.usage["text_tool_calls"] == 2
+    assert _valid_conversations(server)
+    kept = server.requests[1]["messages"][-2]  # the parsed call is kept as a real call
+    assert kept["tool_calls"][0]["function"]["name"] == "oss_query"
+    assert "{" not in (kept["content"] or "")
+
+
+def test_native_parser_keeps_text_as_a_message(server):
+    env = TelcoEnv("beam_misalignment", embedder=None, max_steps=3)
+    agent = _agent(server, "fenced", tool_call_parser="native")
+    _, info = run_episode(env, agent, seed=4)
+    assert info["trace"].predicted_chain == [] and info["trace"].truncated
+    assert {a.kind for a in info["trace"].actions} == {"message"}
+
+
+def test_an_empty_reply_is_counted_and_the_conversation_stays_valid(server):
+    env = TelcoEnv("beam_misalignment", embedder=None)
+    agent = _agent(server, "empty")
+    _, info = run_episode(env, agent, seed=4)
+    assert agent.usage["empty_replies"] == 1 and info["trace"].terminated
+    second = server.requests[1]["messages"]
+    assert second[-2] == {"role": "assistant", "content": ""}
+    assert second[-1]["role"] == "user" and "empty" in second[-1]["content"]
+    assert _valid_conversations(server)
+
+
+def test_a_refused_action_answers_every_call(server):
+    """An action the environment refuses as a whole still answers each call by its id."""
+    env = TelcoEnv("beam_misalignment", embedder=None)
+    observation, info = env.reset(seed=4)
+    agent = _agent(server, "scripted")
+    agent.reset(observation, info)
+    agent._turn, agent._pending = 1, ["call_a", "call_b"]
+    agent.messages.append(
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {"id": i, "type": "function", "function": {"name": "x", "arguments": "{"}}
+                for i in ("call_a", "call_b")
+            ],
+        }
+    )
+    observation, *_, info = env.step({"tool_calls": "not a list"})
+    agent.act(observation, info)
+    assert _valid_conversations(server)
+    answers = server.requests[0]["messages"][-2:]
+    assert [m["tool_call_id"] for m in answers] == ["call_a", "call_b"]
+    assert all(m["content"] == observation for m in answers)
+
+
+def test_transient_errors_are_retried_by_the_sdk(server):
     env = TelcoEnv("beam_misalignment", embedder=None)
     agent = _agent(server, "flaky")
     _, info = run_episode(env, agent, seed=4)
     assert info["trace"].terminated
-    assert agent.usage["retries"] >= 2
+    assert agent.usage["retries"] == 4 and agent.usage["requests"] == 6
+
+
+def test_a_generation_timeout_is_not_resent_unless_asked(server):
+    env = TelcoEnv("beam_misalignment", embedder=None)
+    agent = _agent(server, "slow", max_retries=3)
+    with pytest.raises(ModelServerError, match=r"within 1 s; not resent"):
+        run_episode(env, agent, seed=0)
+    assert len(server.requests) == 1
+    agent = _agent(server, "slow", max_retries=1, retry_timeouts=True, timeout=0.5)
+    with pytest.raises(ModelServerError, match=r"within 0\.5 s"):
+        run_episode(env, agent, seed=0)
+    assert len(server.requests) == 3
 
 
 @pytest.mark.parametrize(
     ("model", "message"),
     [
         ("unauthorized", "refused the request: HTTP 401"),
-        ("slow", "failed after 2 attempts"),
-        ("garbage", "response is not JSON"),
+        ("garbage", "malformed chat-completions response"),
     ],
 )
 def test_failures_raise_a_clear_error(server, model, message):
@@ -75,6 +147,74 @@ def test_failures_raise_a_clear_error(server, model, message):
     agent = _agent(server, model, max_retries=1)
     with pytest.raises(ModelServerError, match=message):
         run_episode(env, agent, seed=0)
+
+
+def test_an_unreachable_server_is_named():
+    agent = OpenAIAgent("m", base_url="http://127.0.0.1:9/v1", max_retries=0, connect_timeout=1)
+    env = TelcoEnv("beam_misalignment", embedder=None)
+    with pytest.raises(ModelServerError, match=r"cannot reach http://127.0.0.1:9/v1 after 1"):
+        run_episode(env, agent, seed=0)
+
+
+def test_async_client_plays_the_same_episode(server):
+    async def play(agent: OpenAIAgent) -> list[str]:
+        env = TelcoEnv("beam_misalignment", embedder=None)
+        observation, info = env.reset(seed=4)
+        agent.reset(observation, info)
+        done = False
+        while not done:
+            action = await agent.aact(observation, info)
+            observation, _, terminated, truncated, info = env.step(action)
+            done = terminated or truncated
+        return [a.observation for a in info["trace"].actions]
+
+    sync_env = TelcoEnv("beam_misalignment", embedder=None)
+    _, info = run_episode(sync_env, _agent(server, "fenced"), seed=4)
+    assert asyncio.run(play(_agent(server, "fenced"))) == [
+        a.observation for a in info["trace"].actions
+    ]
+
+
+def test_the_agent_pickles_for_worker_processes(server):
+    agent = _agent(server, "scripted")
+    run_episode(TelcoEnv("beam_misalignment", embedder=None), agent, seed=4)
+    copy = pickle.loads(pickle.dumps(agent))
+    _, info = run_episode(TelcoEnv("beam_misalignment", embedder=None), copy, seed=4)
+    assert info["trace"].terminated
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"tool_call_parser": "xml"}, "tool_call_parser must be one of"),
+        ({"max_tokens": 0}, "max_tokens must be a positive integer"),
+        ({"timeout": -1}, "timeout must be a positive number"),
+        ({"max_retries": -1}, "max_retries must be a non-negative integer"),
+    ],
+)
+def test_bad_options_are_named(options, message):
+    with pytest.raises(TelcoEnvError, match=message):
+        OpenAIAgent("m", **options)
+
+
+@pytest.mark.parametrize(
+    ("text", "parser", "name"),
+    [
+        ('<tool_call>{"name": "oss_query", "arguments": {"cell_id": "x"}}</tool_call>', "auto", 1),
+        ('```json\n{"name": "create_ticket", "arguments": {}}\n```', "auto", 1),
+        ('Calling {"name": "oss_query", "arguments": {}} then {"name": "x"}', "json", 2),
+        ('{"name": "oss_query", "arguments": {}} and {"name": "create_ticket"}', "auto", 2),
+        ('I saw {"cell": "x"} in the output', "auto", 0),
+        ('{"name": "weather", "arguments": {}}', "auto", 0),
+        ('{"name": "weather", "arguments": {}}', "json", 1),
+        ('{"name": "oss_query", "parameters": {"type": "object", "properties": {}}}', "auto", 0),
+        ("The beam is misaligned.", "auto", 0),
+        ("", "auto", 0),
+    ],
+)
+def test_calls_in_text(text, parser, name):
+    action = calls_in_text(text, parser, TOOLS)
+    assert (0 if action is None else len(action["tool_calls"])) == name
 
 
 def test_evaluate_stores_usage_and_failures(server, tmp_path):
