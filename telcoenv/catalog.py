@@ -24,7 +24,7 @@ import yaml
 from pydantic import ValidationError
 
 from telcoenv.errors import CatalogError, UnknownIntentError
-from telcoenv.specs import ToolSpec
+from telcoenv.specs import ToolFormat, ToolSpec
 
 
 def data_root() -> Path:
@@ -140,9 +140,10 @@ class Catalog:
         valid = ", ".join(b.blueprint_id for f in self.blueprints.values() for b in f)
         raise UnknownIntentError(f"unknown blueprint {blueprint_id!r}; valid blueprints: {valid}")
 
-    def openai_tools(self) -> list[dict[str, Any]]:
-        """All tool specs (core, distractor and submit_resolution) in OpenAI format, by name."""
-        return [self.tools[name].openai() for name in sorted(self.tools)]
+    def openai_tools(self, tool_format: ToolFormat = "full") -> list[dict[str, Any]]:
+        """All tool specs (core, distractor and submit_resolution) in OpenAI format, by name,
+        ``full`` or ``compact``."""
+        return [self.tools[name].openai(tool_format) for name in sorted(self.tools)]
 
 
 def load_tools(tools_dir: Path, domain: str = "network") -> dict[str, ToolSpec]:

@@ -186,7 +186,7 @@ def _write(path: Path, text: str) -> None:
 def _cmd_evaluate(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from telcoenv.evaluation.runner import RunConfig, build_grid, evaluate
+    from telcoenv.evaluation.runner import RunConfig, build_grid, check_agent, evaluate
     from telcoenv.evaluation.store import ResultStore
 
     options = _agent_options(args.agent_options)
@@ -219,7 +219,9 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         embedder=None if args.embedder == "none" else args.embedder,
         max_steps=args.max_steps,
         episode_timeout=args.timeout,
+        tool_format=args.tool_format,
     )
+    check_agent(config, grid)  # an agent that cannot play the grid fails before the store opens
     store = ResultStore(args.db)
     run = args.run or f"{args.agent.replace(':', '_')}-seed{args.seed}"
     bars: list[Any] = []  # made at the first report, when the number of pending episodes is known
@@ -433,6 +435,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="multilingual, english, e5, a model path, or none",
     )
     evaluate.add_argument("--max-steps", type=int, default=20)
+    evaluate.add_argument(
+        "--tool-format",
+        default="full",
+        choices=["full", "compact"],
+        help="compact: short tool specs and instructions (under 2,000 tokens) for small models",
+    )
     evaluate.add_argument(
         "--timeout", type=float, default=300.0, help="seconds before an episode fails (0: none)"
     )

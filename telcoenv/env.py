@@ -42,7 +42,7 @@ from telcoenv.options import (
 from telcoenv.rewards import RewardMode, RewardSpec, Shaping
 from telcoenv.snapshot import EnvState, EpisodeStart
 from telcoenv.spaces import ToolCallSpace, Unicode
-from telcoenv.specs import IntentModel, Language
+from telcoenv.specs import IntentModel, Language, ToolFormat
 from telcoenv.tooling import canonical_json
 from telcoenv.trace import EpisodeTrace
 
@@ -82,6 +82,10 @@ class TelcoEnv(gymnasium.Env[str, Any]):
             tier the domain offers (``domain.difficulties``; the network domain: ``"symptom"``,
             only what users observe, and ``"noisy"``, the same plus a confounder; customer
             care: ``"symptom"``, only what the customer sees). Recorded in the trace.
+        tool_format: how the tools and the system prompt are offered: ``"full"`` (default: the
+            specs as written) or ``"compact"`` (each tool's summary and a minimal schema, and
+            short instructions: under 2,000 tokens with the intent list, for small models with
+            short contexts; calls are still checked against the full specs).
         domain: the domain to simulate, by name or as a ``Domain`` (default: ``"network"``).
         database_url: where the episodes' state lives. ``None`` (default): a private in-memory
             SQLite database, reset per episode by a rollback. Any SQLAlchemy URL
@@ -120,6 +124,7 @@ class TelcoEnv(gymnasium.Env[str, Any]):
         embedder: str | Embedder | None = "multilingual",
         require_approval: bool = False,
         difficulty: str = "guided",
+        tool_format: ToolFormat = "full",
         domain: Domain | str | None = None,
         database_url: str | None = None,
         render_mode: str | None = None,
@@ -137,6 +142,7 @@ class TelcoEnv(gymnasium.Env[str, Any]):
             embedder=embedder,
             require_approval=require_approval,
             difficulty=difficulty,
+            tool_format=tool_format,
             domain=domain,
             database_url=database_url,
             render_mode=render_mode,
@@ -148,7 +154,7 @@ class TelcoEnv(gymnasium.Env[str, Any]):
         self.render_mode = render_mode
         self.observation_space = Unicode()
         self.action_space = ToolCallSpace(catalog.tools)
-        self.tools = catalog.openai_tools()
+        self.tools = catalog.openai_tools(settings.tool_format)
         # Every reset hands out a fresh copy; decoding this is ten times faster than deepcopy.
         self._tools_json = orjson.dumps(self.tools)
         self._instructions: dict[tuple[str, bool], str] = {}
@@ -172,6 +178,7 @@ class TelcoEnv(gymnasium.Env[str, Any]):
     embedder = property(lambda self: self.settings.embedder)
     require_approval = property(lambda self: self.settings.require_approval)
     difficulty = property(lambda self: self.settings.difficulty)
+    tool_format = property(lambda self: self.settings.tool_format)
     database_url = property(lambda self: self.settings.database_url)
 
     @property
@@ -191,9 +198,10 @@ class TelcoEnv(gymnasium.Env[str, Any]):
                 labels = "\n".join(f"- {i.label.in_lang(lang)}" for i in intents)
                 listing = "\nThe intent is one of:\n" + labels
             language = "English" if lang == "en" else "Arabic"
-            self._instructions[key] = self.domain.instructions.format(
-                language=language, intent_list=listing
-            )
+            template = self.domain.instructions
+            if self.tool_format == "compact":
+                template = getattr(self.domain, "compact_instructions", template)
+            self._instructions[key] = template.format(language=language, intent_list=listing)
         return self._instructions[key]
 
     # --- reset ------------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from telcoenv.domains import DEFAULT_DOMAIN, Domain, get_domain
 from telcoenv.embeddings import Embedder, get_embedder
 from telcoenv.errors import EpisodeOptionError
 from telcoenv.rewards import RewardMode, RewardSpec, Shaping, check_reward, check_shaping
-from telcoenv.specs import LANGUAGES, IntentModel, Language
+from telcoenv.specs import LANGUAGES, TOOL_FORMATS, IntentModel, Language, ToolFormat
 
 #: The options ``reset`` takes, with the type each must have (``None`` means "not given").
 OPTION_TYPES: dict[str, type] = {
@@ -110,6 +110,15 @@ def check_difficulty(domain: Domain, difficulty: Any, where: str = "difficulty")
     return difficulty
 
 
+def check_tool_format(tool_format: Any) -> ToolFormat:
+    typed_value("tool_format", tool_format, str)
+    if tool_format not in TOOL_FORMATS:
+        raise EpisodeOptionError(
+            f"tool_format must be one of {list(TOOL_FORMATS)}, got {tool_format!r}"
+        )
+    return tool_format
+
+
 def check_domain(domain: Any) -> Domain:
     if isinstance(domain, str | None):
         return get_domain(domain or DEFAULT_DOMAIN)
@@ -152,6 +161,7 @@ class EnvSettings:
     embedder: Embedder | None
     require_approval: bool
     difficulty: str
+    tool_format: ToolFormat
     domain: Domain
     database_url: str | None
     render_mode: str | None
@@ -172,6 +182,7 @@ class EnvSettings:
         embedder: Any,
         require_approval: Any,
         difficulty: Any,
+        tool_format: Any,
         domain: Any,
         database_url: Any,
         render_mode: Any,
@@ -217,6 +228,7 @@ class EnvSettings:
             embedder=get_embedder(embedder) if embedder is not None else None,
             require_approval=typed_value("require_approval", require_approval, bool),
             difficulty=check_difficulty(domain, difficulty),
+            tool_format=check_tool_format(tool_format),
             domain=domain,
             database_url=database_url,
             render_mode=render_mode,

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from telcoenv.specs import ToolSpec
-from telcoenv.tooling import ToolResult, canonical_json
+from telcoenv.tooling import ToolResult, canonical_json, measured
 
 
 @dataclass(slots=True)
@@ -88,6 +88,6 @@ class Remeasurements:
             return False
         if spec.effect != "read":
             return False
-        read = canonical_json([name, arguments])
+        read = canonical_json([name, measured(arguments)])  # detail="full" re-reads the same
         self.reads.add(read)
         return read in self.verifiable

@@ -6,12 +6,17 @@ A domain's own models extend these (``telcoenv.domains.<name>.models``).
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
 Language = Literal["en", "ar"]
 LANGUAGES: tuple[Language, ...] = ("en", "ar")
+#: How tools are offered to the agent: as written, or compact (see ToolSpec.openai).
+ToolFormat = Literal["full", "compact"]
+TOOL_FORMATS: tuple[ToolFormat, ...] = ("full", "compact")
 
 # Words written in capitals inside env ids (BLERAnomaly rather than BlerAnomaly).
 _ACRONYMS = {
@@ -115,6 +120,9 @@ class ToolSpec(FrozenModel):
     free_text: tuple[str, ...] = ()
     # A spec of every domain: parameters only some domains offer (``answer``: customer care).
     domain_fields: dict[str, tuple[str, ...]] = {}
+    # The tool in a few words: its description in the compact format (small models, short
+    # prompts); the full description's first sentence when absent.
+    summary: str = ""
 
     def for_domain(self, domain: str) -> ToolSpec:
         """The spec as ``domain`` offers it: without the parameters only other domains have."""
@@ -129,13 +137,69 @@ class ToolSpec(FrozenModel):
             parameters["required"] = [p for p in parameters["required"] if p not in dropped]
         return self.model_copy(update={"parameters": parameters})
 
-    def openai(self) -> dict[str, Any]:
-        """The spec in OpenAI function-calling format."""
+    def openai(self, tool_format: ToolFormat = "full") -> dict[str, Any]:
+        """The spec in OpenAI function-calling format: ``full`` as written, or ``compact``
+        (:func:`compact_schema`: the summary and the parameters' names, types, enums and
+        required list, for small models with short contexts)."""
+        spec = self.compact() if tool_format == "compact" else self
         return {
             "type": "function",
             "function": {
-                "name": self.name,
-                "description": self.description,
-                "parameters": self.parameters,
+                "name": spec.name,
+                "description": spec.description,
+                "parameters": spec.parameters,
             },
         }
+
+    def compact(self) -> ToolSpec:
+        """The spec as the compact format offers it: the summary (else the description's first
+        sentence) and :func:`compact_schema` of the parameters."""
+        return self.model_copy(
+            update={
+                "description": self.summary or _first_sentence(self.description),
+                "parameters": compact_schema(self.parameters),
+            }
+        )
+
+
+def compact_schema(schema: Mapping[str, Any], nested: bool = False) -> dict[str, Any]:
+    """A JSON Schema cut to what a model needs to form a call: ``type`` (or a string ``enum``
+    instead), ``items``, ``required``, the parameters without a default (an optional
+    one with a default, ``detail``, is left out), the example of a parameter with a format
+    (``e.g. "3h"``) as its description, and the parameters of a nested object (a cell's
+    configuration changes) as a list of names. Bounds, patterns and prose are left to the error
+    messages: the environment still validates every call against the full schema."""
+    compact: dict[str, Any] = {}
+    enum = schema.get("enum")
+    if enum and all(isinstance(value, str) for value in enum):
+        compact["enum"] = list(enum)
+    elif "type" in schema:
+        compact["type"] = schema["type"]
+    # A format's example ("3h"), not an id's: a small model copies an example id.
+    example = _EXAMPLE.search(str(schema.get("description", ""))) if "pattern" in schema else None
+    if example:
+        compact["description"] = "e.g. " + example.group(1)
+    if "properties" in schema and nested:
+        compact["description"] = "any of: " + ", ".join(schema["properties"])
+    elif "properties" in schema:
+        # An optional parameter with a default (detail="full") is left out: the output says
+        # when it was cut and how to ask for the rest.
+        required = set(schema.get("required", ()))
+        compact["properties"] = {
+            name: compact_schema(sub, nested=True)
+            for name, sub in schema["properties"].items()
+            if name in required or "default" not in sub
+        }
+        if schema.get("required"):
+            compact["required"] = list(schema["required"])
+    if "items" in schema:
+        compact["items"] = compact_schema(schema["items"], nested=True)
+    return compact
+
+
+_EXAMPLE = re.compile(r"e\.g\. (\"[^\"]+\")")
+
+
+def _first_sentence(text: str) -> str:
+    match = re.match(r"(.+?[.!?])(?:\s|$)", text)
+    return match.group(1) if match else text

@@ -27,6 +27,15 @@ def normalize(text: str) -> str:
     return _DIACRITICS.sub("", text).translate(_FOLD).casefold()
 
 
+def without_marks(text: str) -> str:
+    """The text with Arabic diacritics and tatweel removed (nothing else changed).
+
+    >>> without_marks("عُنوانُ بَريدِكَ")
+    'عنوان بريدك'
+    """
+    return _DIACRITICS.sub("", text)
+
+
 def _keyword(keyword: str) -> str:
     word = normalize(keyword)
     whole = word.endswith("$")

@@ -43,9 +43,20 @@ def canonical_json(value: Any) -> str:
         return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
 
+#: Arguments that change how much of an output is shown, not what is measured: a call draws the
+#: same data and re-measures the same read with or without them.
+VIEW_ARGUMENTS = frozenset({"detail"})
+
+
+def measured(arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """The arguments that say what a call measures (without :data:`VIEW_ARGUMENTS`)."""
+    return {k: v for k, v in arguments.items() if k not in VIEW_ARGUMENTS}
+
+
 def call_key(name: str, arguments: Mapping[str, Any]) -> int:
-    """A stable 32-bit key of a call, so that the same call draws the same random data."""
-    return zlib.crc32(f"{name}:{canonical_json(arguments)}".encode())
+    """A stable 32-bit key of a call, so that the same call draws the same random data (a
+    call that only shows more or less of it, ``detail``, draws the same)."""
+    return zlib.crc32(f"{name}:{canonical_json(measured(arguments))}".encode())
 
 
 #: Characters of an argument's value quoted in an error message.

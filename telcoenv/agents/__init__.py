@@ -4,6 +4,9 @@ An agent is any object with ``reset(observation, info)`` (called at the start of
 with what ``env.reset`` returned) and ``act(observation, info) -> action`` (called after every
 step with what ``env.step`` returned; the action is anything ``step`` accepts). An agent that
 sets ``needs_privileged = True`` is given ``info["privileged"]`` (the oracle); others are not.
+An agent that sets ``domains`` (e.g. ``("network",)``) plays those domains only, and
+``telcoenv evaluate`` refuses to run it on another (:func:`check_domains`); without it, or with
+``None``, it plays every domain.
 
 Reference agents: ``oracle`` (gold chain with correct arguments; the upper bound), ``random``
 (random tools with schema-valid arguments), ``heuristic`` (keywords of the problem statement
@@ -15,14 +18,18 @@ user's agent is loaded from ``"module:factory"``.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, Protocol, runtime_checkable
 
 from telcoenv.agents.heuristic import HeuristicAgent
 from telcoenv.agents.investigator import InvestigatorAgent
 from telcoenv.agents.oracle import OracleAgent
 from telcoenv.agents.random_agent import RandomAgent
-from telcoenv.errors import UnknownAgentError
+from telcoenv.errors import EpisodeOptionError, UnknownAgentError
+
+
+class UnsupportedDomainError(EpisodeOptionError):
+    """An agent asked to play a domain it does not declare (see ``domains``)."""
 
 
 @runtime_checkable
@@ -71,6 +78,27 @@ def load_agent(spec: str, **options: Any) -> Agent:
     return agent
 
 
+def agent_domains(agent: Any) -> tuple[str, ...] | None:
+    """The domains an agent declares it plays (``None``: every domain, also when undeclared)."""
+    declared = getattr(agent, "domains", None)
+    return None if declared is None else tuple(declared)
+
+
+def check_domains(agent: Any, name: str, domains: Iterable[str]) -> None:
+    """Refuse, in one line, to play ``domains`` with an agent that does not play them all."""
+    supported = agent_domains(agent)
+    wanted = sorted(set(domains))
+    if supported is None:
+        return
+    missing = [domain for domain in wanted if domain not in supported]
+    if missing:
+        plural = "s" if len(supported) != 1 else ""
+        raise UnsupportedDomainError(
+            f"agent {name!r} plays only the {', '.join(supported)} domain{plural}, not "
+            f"{', '.join(missing)}: choose another agent or domain"
+        )
+
+
 def run_episode(
     env: Any, agent: Any, *, seed: int | None = None, options: dict[str, Any] | None = None
 ) -> tuple[float, dict[str, Any]]:
@@ -93,6 +121,9 @@ __all__ = [
     "OracleAgent",
     "RandomAgent",
     "UnknownAgentError",
+    "UnsupportedDomainError",
+    "agent_domains",
+    "check_domains",
     "load_agent",
     "run_episode",
 ]

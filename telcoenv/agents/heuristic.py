@@ -101,6 +101,7 @@ class HeuristicAgent:
     (network episodes only)."""
 
     needs_privileged = False
+    domains = ("network",)  # its keywords and chains are the network intents'
 
     def __init__(self) -> None:
         self._intent: NetworkIntent | None = None

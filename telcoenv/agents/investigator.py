@@ -745,6 +745,7 @@ class InvestigatorAgent:
     rules, follows the winner's chain with measured arguments, re-measures, and submits."""
 
     needs_privileged = False
+    domains = ("network",)  # its decision rules and chains are the network intents'
 
     def __init__(self, max_steps: int = 20, counters_only: bool = False) -> None:
         self.max_steps = max_steps

@@ -18,6 +18,8 @@ class RandomAgent:
     """Calls 1 to ``max_calls`` random tools, then submits a random intent label."""
 
     needs_privileged = False
+    # Any domain: it draws from the tools and labels the episode hands it.
+    domains: tuple[str, ...] | None = None
 
     def __init__(self, seed: int = 0, max_calls: int = 6) -> None:
         self.seed, self.max_calls = seed, max_calls

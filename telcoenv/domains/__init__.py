@@ -53,8 +53,9 @@ class Domain(Protocol):
     (``telcoenv rescore``). ``report_section`` names the table ``telcoenv report`` gives the
     domain's episodes: ``"benchmark"`` (the TelcoAgent-Bench tables: IRA by condition, MSC/EAP/
     SAS, reliability, RA), ``"care"`` (the customer-care table), or, when absent, a table of
-    the domain's own under ``domains``. ``difficulties`` lists the tiers the domain offers
-    besides ``"guided"`` (which every domain has): ``start_episode`` then takes a keyword
+    the domain's own under ``domains``. ``compact_instructions`` is the system prompt of the
+    compact tool format (default: ``instructions``). ``difficulties`` lists the tiers the domain
+    offers besides ``"guided"`` (which every domain has): ``start_episode`` then takes a keyword
     ``difficulty`` (passed only for a tier other than guided).
     """
 

@@ -9,8 +9,10 @@ episodes of a domain another package adds), per language: MSC, EAP, SAS,
 argument accuracy, exact-answer accuracy (over the episodes that ask a question) and the
 verified resolution rate. Then per-intent and per-category breakdowns of every metric. Several
 runs sit side by side. A failed episode (agent error or timeout) scores 0 on every metric that
-applies to it and is counted; a metric that does not apply (RA in customer care, the answer of
-a request without a question) is left out of its mean. IRA and RA need an embedder: where no
+applies to its intent and is counted, except the verified resolution, which is that of the
+state it reached when it was stored with one; a metric that does not apply (RA in customer
+care, the answer of a request without a question) is left out of its mean, for a failed episode
+as for a finished one (:func:`applicable_metrics`). IRA and RA need an embedder: where no
 episode was scored with one (``--embedder none``) they are shown as ``-`` (null in JSON, empty
 in CSV), not 0.
 """
@@ -22,6 +24,7 @@ import io
 import json
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from functools import cache
 from pathlib import Path
 from statistics import fmean
 from typing import Any
@@ -45,16 +48,49 @@ def _value(record: Mapping[str, Any], metric: str) -> float:
     return 0.0 if value is None else float(value)
 
 
+@cache
+def applicable_metrics(domain: str, intent: str, language: str) -> frozenset[str]:
+    """The optional metrics (IRA, RA, args, answer, resolved) an episode of ``intent`` gets.
+
+    Decided as for every finished episode, where a metric that does not apply is None: one
+    episode of the intent is played, truncated at once and scored without an embedder; RA
+    applies where it has a reference summary. When the intent cannot be played here (its
+    domain is not installed), every metric applies, so a failure counts 0 on each.
+    """
+    from telcoenv.env import TelcoEnv
+    from telcoenv.metrics.scoring import text_pairs
+
+    try:
+        env = TelcoEnv(intent, lang=language, domain=domain, embedder=None)
+    except TelcoEnvError:  # not installed here, or no longer in its catalogue
+        return _OPTIONAL | _EMBEDDED
+    try:
+        env.reset(seed=0)
+        _, info = env.truncate("which metrics apply")
+    finally:
+        env.close()
+    found = {m for m in ("args", "answer", "resolved") if info["metrics"][m] is not None}
+    if len(text_pairs(info["trace"])) > 1:  # a reference summary to compare with
+        found.add("ra")
+    return frozenset({"ira", *found})
+
+
+def _applies(record: Mapping[str, Any], metric: str) -> bool:
+    """Whether a record enters the mean of an optional metric: it has a value, or it failed
+    and the metric applies to its intent."""
+    if record.get(metric) is not None:
+        return True
+    if record["status"] != "failed":
+        return False
+    return metric in applicable_metrics(_domain(record), record["intent"], record["language"])
+
+
 def _mean(records: Sequence[Mapping[str, Any]], metric: str) -> float | None:
     if metric in _EMBEDDED and not any(r.get("embedder") for r in records):
         return None
     if metric in _OPTIONAL | _EMBEDDED:
-        # Failed episodes count 0; episodes the metric does not apply to are left out.
-        values = [
-            _value(r, metric)
-            for r in records
-            if r["status"] == "failed" or r.get(metric) is not None
-        ]
+        # Failed episodes count 0 where the metric applies; others without a value are left out.
+        values = [_value(r, metric) for r in records if _applies(r, metric)]
         return fmean(values) if values else None
     return fmean(_value(r, metric) for r in records) if records else None
 

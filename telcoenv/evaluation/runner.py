@@ -39,7 +39,7 @@ from typing import Any, Protocol
 from sqlalchemy.exc import SQLAlchemyError
 
 from telcoenv import __version__
-from telcoenv.agents import Agent, load_agent
+from telcoenv.agents import Agent, check_domains, load_agent
 from telcoenv.domains import DEFAULT_DOMAIN, domain_names, get_domain
 from telcoenv.embeddings import MULTILINGUAL, USEEmbedder, get_embedder
 from telcoenv.env import TelcoEnv
@@ -50,7 +50,7 @@ from telcoenv.errors import (
     UnknownIntentError,
 )
 from telcoenv.evaluation.store import HEARTBEAT_S, Owner, ResultStore, StoreError, without_secrets
-from telcoenv.options import GUIDED, check_difficulty
+from telcoenv.options import GUIDED, check_difficulty, check_tool_format
 from telcoenv.registration import env_id, list_envs
 from telcoenv.trace import EpisodeTrace
 
@@ -101,6 +101,7 @@ class RunConfig:
     embedder: str | None = "multilingual"
     max_steps: int = 20
     episode_timeout: float = 300.0
+    tool_format: str = "full"  # "compact": short tool specs and instructions (small models)
 
 
 def run_settings(config: RunConfig, grid: Sequence[EpisodeSpec]) -> dict[str, Any]:
@@ -120,6 +121,8 @@ def run_settings(config: RunConfig, grid: Sequence[EpisodeSpec]) -> dict[str, An
     tiers = sorted({spec.difficulty for spec in grid})
     if tiers != [GUIDED]:  # a guided-only run compares as runs did before tiers existed
         settings["difficulty"] = tiers
+    if config.tool_format != "full":  # so does a run with the specs as written
+        settings["tool_format"] = config.tool_format
     # Stored as JSON: a value that is not JSON (an option given as an object) by its type name.
     return json.loads(json.dumps(settings, default=lambda v: f"<{type(v).__name__}>"))
 
@@ -294,6 +297,7 @@ class _Worker:
                 privileged=getattr(self.agent, "needs_privileged", False),
                 embedder=self.embedder,
                 max_steps=self.config.max_steps,
+                tool_format=self.config.tool_format,
                 domain=domain,
             )
         return self.envs[domain]
@@ -379,7 +383,8 @@ class _Worker:
         return scored
 
     def _failure(self, spec: EpisodeSpec, error: str) -> dict[str, Any]:
-        """A failed episode: its error, the steps it took and its trace so far."""
+        """A failed episode: its error, the steps it took, its trace so far and, where the
+        environment still holds it, the verdict on the state it reached."""
         env = self.envs.get(spec.domain)
         failure: dict[str, Any] = {
             "status": "failed",
@@ -388,15 +393,35 @@ class _Worker:
             # IRA and RA of this run are measured with this embedder: a failure scores 0 on them.
             "embedder": getattr(getattr(env, "embedder", None), "name", None),
         }
-        if self.trace is not None:
-            failure["trace"], problem = _trace_json(self.trace)
-            if problem is not None and problem not in error:
-                failure["error"] = f"{error}\n{problem}"
-            failure["predicted_chain"] = list(self.trace.predicted_chain)
-            failure["gold_chain"] = list(self.trace.gold_tools)
-            if self.trace.gold_answer is not None:  # a question left unanswered
-                failure["answer"] = False
+        if self.trace is None:
+            return failure
+        steps, unverified = self._verified_end(env)
+        failure["steps"] = steps if steps is not None else self.steps
+        failure["resolved"] = (self.trace.verification or {}).get("resolved")
+        failure["trace"], problem = _trace_json(self.trace)
+        for extra in (unverified, problem):
+            if extra is not None and extra not in failure["error"]:
+                failure["error"] = f"{failure['error']}\n{extra}"
+        failure["predicted_chain"] = list(self.trace.predicted_chain)
+        failure["gold_chain"] = list(self.trace.gold_tools)
+        if self.trace.gold_answer is not None:  # a question left unanswered
+            failure["answer"] = False
         return failure
+
+    def _verified_end(self, env: TelcoEnv | None) -> tuple[int | None, str | None]:
+        """End the failed episode as truncated where ``env`` still holds it, so that its final
+        state is verified as at ``max_steps``; the steps it took (None: ``env`` does not hold
+        it) and what went wrong when it could not be verified."""
+        episode = env.episode if env is not None else None
+        if env is None or episode is None or episode.trace is not self.trace:
+            return None, None
+        problem = None
+        if not episode.ended:
+            try:
+                env.truncate("the episode failed")
+            except Exception as exc:  # a broken state must not cost the failure record
+                problem = f"the final state could not be verified: {_describe(exc)}"
+        return episode.counts()["steps"], problem
 
     def _usage(self) -> dict[str, Any] | None:
         """Tokens and cost, where the agent counts them, as plain JSON."""
@@ -668,10 +693,11 @@ def _store(
         return failure if store.add(run, failure, owner) else None
 
 
-def _check_agent(config: RunConfig) -> None:
-    """Make the agent once here, so that a wrong name or option fails at once, in one line."""
+def check_agent(config: RunConfig, grid: Sequence[EpisodeSpec]) -> None:
+    """Make the agent once here, so that a wrong name or option, or a grid with a domain the
+    agent does not play (its ``domains``), fails at once, in one line, before any episode."""
     try:
-        load_agent(config.agent, **config.agent_options)
+        agent = load_agent(config.agent, **config.agent_options)
     except TelcoEnvError:
         raise
     except Exception as exc:
@@ -679,6 +705,7 @@ def _check_agent(config: RunConfig) -> None:
         raise TelcoEnvError(
             f"cannot make the agent {config.agent!r} with options {options}: {_describe(exc)}"
         ) from None
+    check_domains(agent, config.agent, {spec.domain for spec in grid})
 
 
 def _check_run_inputs(config: RunConfig, workers: int, backend: str, address: str | None) -> None:
@@ -691,6 +718,7 @@ def _check_run_inputs(config: RunConfig, workers: int, backend: str, address: st
         raise TelcoEnvError(f"the episode timeout must be seconds >= 0 (0: none), got {timeout}")
     if config.max_steps < 1:
         raise TelcoEnvError(f"max_steps must be at least 1, got {config.max_steps}")
+    check_tool_format(config.tool_format)
     if config.embedder is not None:  # an unknown embedder fails here, not in every episode
         get_embedder(config.embedder)
     if backend == "ray" and address:
@@ -732,7 +760,7 @@ def evaluate(
     run was started with another configuration.
     """
     _check_run_inputs(config, workers, backend, address)
-    _check_agent(config)
+    check_agent(config, grid)
     store.ensure_run(run, config.agent, run_settings(config, grid))
     grid = list({spec.key: spec for spec in grid}.values())  # an episode given twice runs once
     stored_keys = store.done_keys(run)

@@ -279,7 +279,8 @@ def trl_environment(env_id: str = "troubleshooting", **env_kwargs: Any) -> type:
             ``"beam_misalignment"``, ...) or a Gymnasium id (``"telcoenv/Troubleshooting-v0"``).
         **env_kwargs: keyword arguments of :class:`telcoenv.env.TelcoEnv` (``lang``,
             ``reward``, ``max_steps``, ...); ``embedder`` defaults to ``None`` (no IRA/RA, no
-            embedding model), so the default reward is SAS.
+            embedding model), so the default reward is SAS. With ``tool_format="compact"`` the
+            tool methods' docstrings (the schemas TRL shows the model) are the compact ones.
 
     The class has a no-argument ``__init__``, ``reset(**row) -> str``, ``get_reward() ->
     float`` and one method per tool of the catalogue, ``submit_resolution(intent, summary)``
@@ -296,7 +297,8 @@ def trl_environment(env_id: str = "troubleshooting", **env_kwargs: Any) -> type:
     probe = telcoenv.make(gym_id, **kwargs)  # fails here on bad kwargs, and lists the tools
     try:
         domain = probe.unwrapped.domain
-        specs = dict(domain.catalog.tools)
+        compact = probe.unwrapped.tool_format == "compact"
+        specs = {n: s.compact() if compact else s for n, s in domain.catalog.tools.items()}
     finally:
         probe.close()
     if env_kwargs.get("require_approval") and not domain.counterpart_required:

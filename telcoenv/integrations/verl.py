@@ -127,11 +127,14 @@ ENV_KWARGS = frozenset(
         "shaping",
         "embedder",
         "require_approval",
+        "tool_format",
         "database_url",
     }
 )
 """TelcoEnv constructor arguments that the YAML configs may set (plain YAML values only)."""
-_PROMPT_ENV_KWARGS = frozenset({"intent", "lang", "blueprint", "intent_list", "require_approval"})
+_PROMPT_ENV_KWARGS = frozenset(
+    {"intent", "lang", "blueprint", "intent_list", "require_approval", "tool_format"}
+)
 _VERL_PROPERTY_KEYS = frozenset({"type", "description", "enum"})  # what verl's schema keeps
 
 

@@ -379,7 +379,7 @@ def test_the_customer_still_gives_what_they_know_and_restates_the_symptom():
     unclear = env.step("The weather is nice today.")[0]
     guided = INTENTS["PLAN_CHANGE"].customer.en.format_map(env.episode.setup.gold_values)
     seen = opening.removeprefix(_greeting(opening, "en")).strip()
-    assert unclear.endswith(seen) and guided not in unclear
+    assert seen in unclear and guided not in unclear
     env = care_env("roaming_pack", difficulty="symptom")
     _, info = env.reset(seed=3)
     start = next(c for c in info["privileged"]["gold_chain"] if c["tool"] == "subscribe_addon")
@@ -397,7 +397,8 @@ def test_the_guided_customer_keeps_todays_answers():
     env = care_env("duplicate_charge")
     env.reset(seed=4)
     reply = env.step("Were you travelling abroad?")[0]
-    assert reply in customer.phrases()["unknown"]["en"]
+    assert any(reply.startswith(unknown) for unknown in customer.phrases()["unknown"]["en"])
+    assert "my line number" in reply  # and what they can tell instead
 
 
 # --- the tier through the environment ------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""Huge plain messages: answered at once, by their first CLASSIFIED_CHARS characters only."""
+"""Huge plain messages: answered at once, by their start only (the first ROUTED_SENTENCES
+sentences of the first ROUTED_CHARS characters are routed; approval reads APPROVAL_CHARS)."""
 
 from __future__ import annotations
 
@@ -10,13 +11,14 @@ from telcoenv.domains import get_domain
 from telcoenv.domains.bss import customer
 from telcoenv.domains.network import engineer
 from telcoenv.env import TelcoEnv
+from telcoenv.routing import ROUTED_CHARS, ROUTED_SENTENCES
+from telcoenv.text import APPROVAL_CHARS
 from tests.conftest import serving_cell
 
-# Realistic agent chatter that asks nothing (no keyword of either counterpart).
+# Realistic agent chatter that asks neither counterpart anything.
 FILLER = {
-    "en": "Please check the radio parameters and the neighbour list of the affected sector "
-    "before we continue. ",
-    "ar": "يرجى التحقق من معاملات الراديو وقائمة الجيران للقطاع المتأثر قبل أن نستمر في العمل. ",
+    "en": "I am still reviewing the radio parameters before we continue. ",
+    "ar": "ما زلت أراجع معاملات الراديو قبل أن نستمر في العمل. ",
 }
 # A question each counterpart answers with a fact of the episode.
 QUESTION = {
@@ -25,7 +27,6 @@ QUESTION = {
     ("bss", "en"): "What is your phone number?",
     ("bss", "ar"): "ما هو رقم جوالك؟",
 }
-CAP = {"network": engineer.CLASSIFIED_CHARS, "bss": customer.CLASSIFIED_CHARS}
 SIZES = [1_000_000, 10_000_000]
 
 
@@ -80,14 +81,15 @@ def test_a_huge_message_gets_the_reply_of_its_question(envs, domain, lang, size)
 
 @pytest.mark.parametrize("lang", ["en", "ar"])
 @pytest.mark.parametrize("domain", ["network", "bss"])
-def test_a_keyword_after_the_cap_does_not_count(envs, domain, lang):
-    env, question, cap = envs[domain], QUESTION[domain, lang], CAP[domain]
-    nothing_asked = answer(env, lang, filler(lang, 2 * cap))
-    assert fact(env, domain) not in nothing_asked
-    after = filler(lang, cap) + question
-    assert answer(env, lang, after) == nothing_asked
-    within = filler(lang, cap - len(question) - 1) + " " + question
-    assert len(within) == cap
+def test_a_question_past_the_routed_start_does_not_count(envs, domain, lang):
+    env, question = envs[domain], QUESTION[domain, lang]
+    nothing_asked = answer(env, lang, filler(lang, 2 * ROUTED_CHARS))
+    assert nothing_asked != answer(env, lang, question)
+    assert answer(env, lang, filler(lang, ROUTED_CHARS) + question) == nothing_asked
+    sentences = FILLER[lang] * ROUTED_SENTENCES  # the question is sentence number 9
+    assert answer(env, lang, sentences + question) == nothing_asked
+    within = FILLER[lang] * (ROUTED_SENTENCES - 1) + question
+    assert len(within) < ROUTED_CHARS
     assert answer(env, lang, within) == answer(env, lang, question)
 
 
@@ -104,4 +106,4 @@ def test_approval_is_read_within_the_cap_only(domain, approval):
     asks = get_domain(domain).asks_approval
     lang = "en" if approval.isascii() else "ar"
     assert asks(approval + " " + filler(lang, 10_000_000))
-    assert not asks(filler(lang, CAP[domain]) + approval)
+    assert not asks(filler(lang, APPROVAL_CHARS) + approval)

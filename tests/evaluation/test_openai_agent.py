@@ -233,3 +233,20 @@ def test_a_model_is_required(monkeypatch):
     monkeypatch.delenv("TELCOENV_MODEL", raising=False)
     with pytest.raises(Exception, match="needs a model"):
         load_agent("openai")
+
+
+def test_evaluate_in_the_compact_format(server, tmp_path):
+    """--tool-format compact reaches the model: short specs, compact instructions; the run is
+    stored with the format, so a full-format run does not resume it."""
+    store, _ = result_store(tmp_path)
+    grid = build_grid(["beam_misalignment"], samples=1, languages=("en",))
+    options = {"model": "fenced", "base_url": server.base_url, "timeout": 2.0}
+    config = RunConfig("openai", options, embedder=None, tool_format="compact")
+    evaluate(store, "compact", grid, config)
+    first = server.requests[0]
+    oss = next(t for t in first["tools"] if t["function"]["name"] == "oss_query")
+    assert oss["function"]["description"] == "A cell's OSS record: KPIs, configuration, alarms."
+    assert first["messages"][0]["content"].startswith("You are a NOC agent.")
+    assert all(r["status"] == "ok" for r in store.records(["compact"]))
+    with pytest.raises(TelcoEnvError, match="tool_format"):
+        evaluate(store, "bad", grid, RunConfig("openai", options, tool_format="tiny"))

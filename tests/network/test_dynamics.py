@@ -57,9 +57,9 @@ def test_a_wrong_fix_leaves_the_symptoms_and_a_harmful_one_worsens_them():
 def test_series_continue_after_a_change_so_the_agent_can_remeasure():
     env, info, cell = network_episode("pingpong_handovers", 1)
     fault = env.episode.setup.truth
-    before = call_tool(env, "kpi_timeseries", cell_id=cell, kpi="HO", window="1h")
+    before = call_tool(env, "kpi_timeseries", cell_id=cell, kpi="HO", window="1h", detail="full")
     play(env, gold_actions(info))
-    after = call_tool(env, "kpi_timeseries", cell_id=cell, kpi="HO", window="1h")
+    after = call_tool(env, "kpi_timeseries", cell_id=cell, kpi="HO", window="1h", detail="full")
     assert after["timestamps"][-1] > before["timestamps"][-1]  # the clock moved on
     series = after["series"]["ping_pong_rate"]["values"]
     healthy = healthy_target("ping_pong_rate", fault.sampled["ping_pong_rate"])

@@ -18,7 +18,7 @@ from telcoenv.env import TelcoEnv
         ("Shall I go ahead with the ticket?", "approval"),
         ("Thanks, looking now.", "other"),
         ("ما هو معرف الخلية؟", "cell_id"),
-        ("منذ متى بدأت المشكلة؟", "window"),
+        ("منذ متى بدأت المشكلة؟", "started"),
         ("هل يمكنني تنفيذ التغيير؟", "approval"),
     ],
 )

@@ -113,7 +113,7 @@ def test_the_engineer_says_whether_users_still_see_it(lang):
         node = bank[kind]
         return node[lang] if lang in node else node[family][lang]
 
-    question = "Is it fixed now? What do users see?" if lang == "en" else "هل تم الإصلاح الآن؟"
+    question = "Is it fixed now?" if lang == "en" else "هل تم الإصلاح الآن؟"
     before = env.step(question)[0]
     assert _fits(before, pool("status_open")) and not _fits(before, pool("status_fixed"))
     play(env, solving_actions(info["privileged"], lang)[:-1])  # the fix, not the submission

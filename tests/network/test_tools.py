@@ -24,7 +24,12 @@ def test_kpi_timeseries_statistics_match_the_sample(catalog, blueprint):
         for name, value in env.trace.facts.items():
             info = kpi_definitions().kpis[name]
             output = call_tool(
-                env, "kpi_timeseries", cell_id=cell, kpi=family_of[name], window=window
+                env,
+                "kpi_timeseries",
+                cell_id=cell,
+                kpi=family_of[name],
+                window=window,
+                detail="full",
             )
             series = output["series"][name]
             rule = catalog.blueprint(blueprint).constraints[name]
@@ -107,7 +112,11 @@ def test_neighbor_audit_finds_pci_conflicts_only_where_they_exist():
 def test_coverage_map_follows_coverage_gap_and_beam_steering():
     env, info, cell = network_episode("coverage_hole", 3)
     hole = call_tool(
-        env, "coverage_map", area=env.trace.start_state["cluster_id"], resolution="100m"
+        env,
+        "coverage_map",
+        area=env.trace.start_state["cluster_id"],
+        resolution="100m",
+        detail="full",
     )
     gap = env.trace.facts["coverage_gap_ratio"]
     assert abs(hole["summary"]["coverage_gap_bins_pct"] - gap) < 8

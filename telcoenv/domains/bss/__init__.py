@@ -45,6 +45,14 @@ INSTRUCTIONS = (
     "answer as the BSS states it (a number without units, an id or the stored text). Write to "
     "the customer in their language ({language}).{intent_list}"
 )
+# The same for small models with short contexts (tool_format="compact").
+COMPACT_INSTRUCTIONS = (
+    "You are a mobile operator's customer-care agent. Find the customer with the BSS tools, read "
+    "their data (beware of duplicates, missing months and test accounts) and make the changes "
+    "they ask for; results are JSON. Text without a tool call goes to the customer (line number, "
+    "details, approval). Finish with submit_resolution: the intent, a short summary and, for a "
+    "question, the exact answer as the BSS states it, in {language}.{intent_list}"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +75,7 @@ class BssDomain:
     # customer sees, shared by the intents of a family (symptoms.yaml), the rest unchanged.
     difficulties = ("guided", "symptom")
     instructions = INSTRUCTIONS
+    compact_instructions = COMPACT_INSTRUCTIONS
 
     def __init__(self, catalog: Catalog | None = None) -> None:
         self.catalog = catalog or care_catalog()

@@ -5,8 +5,9 @@ and never volunteers their line number. Asked in a plain message, they supply wh
 and the agent cannot look up: the line number, the trip (destination and date), the budget, the
 extra data needed, the new email address, and the month or plan named in their opening. They
 never reveal an answer the agent has to find (a recommended plan, an amount). Asked for a
-change, they consent. Phrases and the keywords that recognise a question live in
-``customer.yaml``; only the first ``CLASSIFIED_CHARS`` characters of a message are read.
+change, they consent. What a message asks is routed by meaning (``questions.yaml``,
+:mod:`telcoenv.routing`); phrases live in ``customer.yaml``. A message that asks for nothing the
+customer can give gets the list of what they know.
 
 In the ``symptom`` difficulty tier the customer opens with what they see instead
 (:func:`symptom_opening`, phrases in ``symptoms.yaml``), knows the same facts, also answers
@@ -19,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from functools import cache
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -27,6 +29,7 @@ import yaml
 from telcoenv.catalog import template_fields
 from telcoenv.domains.bss import symptoms
 from telcoenv.domains.bss.models import CareIntent
+from telcoenv.routing import QuestionRouter, load_prototypes
 from telcoenv.specs import Language
 from telcoenv.text import asks_for_approval
 
@@ -34,9 +37,8 @@ from telcoenv.text import asks_for_approval
 _ALWAYS_KNOWN = ("msisdn", "trip", "destination", "budget", "need_gb", "email")
 # Known only when the opening names it (the plan to recommend is the agent's job to find).
 _NAMED_IN_OPENING = ("period", "plan_id")
-#: How much of a plain message is read for its topics: a real question fits many times over,
-#: and a megabyte of agent output costs no more than a sentence.
-CLASSIFIED_CHARS = 4_000
+# A routed kind as the topic a reply answers: a trip is told as planned or past.
+_TOPIC = {"travel": "trip"}
 
 
 @cache
@@ -96,22 +98,17 @@ def _in_lang(values: Mapping[str, Any], lang: Language) -> Mapping[str, Any]:
     return values
 
 
-def asked_topics(message: str) -> list[str]:
-    """The topics a plain message asks about, by keyword, and ``approval`` when it asks to
-    approve a change (:func:`telcoenv.text.asks_for_approval`).
+@cache
+def question_router() -> QuestionRouter:
+    """The customer's router of questions (``questions.yaml``), built once per process."""
+    return QuestionRouter(load_prototypes(Path(__file__).with_name("questions.yaml")))
 
-    Only the first :data:`CLASSIFIED_CHARS` characters are read, so a message of any size is
-    answered in constant time (a keyword after them does not count).
-    """
-    # Padded so that keywords with a leading or trailing space match at the edges too. Plain
-    # substring tests: on a few thousand characters they beat one alternation regex per topic.
-    text = f" {message[:CLASSIFIED_CHARS].lower()} "
-    topics = [
-        topic
-        for topic, keywords in phrases()["topics"].items()
-        if any(keyword in text for keyword in keywords)
-    ]
-    # Consent only to a request that names a change, never to a statement or a negation.
+
+def asked_topics(message: str) -> list[str]:
+    """The topics a plain message asks about, by meaning (``noticed`` included, which only the
+    symptom tier answers), and ``approval`` when it asks to approve a change
+    (:func:`telcoenv.text.asks_for_approval`: a statement or a negation is no request)."""
+    topics = [_TOPIC.get(kind, kind) for kind in question_router().route(message)]
     return [*topics, "approval"] if asks_for_approval(message) else topics
 
 
@@ -134,9 +131,11 @@ def reply(
     asked = asked_topics(message)
     known = knowledge(intent, values)
     if seen is not None:
-        kinds = symptoms.follow_up_kinds(message)
+        kinds = [k for k in symptoms.QUESTION_KINDS if _TOPIC.get(k, k) in asked]
         if kinds:
             return _follow_up(intent, values, kinds, asked, known, lang, rng)
+    if "noticed" in asked:  # the guided opening already says what the customer sees
+        asked.remove("noticed")
     if "trip" in asked and "destination" in known:  # a past trip: where they were
         asked.append("destination")
     info = [t for t in (*_ALWAYS_KNOWN, *_NAMED_IN_OPENING) if t in asked and t in known]
@@ -145,11 +144,27 @@ def reply(
     if info:
         return " ".join(_pick(bank["answers"][t][lang], rng).format_map(values) for t in info)
     if any(topic != "approval" for topic in asked):  # asked for something they cannot tell
-        return _pick(bank["unknown"][lang], rng)
+        return _with_facts(_pick(bank["unknown"][lang], rng), known, lang, rng)
     if asked:
         return _pick(bank["answers"]["approval"][lang], rng)
     restated = intent.customer.in_lang(lang).format_map(values) if seen is None else seen
-    return _pick(bank["unclear"][lang], rng).format(opening=restated)
+    return _with_facts(_pick(bank["unclear"][lang], rng).format(opening=restated), known, lang, rng)
+
+
+def _with_facts(
+    text: str, known: Mapping[str, Any], lang: Language, rng: np.random.Generator
+) -> str:
+    """``text`` and the list of what the customer can give (nothing to add: ``text``)."""
+    names = [phrases()["facts"][topic][lang] for topic in known]
+    if not names:
+        return text
+    joined = names[0] if len(names) == 1 else _joined(names, lang)
+    return f"{text} {_pick(phrases()['can_tell'][lang], rng).format(facts=joined)}"
+
+
+def _joined(names: list[str], lang: Language) -> str:
+    last = " و" if lang == "ar" else " and "
+    return ("، " if lang == "ar" else ", ").join(names[:-1]) + last + names[-1]
 
 
 def _follow_up(

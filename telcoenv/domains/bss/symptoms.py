@@ -12,8 +12,6 @@ Every function is pure: the caller's seeded generator makes each choice.
 
 >>> family_of("DUPLICATE_CHARGE")
 'bill_higher'
->>> follow_up_kinds("Were you abroad? When did you notice it?")
-['noticed', 'travel']
 """
 
 from __future__ import annotations
@@ -38,13 +36,11 @@ FILE = "telcoenv/domains/bss/symptoms.yaml"
 #: The placeholders a phrase may use: the customer's own month and line, where the guided
 #: opening of every intent the phrase is said for names them.
 FIELDS = frozenset({"period", "msisdn"})
-SECTIONS = ("families", "follow_ups", "questions", "forbidden", "forbidden_in_openings")
+SECTIONS = ("families", "follow_ups", "forbidden", "forbidden_in_openings")
 #: The kinds of follow-up question this tier answers, in the order a reply gives them.
 QUESTION_KINDS = ("noticed", "travel")
 MIN_FAMILY_VARIANTS = 4
 MIN_VARIANTS = 2  # of a member's ask and of a follow-up answer
-#: As customer.CLASSIFIED_CHARS: only the start of a message is classified.
-CLASSIFIED_CHARS = 4_000
 
 _PLACEHOLDER = re.compile(r"\{[^{}]*\}")
 _DIGIT = re.compile(r"\d")
@@ -240,12 +236,6 @@ def check_symptoms(
         opening=False,
     )
 
-    questions = data["questions"]
-    if not isinstance(questions, Mapping) or list(questions) != list(QUESTION_KINDS):
-        raise CatalogError(file, "questions", f"expected {list(QUESTION_KINDS)}, in this order")
-    for kind in QUESTION_KINDS:
-        _bilingual(questions[kind], f"questions.{kind}", file)
-
 
 # --- the packaged data --------------------------------------------------------------------------
 
@@ -269,15 +259,6 @@ def check_intents(intents: Sequence[CareIntent]) -> None:
 @cache
 def _families() -> dict[str, str]:
     return {key: name for name, f in symptom_bank()["families"].items() for key in f["intents"]}
-
-
-@cache
-def _question_patterns() -> tuple[tuple[str, re.Pattern[str]], ...]:
-    questions = symptom_bank()["questions"]
-    return tuple(
-        (kind, keyword_pattern([w for lang in LANGUAGES for w in questions[kind][lang]]))
-        for kind in QUESTION_KINDS
-    )
 
 
 def _key(intent: CareIntent | str) -> str:
@@ -320,14 +301,6 @@ def opening(
     if "asks" in family:
         parts.append(_pick(family["asks"][key][lang], rng))
     return " ".join(parts).format_map(values)
-
-
-def follow_up_kinds(message: str) -> list[str]:
-    """The follow-up questions a plain message asks, among :data:`QUESTION_KINDS` and in that
-    order: ``noticed`` (since when) and ``travel`` (whether the customer travelled). Only the
-    first :data:`CLASSIFIED_CHARS` characters are read."""
-    text = normalize(message[:CLASSIFIED_CHARS])
-    return [kind for kind, pattern in _question_patterns() if pattern.search(text)]
 
 
 def noticed(

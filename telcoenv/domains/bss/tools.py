@@ -11,6 +11,10 @@ malformed value, ``rejected`` for a business rule, each with a precise message. 
 reach SQL only as bound parameters (the :class:`~telcoenv.database.Query` constants of
 ``state.py``).
 
+Reads whose output grows with the data (``get_bill``, ``get_payment_history``, ``list_plans``)
+take ``detail``: ``"summary"`` (the default) returns a bounded summary, with a ``truncated``
+field saying what was left out and how to get it; ``"full"`` returns every row.
+
 Formatted arguments (line numbers, email addresses, phone numbers, months and dates) are checked
 whole against the ``pattern`` of their spec, read from the spec itself, so the JSON Schema and
 the implementation cannot drift apart: no trailing newline, no control or invisible character.
@@ -85,6 +89,27 @@ _PHONE = spec_pattern("update_contact", "phone")
 # (zero-width spaces and joiners, bidirectional overrides and isolates, BOM), surrogates,
 # private use, line and paragraph separators.
 _HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Zl", "Zp"})
+#: The values of the ``detail`` argument, and what a summary's ``truncated`` field says.
+DETAIL_VALUES = ("summary", "full")
+FULL_HINT = 'call again with detail="full"'
+BILL_ITEMS_IN_FULL = 8  # more line items in the month: a get_bill summary shows ...
+BILL_ITEMS = 5  # ... the largest of each invoice, about this many over the month's invoices
+PAYMENTS_IN_FULL = 6  # more payments (or credit notes): a get_payment_history summary shows ...
+PAYMENTS_SHOWN = 3  # ... the latest payments ...
+UNSETTLED_SHOWN = 6  # ... and those that did not settle, up to this many in all ...
+CREDIT_NOTES_SHOWN = 3  # ... and the latest credit notes
+PLANS_IN_FULL = 6  # more plans than this: a list_plans summary shows their key fields only
+PLAN_SUMMARY_FIELDS = (
+    "plan_id",
+    "payment",
+    "segment",
+    "price",
+    "data_gb",
+    "voice_min",
+    "sms",
+    "min_age",
+    "max_age",
+)
 TICKET_CATEGORIES = (
     "billing_dispute",
     "payment",
@@ -201,6 +226,20 @@ def _next_id(state: BssState, count: Query, prefix: str) -> str:
     return f"{prefix}{number:06d}"
 
 
+def _full_detail(detail: str | None) -> bool:
+    """Whether the call asks for the full output (``detail="full"``)."""
+    if detail is None:
+        return False
+    if detail not in DETAIL_VALUES:  # the spec refuses it first; a direct call lands here
+        raise ToolError(f"detail must be 'summary' or 'full', got {detail!r}", kind="bad_args")
+    return detail == "full"
+
+
+def _truncated(shown: int, total: int, **more: Any) -> dict[str, Any]:
+    """The ``truncated`` field of a summary: how many rows it shows, of how many."""
+    return {"shown": shown, "total": total, **more, "full": FULL_HINT}
+
+
 def _active_subscriptions(state: BssState, msisdn: str) -> list[dict[str, Any]]:
     return [s for s in state.rows(SUBSCRIPTIONS_OF_LINE, msisdn) if s["status"] == "active"]
 
@@ -238,15 +277,49 @@ def get_customer(
 
 
 @TOOLS.tool
-def get_bill(ctx: BssContext, account_id: str, period: str) -> dict[str, Any]:
-    """Every invoice stored for the account and month (a double-fired one too), with items."""
+def get_bill(
+    ctx: BssContext, account_id: str, period: str, detail: str | None = None
+) -> dict[str, Any]:
+    """Every invoice stored for the account and month (a double-fired one too), with items.
+    The summary of a month with more than :data:`BILL_ITEMS_IN_FULL` items keeps the largest
+    of each invoice, with the invoice's amounts per item kind and what was left out."""
+    full = _full_detail(detail)
     state = ctx.state
     _account(state, account_id)
     invoices = []
     for invoice in state.rows(INVOICES_OF_PERIOD, account_id, _period(period)):
         items = state.rows(ITEMS_OF_INVOICE, invoice["invoice_id"])
         invoices.append({**invoice, "items": items})
-    return {"account_id": account_id, "period": period, "invoices": invoices}
+    output = {"account_id": account_id, "period": period, "invoices": invoices}
+    total = sum(len(invoice["items"]) for invoice in invoices)
+    if full or total <= BILL_ITEMS_IN_FULL:
+        return output
+    per_invoice = max(2, BILL_ITEMS // len(invoices))
+    shown = []
+    for invoice in invoices:
+        items = invoice["items"]
+        if len(items) <= per_invoice:
+            shown.append(invoice)
+            continue
+        largest = sorted(range(len(items)), key=lambda i: (-items[i]["amount_excl_vat"], i))
+        kept = set(largest[:per_invoice])
+        by_kind: dict[str, float] = {}
+        for item in items:
+            by_kind[item["kind"]] = _money(by_kind.get(item["kind"], 0.0) + item["amount_excl_vat"])
+        left_out = [item for i, item in enumerate(items) if i not in kept]
+        shown.append(
+            {
+                **invoice,
+                "items": [item for i, item in enumerate(items) if i in kept],
+                "amount_excl_vat_by_kind": by_kind,
+                "items_left_out": {
+                    "count": len(left_out),
+                    "amount_excl_vat": _money(sum(i["amount_excl_vat"] for i in left_out)),
+                },
+            }
+        )
+    count = sum(len(invoice["items"]) for invoice in shown)
+    return {**output, "invoices": shown, "truncated": _truncated(count, total)}
 
 
 @TOOLS.tool
@@ -306,15 +379,26 @@ def get_usage(
 
 @TOOLS.tool
 def list_plans(
-    ctx: BssContext, payment: str | None = None, segment: str | None = None
+    ctx: BssContext,
+    payment: str | None = None,
+    segment: str | None = None,
+    detail: str | None = None,
 ) -> dict[str, Any]:
-    """Catalogue plans matching the optional filters, by plan id."""
+    """Catalogue plans matching the optional filters, by plan id. The summary of more than
+    :data:`PLANS_IN_FULL` plans shows every plan with its key fields only."""
+    full = _full_detail(detail)
     plans = [
         p
         for p in ctx.state.rows(PLANS)
         if payment in (None, p["payment"]) and segment in (None, p["segment"])
     ]
-    return {"plans": plans}
+    if full or len(plans) <= PLANS_IN_FULL:
+        return {"plans": plans}
+    left_out = sorted(name for name in plans[0] if name not in PLAN_SUMMARY_FIELDS)
+    return {
+        "plans": [{k: p[k] for k in PLAN_SUMMARY_FIELDS} for p in plans],
+        "truncated": _truncated(len(plans), len(plans), left_out=left_out),
+    }
 
 
 @TOOLS.tool
@@ -375,14 +459,43 @@ def get_family_usage(
 
 
 @TOOLS.tool
-def get_payment_history(ctx: BssContext, account_id: str) -> dict[str, Any]:
-    """Payments (failed ones with their reason) and credit notes (negative), oldest first."""
+def get_payment_history(
+    ctx: BssContext, account_id: str, detail: str | None = None
+) -> dict[str, Any]:
+    """Payments (failed ones with their reason) and credit notes (negative), oldest first.
+    The summary shows the latest payments and every one that did not settle, the latest
+    credit notes, and the count and amount of the payments per status."""
+    full = _full_detail(detail)
     state = ctx.state
     _account(state, account_id)
+    payments = state.rows(PAYMENTS_OF_ACCOUNT, account_id)
+    credits = state.rows(CREDITS_OF_ACCOUNT, account_id)
+    output = {"account_id": account_id, "payments": payments, "credit_notes": credits}
+    if full or (len(payments) <= PAYMENTS_IN_FULL and len(credits) <= CREDIT_NOTES_SHOWN):
+        return output
+    latest = range(max(0, len(payments) - PAYMENTS_SHOWN), len(payments))
+    unsettled = [i for i, p in enumerate(payments) if p["status"] != "settled"]
+    kept = sorted({*latest, *unsettled})[-UNSETTLED_SHOWN:]
+    by_status: dict[str, dict[str, Any]] = {}
+    for payment in payments:
+        entry = by_status.setdefault(payment["status"], {"count": 0, "amount": 0.0})
+        entry["count"] += 1
+        entry["amount"] = _money(entry["amount"] + payment["amount"])
+    shown_credits = credits[-CREDIT_NOTES_SHOWN:]
+    left_out = {
+        "payments": len(payments) - len(kept),
+        "credit_notes": len(credits) - len(shown_credits),
+    }
     return {
-        "account_id": account_id,
-        "payments": state.rows(PAYMENTS_OF_ACCOUNT, account_id),
-        "credit_notes": state.rows(CREDITS_OF_ACCOUNT, account_id),
+        **output,
+        "payments": [payments[i] for i in kept],
+        "credit_notes": shown_credits,
+        "payments_by_status": by_status,
+        "truncated": _truncated(
+            len(kept) + len(shown_credits),
+            len(payments) + len(credits),
+            left_out=left_out,
+        ),
     }
 
 

@@ -32,6 +32,7 @@ from telcoenv.domains.network.topology import (
 )
 from telcoenv.domains.network.verification import verify
 from telcoenv.specs import LANGUAGES, Language
+from telcoenv.text import asks_for_approval
 from telcoenv.tooling import Toolbox
 from telcoenv.trace import EpisodeTrace
 
@@ -47,6 +48,13 @@ INSTRUCTIONS = (
     "When you are done, call submit_resolution with the intent (the problem you identified) and a "
     "resolution summary: root cause, evidence, actions taken and follow-up. Write the summary in "
     "the engineer's language ({language}).{intent_list}"
+)
+# The same for small models with short contexts (tool_format="compact").
+COMPACT_INSTRUCTIONS = (
+    "You are a NOC agent. An engineer reports a radio network problem. Diagnose it with the "
+    "tools (results are JSON) and apply or escalate a fix. Text without a tool call goes to the "
+    "engineer (cell, time window, approval). Finish with submit_resolution: the intent and a "
+    "summary (root cause, evidence, actions) in {language}.{intent_list}"
 )
 
 
@@ -66,6 +74,7 @@ class NetworkDomain:
     difficulties = ("guided", "symptom", "noisy")
     counterpart_required = False  # the agent needs the counterpart's information to succeed
     instructions = INSTRUCTIONS
+    compact_instructions = COMPACT_INSTRUCTIONS
 
     def __init__(self, catalog: Catalog | None = None) -> None:
         self.catalog = catalog or network_catalog()
@@ -175,7 +184,7 @@ class NetworkDomain:
         return values
 
     def asks_approval(self, message: str) -> bool:
-        return engineer.classify_message(message) == "approval"
+        return asks_for_approval(message)
 
     def privileged(self, setup: EpisodeSetup, intent: Intent) -> dict[str, Any]:
         """The corrective change and the intent's root cause and action, filled, per language."""
@@ -194,7 +203,7 @@ class NetworkDomain:
 
     def verify(self, setup: EpisodeSetup, intent: Intent, trace: EpisodeTrace) -> dict[str, Any]:
         """The verified-resolution verdict on the episode's final state (JSON-ready)."""
-        return verify(setup.state, setup.truth).model_dump()
+        return verify(setup.state, setup.truth, trace.submission).model_dump()
 
     def tool_context(
         self, setup: EpisodeSetup, seed: Callable[[], list[int]], step: int

@@ -68,19 +68,16 @@ def _report(
             f"الإنذارات النشطة: {alarms}."
         )
     if tool == "kpi_timeseries":
+        points = output["points"] if "points" in output else len(output["timestamps"])  # summary
         parts = [
             f"{kpi_definitions().kpis[n].name.in_lang(lang)} "
             f"{s['min']}-{s['max']} {s['unit']} ({'mean' if en else 'المتوسط'} {s['mean']})"
             for n, s in list(output["series"].items())[:3]
         ]
         return (
-            f"The {output['kpi']} time series ({len(output['timestamps'])} points): "
-            + "; ".join(parts)
-            + "."
+            f"The {output['kpi']} time series ({points} points): " + "; ".join(parts) + "."
             if en
-            else f"السلسلة الزمنية {output['kpi']} ({len(output['timestamps'])} نقطة): "
-            + "؛ ".join(parts)
-            + "."
+            else f"السلسلة الزمنية {output['kpi']} ({points} نقطة): " + "؛ ".join(parts) + "."
         )
     if tool == "coverage_map":
         s = output["summary"]

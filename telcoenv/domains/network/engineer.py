@@ -1,18 +1,20 @@
 """The simulated network engineer: bilingual, template-based, deterministic (seeded generator).
 
 The engineer opens the episode with a problem statement that quotes the key sampled KPIs with
-units and never names the intent or a tool, and answers the agent's plain messages (which cell,
-which window, approval of a change) by keywords in their first ``CLASSIFIED_CHARS`` characters.
+units and never names the intent or a tool, and answers the agent's plain messages: approval of
+a change when asked for it, and what the message asks by meaning (which cell, which window, when
+it started, who, which services, what changed, whether it is fixed: ``questions.yaml`` and
+:mod:`telcoenv.routing`), or else the list of what the engineer can tell.
 Phrases live in ``engineer.yaml``; the seeded generator picks the variants, so the samples of one
 blueprint read differently.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Collection, Sequence
 from functools import cache
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -24,6 +26,7 @@ from telcoenv.domains.network.models import Blueprint, Intent
 from telcoenv.domains.network.parameters import KPI_TO_CELL_PARAMETER
 from telcoenv.domains.network.topology import InitialNetwork
 from telcoenv.errors import CatalogError
+from telcoenv.routing import QuestionRouter, load_prototypes
 from telcoenv.specs import LANGUAGES, Language
 from telcoenv.text import asks_for_approval
 
@@ -34,31 +37,6 @@ _NOT_EVIDENCE = {
     "policy_priority_level",
     "policy_min_guarantee_Mbps",
     "policy_threshold_param",
-}
-_REPLY_KEYWORDS = {
-    "cell_id": ("cell", "site", "which", "id", "خلية", "الخلية", "موقع", "معرف"),
-    "window": (
-        "window",
-        "when",
-        "time",
-        "since",
-        "hour",
-        "period",
-        "نافذة",
-        "متى",
-        "الوقت",
-        "ساعة",
-        "منذ",
-        "الفترة",
-    ),
-}
-#: How much of a plain message is classified: a real question fits many times over, and a
-#: megabyte of agent output costs no more than a sentence.
-CLASSIFIED_CHARS = 4_000
-# One alternation per kind, in priority order; a keyword matches at the start of a word.
-_KEYWORD_PATTERNS = {
-    kind: re.compile(r"(?<!\w)(?:" + "|".join(map(re.escape, _REPLY_KEYWORDS[kind])) + ")")
-    for kind in ("cell_id", "window")
 }
 _ARABIC_HOURS = {1: "الساعة الماضية", 2: "الساعتين الماضيتين"}
 
@@ -239,21 +217,25 @@ def symptom_statement(
     return " ".join(parts), _said(fields)
 
 
-def classify_message(message: str) -> str:
-    """Which kind of reply a plain agent message calls for: cell_id, window, approval or other.
+@cache
+def question_router() -> QuestionRouter:
+    """The engineer's router of questions (``questions.yaml``), built once per process."""
+    return QuestionRouter(load_prototypes(Path(__file__).with_name("questions.yaml")))
 
-    Approval only for a request that names a change (:func:`telcoenv.text.asks_for_approval`:
-    "has been confirmed" is no request), and it wins over cell_id, cell_id over window (a
-    keyword counts at the start of a word). Only the first :data:`CLASSIFIED_CHARS` characters
-    are read, so a message of any size is classified in constant time.
-    """
+
+def asked_kinds(message: str) -> list[str]:
+    """What a plain agent message asks: ``["approval"]`` for a request that names a change
+    (:func:`telcoenv.text.asks_for_approval`; a statement such as "has been confirmed" is
+    none), else its kinds by meaning, best first (``cell_id``, ``window``, ``started``,
+    ``users``, ``services``, ``changed``, ``status``), else ``["other"]``."""
     if asks_for_approval(message):
-        return "approval"
-    text = message[:CLASSIFIED_CHARS].lower()
-    for kind, pattern in _KEYWORD_PATTERNS.items():
-        if pattern.search(text):
-            return kind
-    return "other"
+        return ["approval"]
+    return question_router().route(message) or ["other"]
+
+
+def classify_message(message: str) -> str:
+    """The first of :func:`asked_kinds`: what the message asks most clearly."""
+    return asked_kinds(message)[0]
 
 
 def reply(
@@ -268,20 +250,27 @@ def reply(
     recovered: Callable[[], bool] | None = None,
     said: dict[str, str] | None = None,
 ) -> str:
-    """The engineer's answer to a plain message from the agent.
+    """The engineer's answer to a plain message from the agent: each kind it asks
+    (:func:`asked_kinds`), answered in turn.
 
-    A request for approval is answered first; then a follow-up question about what users
-    observe (when it started, who, which services, what changed, whether it is fixed: answered
-    for the intent's symptom family, never naming the intent or the fix; ``recovered()`` says
-    whether the key KPIs are back); then a question for the cell or the window. ``said`` is
-    the place and time of the opening message, which the replies repeat.
+    A follow-up question about what users observe (when it started, who, which services, what
+    changed, whether it is fixed) is answered for the intent's symptom family, never naming the
+    intent or the fix (``recovered()`` says whether the key KPIs are back); a message that asks
+    nothing the engineer knows gets the list of what it can tell. ``said`` is the place and
+    time of the opening message, which the replies repeat.
     """
-    kind = "after_end" if ended else classify_message(message)
+    kinds = ["after_end"] if ended else asked_kinds(message)
     fields = {**_fields(state, blueprint, lang, rng), **(said or {})}
-    question = None
-    if kind != "approval" and not ended and intent is not None:
-        question = symptoms.classify_follow_up(message)
-    if question is not None:
-        fixed = question == "status" and recovered is not None and recovered()
-        return symptoms.follow_up_reply(question, intent, lang, rng, fields, recovered=fixed)
-    return _pick(phrases()["replies"][kind][lang], rng).format_map(fields)
+    answers = []
+    for kind in kinds:
+        if kind in symptoms.QUESTION_KINDS and intent is not None:
+            fixed = kind == "status" and recovered is not None and recovered()
+            answers.append(
+                symptoms.follow_up_reply(kind, intent, lang, rng, fields, recovered=fixed)
+            )
+        elif kind not in symptoms.QUESTION_KINDS:  # without an intent there is none to answer
+            answers.append(_pick(phrases()["replies"][kind][lang], rng).format_map(fields))
+    if kinds == ["other"] or not answers:
+        answers = [_pick(phrases()["replies"]["other"][lang], rng).format_map(fields)]
+        answers.append(_pick(phrases()["can_tell"][lang], rng))
+    return " ".join(answers)

@@ -10,8 +10,6 @@ Every function is pure: the caller's seeded generator makes each choice.
 
 >>> family_of("BLER_ANOMALY")
 'slow_data'
->>> classify_follow_up("Do users still see it?"), classify_follow_up("Thanks!")
-('status', None)
 """
 
 from __future__ import annotations
@@ -46,12 +44,10 @@ CONFOUNDER_FIELDS = {
 CONFOUNDER_KINDS = tuple(CONFOUNDER_FIELDS)
 #: The engineer's follow-up answers (``status_open`` / ``status_fixed`` answer a "status" question).
 FOLLOW_UP_KINDS = ("started", "users", "services", "changed", "status_open", "status_fixed")
-#: The kinds of follow-up question, in priority order (the first with a matching keyword wins).
+#: The kinds of follow-up question the engineer answers (routed by meaning: questions.yaml).
 QUESTION_KINDS = ("status", "changed", "services", "users", "started")
 MIN_FAMILY_SIZE = 3
 MIN_FAMILY_VARIANTS = 6
-#: As engineer.CLASSIFIED_CHARS: only the start of a message is classified.
-CLASSIFIED_CHARS = 4_000
 
 _PLACEHOLDER = re.compile(r"\{[^{}]*\}")
 _DIGIT = re.compile(r"\d")
@@ -139,7 +135,7 @@ def check_symptoms(
     """
     if not isinstance(data, Mapping):
         raise CatalogError(file, "", "expected a mapping")
-    missing = {"families", "confounders", "follow_ups", "questions", "forbidden"} - set(data)
+    missing = {"families", "confounders", "follow_ups", "forbidden"} - set(data)
     if missing:
         raise CatalogError(file, "", f"missing section(s) {sorted(missing)}")
     checker = _Checker(data, intents, tools, file)
@@ -204,14 +200,6 @@ def check_symptoms(
         for name in families:
             checker.variants(node[name], FIELDS, f"follow_ups.{kind}.{name}")
 
-    questions = data["questions"]
-    if not isinstance(questions, Mapping) or list(questions) != list(QUESTION_KINDS):
-        raise CatalogError(file, "questions", f"expected {list(QUESTION_KINDS)}, in this order")
-    for kind in QUESTION_KINDS:
-        for lang, words in _bilingual(questions[kind], f"questions.{kind}", file).items():
-            if not all(normalize(w).removesuffix("$").strip() for w in words):
-                raise CatalogError(file, f"questions.{kind}.{lang}", "an empty keyword")
-
 
 # --- the packaged data --------------------------------------------------------------------------
 
@@ -240,15 +228,6 @@ def _families() -> dict[str, str]:
 @cache
 def _labels() -> dict[str, Any]:
     return {intent.key: intent.label for intent in network_catalog().intents}
-
-
-@cache
-def _question_patterns() -> tuple[tuple[str, re.Pattern[str]], ...]:
-    questions = symptom_bank()["questions"]
-    return tuple(
-        (kind, keyword_pattern([w for lang in LANGUAGES for w in questions[kind][lang]]))
-        for kind in QUESTION_KINDS
-    )
 
 
 def _key(intent: Intent | str) -> str:
@@ -312,20 +291,6 @@ def confounder(
     """One variant of a confounder in ``lang``, formatted with ``fields`` (the usual ones plus
     the kind's own: ``guess``, ``alarm`` or ``neighbour_id``)."""
     return _pick(symptom_bank()["confounders"][kind][lang], rng).format_map(fields)
-
-
-def classify_follow_up(message: str) -> str | None:
-    """The kind of follow-up question a plain message asks: ``status``, ``changed``,
-    ``services``, ``users`` or ``started`` (first match in that order), or ``None``.
-
-    Only the first :data:`CLASSIFIED_CHARS` characters are read. Meant for messages that
-    engineer.classify_message calls "other" (its kinds keep priority).
-    """
-    text = normalize(message[:CLASSIFIED_CHARS])
-    for kind, pattern in _question_patterns():
-        if pattern.search(text):
-            return kind
-    return None
 
 
 def follow_up_reply(

@@ -6,11 +6,17 @@ a JSON-ready dict. A call the network refuses raises :class:`~telcoenv.errors.To
 Reads are queries over the episode's network database (:class:`~telcoenv.domains.network.state.
 NetworkState`); write tools change its configuration rows, append to its change log and let the
 causal model recompute the KPIs.
+
+Tools whose output grows with the data (``kpi_timeseries``, ``coverage_map``,
+``traffic_forecast``) take ``detail``: ``"summary"`` (the default) returns a bounded summary
+computed from the same data, with a ``truncated`` field saying what was left out and how to get
+it; ``"full"`` returns every value. Both views of a call draw the same data.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import math
 from collections.abc import Callable
 from functools import cache
@@ -23,11 +29,19 @@ from telcoenv.domains.network.parameters import BACKHAUL_PARAMETERS, PROFILE, pa
 from telcoenv.domains.network.state import TIME_FORMAT, CellRow, NetworkState, latest
 from telcoenv.domains.network.topology import baseline_id, free_pci
 from telcoenv.errors import ToolError
-from telcoenv.tooling import ToolRegistry
+from telcoenv.tooling import ToolRegistry, canonical_json
 
 TOOLS = ToolRegistry()  # every network tool, by name (the domain binds them to their specs)
 
 _TIME = TIME_FORMAT
+
+#: The values of the ``detail`` argument, and what a summary's ``truncated`` field says.
+DETAIL_VALUES = ("summary", "full")
+FULL_HINT = 'call again with detail="full"'
+SUMMARY_CHARS = 1450  # a kpi_timeseries summary shows fewer points rather than grow past this
+SERIES_SAMPLES = 6  # points of each series a kpi_timeseries summary shows at most
+WORST_BINS = 5  # bins of lowest RSRP a coverage_map summary lists
+FORECAST_HOURS = 6  # hours a traffic_forecast summary lists
 
 
 class ToolContext:
@@ -122,6 +136,21 @@ def _check_area(state: NetworkState, area: str) -> None:
         )
 
 
+def _full_detail(detail: str | None) -> bool:
+    """Whether the call asks for the full output (the call draws the same data either way:
+    ``detail`` is one of telcoenv.tooling.VIEW_ARGUMENTS, which a call's key ignores)."""
+    if detail is None:
+        return False
+    if detail not in DETAIL_VALUES:  # the spec refuses it first; a direct call lands here
+        raise ToolError(f"detail must be 'summary' or 'full', got {detail!r}", kind="bad_args")
+    return detail == "full"
+
+
+def _truncated(shown: int, total: int, **more: Any) -> dict[str, Any]:
+    """The ``truncated`` field of a summary: how many items it shows, of how many."""
+    return {"shown": shown, "total": total, **more, "full": FULL_HINT}
+
+
 # --- core read tools -----------------------------------------------------------------------------
 
 
@@ -191,8 +220,14 @@ def _family_kpis(
 
 @TOOLS.tool
 def kpi_timeseries(
-    ctx: ToolContext, cell_id: str, kpi: str, window: str, granularity: str | None = None
+    ctx: ToolContext,
+    cell_id: str,
+    kpi: str,
+    window: str,
+    granularity: str | None = None,
+    detail: str | None = None,
 ) -> dict[str, Any]:
+    full = _full_detail(detail)
     state = ctx.state
     serving = state.require_cell(cell_id)
     start, end = _window_bounds(state, window)
@@ -223,7 +258,8 @@ def kpi_timeseries(
     names = list(values)
     digits = [definitions.digits(n) for n in names]
     parts: list[np.ndarray] = []
-    for index, count in _regime_segments(history, start, step, points):
+    segments = _regime_segments(history, start, step, points)
+    for index, count in segments:
         # The serving cell's first regime is the blueprint sample (its ranges bound the
         # series); later ones are the KPIs the causal model computed after a change.
         regime = history[index][1]
@@ -253,7 +289,7 @@ def kpi_timeseries(
             "max": float(ordered[i, -1]),
             "p95": float(ordered[i, p95]),
         }
-    return {
+    output = {
         "cell_id": cell_id,
         "kpi": kpi,
         "window": window,
@@ -261,6 +297,76 @@ def kpi_timeseries(
         "timestamps": stamps,
         "series": result,
     }
+    if full:
+        return output
+    # Where the network changed inside the window: the first point of each later regime.
+    changes = list(itertools.accumulate(count for _, count in segments))[:-1]
+    return _series_summary(output, shown, changes)
+
+
+def _sample_points(total: int, count: int, change: int | None) -> list[int]:
+    """``count`` evenly spaced points of ``total`` (the first and the last among them), and the
+    two points around ``change``."""
+    if total <= count:
+        return list(range(total))
+    picks = {round(i * (total - 1) / (count - 1)) for i in range(count)}
+    if change is not None:
+        picks |= {change - 1, change}
+    return sorted(picks)
+
+
+def _series_summary(
+    output: dict[str, Any], shown: np.ndarray, changes: list[int]
+) -> dict[str, Any]:
+    """The bounded view of a ``kpi_timeseries`` output: per KPI its statistics and its first
+    and last values; where the network changed inside the window, the means before and after
+    the latest change; and as many points (at most :data:`SERIES_SAMPLES` evenly spaced, and
+    the two around the change) as keep it within :data:`SUMMARY_CHARS`."""
+    stamps, total = output["timestamps"], len(output["timestamps"])
+    change = changes[-1] if changes else None
+    display = _display()
+    base: dict[str, dict[str, Any]] = {}
+    for row, (name, full) in zip(shown, output["series"].items(), strict=True):
+        values = full["values"]
+        entry = {
+            **{k: full[k] for k in ("unit", "mean", "min", "max", "p95")},
+            "first": values[0],
+            "last": values[-1],
+        }
+        if change is not None:
+            decimals = display[name][1] + 1
+            entry["mean_before"] = round(float(row[:change].sum()) / change, decimals)
+            entry["mean_after"] = round(float(row[change:].sum()) / (total - change), decimals)
+        base[name] = entry
+    head: dict[str, Any] = {
+        **{k: output[k] for k in ("cell_id", "kpi", "window", "granularity_min")},
+        "points": total,
+    }
+    if change is not None:
+        head["change"] = {"at": stamps[change], "point": change, "changes": len(changes)}
+
+    def with_samples(picks: list[int]) -> dict[str, Any]:
+        summary = {**head, "series": base}
+        if picks:
+            summary["sample_timestamps"] = [stamps[i] for i in picks]
+            summary["series"] = {
+                name: {**entry, "samples": [output["series"][name]["values"][i] for i in picks]}
+                for name, entry in base.items()
+            }
+        if len(picks) < total:
+            summary["truncated"] = _truncated(len(picks), total)
+        return summary
+
+    # Fewer points until it fits: evenly spaced ones (with the two around a change), then the
+    # two around the change alone, then none (the first and last values are always there).
+    candidates = [_sample_points(total, count, change) for count in range(SERIES_SAMPLES, 2, -1)]
+    if change is not None:
+        candidates.append([change - 1, change])
+    for picks in candidates:
+        summary = with_samples(picks)
+        if len(canonical_json(summary)) <= SUMMARY_CHARS:
+            return summary
+    return with_samples([])
 
 
 def _regime_segments(
@@ -303,13 +409,17 @@ def _beam_shares(offset_deg: float, rng: np.random.Generator) -> list[float]:
 
 
 @TOOLS.tool
-def coverage_map(ctx: ToolContext, area: str, resolution: str) -> dict[str, Any]:
+def coverage_map(
+    ctx: ToolContext, area: str, resolution: str, detail: str | None = None
+) -> dict[str, Any]:
     """An 8 x 8 grid of bins around the serving cell: RSRP, SINR, best server, overlap.
 
     The gap share (bins over 10 dB below the cell's median) follows the cell's coverage-gap KPI,
     the overlap share its tilt (an uptilted cell overlaps more), the SSB beam distribution its
-    beam steering offset.
+    beam steering offset. The summary replaces the grid by bin counts and the bins of lowest
+    RSRP.
     """
+    full = _full_detail(detail)
     state = ctx.state
     _check_area(state, area)
     serving, rng, size = state.serving, ctx.rng, 8
@@ -332,10 +442,18 @@ def coverage_map(ctx: ToolContext, area: str, resolution: str) -> dict[str, Any]
     rsrp, sinr = np.round(rsrp, 1), np.round(sinr, 1)
     median_rsrp = _median(rsrp)
 
-    def share(mask: np.ndarray) -> float:
-        return round(100 * int(np.count_nonzero(mask)) / bins, 1)
+    masks = {
+        "coverage_gap": rsrp < median_rsrp - 10,
+        "below_minus110_dbm": rsrp < -110,
+        "overlap": overlap >= 3,
+        "serving_best_server": best == 0,
+    }
+    counts = {name: int(np.count_nonzero(mask)) for name, mask in masks.items()}
 
-    return {
+    def share(name: str) -> float:
+        return round(100 * counts[name] / bins, 1)
+
+    output: dict[str, Any] = {
         "area": area,
         "resolution": resolution,
         "rows": size,
@@ -343,10 +461,10 @@ def coverage_map(ctx: ToolContext, area: str, resolution: str) -> dict[str, Any]
         "summary": {
             "median_rsrp_dbm": round(median_rsrp, 1),
             "median_sinr_db": round(_median(sinr), 1),
-            "coverage_gap_bins_pct": share(rsrp < median_rsrp - 10),
-            "bins_below_minus110_dbm_pct": share(rsrp < -110),
-            "overlap_bins_pct": share(overlap >= 3),
-            "serving_best_server_pct": share(best == 0),
+            "coverage_gap_bins_pct": share("coverage_gap"),
+            "bins_below_minus110_dbm_pct": share("below_minus110_dbm"),
+            "overlap_bins_pct": share("overlap"),
+            "serving_best_server_pct": share("serving_best_server"),
         },
         "servers": servers,
         "grid": {
@@ -361,6 +479,24 @@ def coverage_map(ctx: ToolContext, area: str, resolution: str) -> dict[str, Any]
             "beam_failure_rate_pct": round(kpis.get("beam_fail_rate", 0.6), 1),
         },
     }
+    if full:
+        return output
+    worst = np.lexsort((np.arange(bins), rsrp))[:WORST_BINS]  # lowest RSRP, then bin order
+    output.pop("grid")
+    output["bins"] = {"total": bins, **counts}
+    output["worst_bins"] = [
+        {
+            "row": int(i) // size,
+            "col": int(i) % size,
+            "rsrp_dbm": float(rsrp[i]),
+            "sinr_db": float(sinr[i]),
+            "best_server_index": int(best[i]),
+            "servers_within_6db": int(overlap[i]),
+        }
+        for i in worst
+    ]
+    output["truncated"] = _truncated(len(worst), bins)
+    return output
 
 
 def _pci_findings(cell: CellRow, others: list[CellRow]) -> list[dict[str, Any]]:
@@ -682,7 +818,10 @@ def sla_policy_fetch(ctx: ToolContext, cell_id: str, customer: str | None = None
 
 
 @TOOLS.tool
-def traffic_forecast(ctx: ToolContext, cell_id: str, horizon: str) -> dict[str, Any]:
+def traffic_forecast(
+    ctx: ToolContext, cell_id: str, horizon: str, detail: str | None = None
+) -> dict[str, Any]:
+    full = _full_detail(detail)
     state, rng = ctx.state, ctx.rng
     cell = state.cell(cell_id)
     hours = int(parse_window(horizon).total_seconds() // 3600)
@@ -698,11 +837,23 @@ def traffic_forecast(ctx: ToolContext, cell_id: str, horizon: str) -> dict[str, 
                 "prb_util_pct": round(min(99.0, 100 * load * diurnal * rng.uniform(0.95, 1.05))),
             }
         )
-    return {
+    output = {
         "cell_id": cell_id,
         "horizon": horizon,
         "model": "seasonal-naive (4 weeks)",
         "forecast": forecast,
+    }
+    if full or len(forecast) <= FORECAST_HOURS:
+        return output
+    loads = [f["prb_util_pct"] for f in forecast]
+    return {
+        **output,
+        "forecast": forecast[:FORECAST_HOURS],
+        "hours": len(forecast),
+        "mean_prb_util_pct": round(sum(loads) / len(loads), 1),
+        "peak": forecast[loads.index(max(loads))],
+        "lowest": forecast[loads.index(min(loads))],
+        "truncated": _truncated(FORECAST_HOURS, len(forecast)),
     }
 
 

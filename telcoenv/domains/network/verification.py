@@ -4,8 +4,12 @@ An episode is resolved when
 
 * the root cause is removed: every fault parameter of the intent holds its corrective value
   (for ``config`` faults: the cell matches its approved baseline again; for a PCI fault: the cell
-  shares its PCI with no neighbour; faults that only a field team can clear, such as an outage,
-  count as removed once escalated in a ticket);
+  shares its PCI with no neighbour; faults that only another team can clear, such as an outage,
+  count as removed once escalated in a ticket to the intent's team that names the affected cell
+  or its site);
+* for those ticket-only intents, the diagnosis is right: a valid submission names the gold
+  intent (its English or Arabic label, or its key), since a ticket alone proves nothing about
+  the diagnosis (a refused submission or a truncated run has none);
 * a ticket exists where the intent requires one;
 * nothing unrelated changed: a diff of every configuration row in the database (cells, slices,
   backhaul) against the episode's starting state lists each change outside the fault as
@@ -14,6 +18,7 @@ An episode is resolved when
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -22,6 +27,8 @@ from telcoenv.domains.network.dynamics import FIX_TOOLS, key_kpis_recovered
 from telcoenv.domains.network.models import Intent
 from telcoenv.domains.network.state import ConfigKey, Configuration, NetworkState
 from telcoenv.domains.network.topology import Fault
+from telcoenv.text import normalize
+from telcoenv.trace import Submission
 
 
 class Verification(BaseModel):
@@ -50,17 +57,51 @@ def _fault_keys(intent: Intent, state: NetworkState) -> set[ConfigKey]:
     return {(owner, name) for name in intent.fault.parameters}
 
 
+def ticket_only(intent: Intent) -> bool:
+    """Whether the intent's fix is a ticket to another team alone (no configuration change)."""
+    return not FIX_TOOLS & set(intent.gold_tools)
+
+
+def diagnosed(intent: Intent, submission: Submission | None) -> bool:
+    """Whether a valid submission names the intent: its label in either language or its key
+    (compared casefolded, Arabic spelling variants folded, as the counterparts' phrases are)."""
+    if submission is None:
+        return False
+    names = {normalize(name).strip() for name in (intent.label.en, intent.label.ar, intent.key)}
+    return normalize(submission.intent).strip() in names
+
+
+def _mentions(text: str, name: str) -> bool:
+    """``name`` as a whole id in ``text`` (S0880 is not named by S08801)."""
+    return re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text, re.IGNORECASE) is not None
+
+
+def _names_the_cell(ticket: dict[str, Any], state: NetworkState) -> bool:
+    """A ticket for the serving cell: its cell id, or with none its summary names the cell or its
+    site (a ticket for a neighbour is for the wrong object)."""
+    if ticket["cell_id"]:
+        return ticket["cell_id"] == state.serving_id
+    names = (state.serving_id, state.initial.serving.site_id)
+    return any(_mentions(ticket["summary"], name) for name in names)
+
+
+def _escalation_check(intent: Intent, state: NetworkState) -> dict[str, bool]:
+    """A ticket to the intent's team about the affected cell: what hands the case over."""
+    team = intent.resolution.ticket.team if intent.resolution.ticket else None
+    found = any(
+        (team is None or ticket["team"] == team) and _names_the_cell(ticket, state)
+        for ticket in state.tickets()
+    )
+    return {f"escalated to {team or 'a team'} in a ticket on {state.serving_id}": found}
+
+
 def _root_cause_checks(
-    intent: Intent,
-    state: NetworkState,
-    config: Configuration,
-    fix: dict[str, Any],
-    ticket_found: bool,
+    intent: Intent, state: NetworkState, config: Configuration, fix: dict[str, Any]
 ) -> dict[str, bool]:
-    if not FIX_TOOLS & set(intent.gold_tools):
+    if ticket_only(intent):
         # Field work (a coverage survey, a site repair) or an SLA escalation: the network cannot
-        # be fixed from the OSS, so handing it over in a ticket removes the cause from our side.
-        return {"escalated in a ticket": ticket_found}
+        # be fixed from the OSS, so handing it to the right team removes the cause from our side.
+        return _escalation_check(intent, state)
     serving = f"cell:{state.serving_id}"
     if intent.fault.target == "config":
         baseline = state.baseline_of(state.serving_id)
@@ -83,13 +124,14 @@ def _root_cause_checks(
     return checks
 
 
-def verify(state: NetworkState, fault: Fault) -> Verification:
-    """Check the final state of an episode against its fault and its starting state."""
+def verify(state: NetworkState, fault: Fault, submission: Submission | None = None) -> Verification:
+    """Check the final state of an episode against its fault and its starting state, and for a
+    ticket-only intent the ``submission`` (None: nothing valid was submitted)."""
     intent, fix = fault.intent, fault.fix
     required = intent.resolution.ticket_required
     ticket_found = state.ticket_count() > 0
     config = state.configuration()
-    checks = _root_cause_checks(intent, state, config, fix, ticket_found)
+    checks = _root_cause_checks(intent, state, config, fix)
     allowed = _fault_keys(intent, state)
     collateral = [
         {"object": key[0], "parameter": key[1], "before": before, "after": after}
@@ -97,7 +139,9 @@ def verify(state: NetworkState, fault: Fault) -> Verification:
         if key not in allowed
     ]
     root_cause_removed = all(checks.values())
-    if FIX_TOOLS & set(intent.gold_tools):  # fixed from the OSS: the KPIs must have recovered
+    if ticket_only(intent):  # the state shows a ticket, not whether the diagnosis was right
+        checks["intent diagnosed"] = diagnosed(intent, submission)
+    else:  # fixed from the OSS: the KPIs must have recovered
         for name, recovered in key_kpis_recovered(state, fault).items():
             checks[f"{name} recovered"] = recovered
     if required:

@@ -1,0 +1,138 @@
+"""Which facts a plain message asks the counterpart for, by meaning.
+
+Real models ask in many ways ("Could you share the impacted sector's identifier?", "منذ متى
+تلاحظون ذلك؟"); keyword lists miss most of them and fire on statements ("I checked the cell").
+A :class:`QuestionRouter` embeds each sentence of a message with the multilingual embedder the
+library ships (offline, deterministic) and compares it with bilingual prototype questions per
+kind of fact; a kind's keywords in the sentence (``telcoenv.text`` matching, both scripts) add
+:data:`KEYWORD_BONUS` to its score, because the embedder knows colloquial Arabic less well
+than the words do. A sentence goes to the kind it scores best on, if that score is high enough
+and not below the ``other`` prototypes' (statements, thanks, diagnoses). A message that asks
+for nothing the counterpart knows is answered with the list of what it can tell.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from functools import cached_property
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from telcoenv.embeddings import Embedder, multilingual_embedder
+from telcoenv.errors import CatalogError
+from telcoenv.specs import LANGUAGES
+from telcoenv.text import keyword_pattern, normalize, without_marks
+
+OTHER = "other"
+#: What a kind's keyword in a sentence adds to the sentence's similarity to that kind.
+KEYWORD_BONUS = 0.05
+#: A message is read up to here: a question fits many times over, and a megabyte of agent
+#: output costs no more than a paragraph.
+ROUTED_CHARS = 2_000
+#: At most this many sentences of a message are routed (the first ones).
+ROUTED_SENTENCES = 8
+# A sentence ends at ? ؟ ! . ; or a line break (a dot between digits or letters is no end).
+_SENTENCE_END = re.compile(r"(?<=[?؟!;\n])|(?<=\.)(?=\s|$)")
+_WORD = re.compile(r"\w+")
+
+
+class QuestionRouter:
+    """Routes messages to kinds of fact by similarity to prototype questions.
+
+    Args:
+        prototypes: per kind, per language (and ``keywords``: words of either language that
+            name the fact), example questions; ``other`` lists what is no question for the
+            counterpart.
+        embedder: a factory of the sentence embedder (called at the first message).
+        threshold: the least similarity of a sentence to its kind's prototypes.
+        top: a kind's score is the mean of its ``top`` best similarities to the sentence.
+    """
+
+    def __init__(
+        self,
+        prototypes: Mapping[str, Mapping[str, Sequence[str]]],
+        embedder: Callable[[], Embedder] = multilingual_embedder,
+        threshold: float = 0.4,
+        top: int = 2,
+    ) -> None:
+        if OTHER not in prototypes:
+            raise ValueError(f"the prototypes need an {OTHER!r} kind")
+        self.kinds = [kind for kind in prototypes if kind != OTHER]
+        self._labels = [k for k, by_lang in prototypes.items() for q in _all(by_lang)]
+        self._texts = [without_marks(q) for by_lang in prototypes.values() for q in _all(by_lang)]
+        self._keywords = {
+            kind: keyword_pattern(by_lang["keywords"])
+            for kind, by_lang in prototypes.items()
+            if by_lang.get("keywords")
+        }
+        self._embedder_factory = embedder
+        self.threshold, self.top = threshold, top
+
+    @cached_property
+    def _embedder(self) -> Embedder:
+        return self._embedder_factory()
+
+    @cached_property
+    def _prototype_vectors(self) -> np.ndarray:
+        return self._embedder.encode(self._texts)
+
+    def route(self, message: str) -> list[str]:
+        """The kinds ``message`` asks for, best first (each once; none: nothing it knows)."""
+        sentences = split_sentences(message)
+        if not sentences:
+            return []
+        vectors = self._embedder.encode([without_marks(s) for s in sentences])
+        similarity = vectors @ self._prototype_vectors.T
+        found: dict[str, float] = {}
+        for sentence, row in zip(sentences, similarity, strict=True):
+            kind, score = self._best(row, normalize(sentence))
+            if kind != OTHER and score >= self.threshold and score > found.get(kind, -1.0):
+                found[kind] = score
+        return sorted(found, key=lambda k: -found[k])
+
+    def _best(self, row: np.ndarray, text: str) -> tuple[str, float]:
+        """The sentence's best kind and score (``other`` when a statement scores higher)."""
+        scores: dict[str, list[float]] = {}
+        for label, value in zip(self._labels, row.tolist(), strict=True):
+            scores.setdefault(label, []).append(value)
+        means = {k: float(np.mean(sorted(v)[-self.top :])) for k, v in scores.items()}
+        for kind, pattern in self._keywords.items():
+            if pattern.search(text):
+                means[kind] += KEYWORD_BONUS
+        other = means.pop(OTHER)
+        kind = max(means, key=lambda k: (means[k], k))  # ties broken by name: deterministic
+        # Closer to a statement than to any question the counterpart can answer: no question.
+        return (kind, means[kind]) if means[kind] >= other else (OTHER, other)
+
+
+def split_sentences(message: str) -> list[str]:
+    """The sentences of a message that have words, in order (at most
+    :data:`ROUTED_SENTENCES`, from its first :data:`ROUTED_CHARS` characters)."""
+    text = message[:ROUTED_CHARS]
+    parts = (part.strip() for part in _SENTENCE_END.split(text))
+    return [part for part in parts if _WORD.search(part)][:ROUTED_SENTENCES]
+
+
+def load_prototypes(path: Path) -> dict[str, dict[str, list[str]]]:
+    """A domain's prototype questions (``kinds: {kind: {en: [...], ar: [...]}}``), checked:
+    every kind has questions in every language, and ``other`` is there."""
+    document = yaml.safe_load(path.read_text(encoding="utf-8"))
+    kinds = (document or {}).get("kinds")
+    if not isinstance(kinds, dict) or OTHER not in kinds:
+        raise CatalogError(str(path), "kinds", f"a mapping of kinds with {OTHER!r} is required")
+    for kind, by_lang in kinds.items():
+        for lang in LANGUAGES:
+            questions = (by_lang or {}).get(lang)
+            if not questions or not all(isinstance(q, str) and q.strip() for q in questions):
+                raise CatalogError(str(path), f"kinds.{kind}.{lang}", "non-empty questions needed")
+        keywords = (by_lang or {}).get("keywords", [])
+        if not isinstance(keywords, list) or not all(isinstance(k, str) and k for k in keywords):
+            raise CatalogError(str(path), f"kinds.{kind}.keywords", "a list of words needed")
+    return kinds
+
+
+def _all(by_lang: Mapping[str, Sequence[str]]) -> list[str]:
+    return [question for lang in LANGUAGES for question in by_lang[lang]]

@@ -1,0 +1,140 @@
+"""Counterparts route questions by meaning: measured on an independent paraphrase set, with a
+reply that lists what the counterpart can tell when a message asks nothing it knows."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+import telcoenv
+from telcoenv.domains.bss import customer
+from telcoenv.domains.network import engineer
+from telcoenv.errors import CatalogError
+from telcoenv.routing import OTHER, QuestionRouter, load_prototypes, split_sentences
+
+# Written by someone who never saw the prototypes (telcoenv/domains/*/questions.yaml), as real
+# models ask; the routing was tuned on the even-numbered messages and never on the odd ones.
+PARAPHRASES = yaml.safe_load(
+    (Path(__file__).parents[1] / "data" / "question_paraphrases.yaml").read_text("utf-8")
+)
+ROUTERS = {"engineer": engineer.question_router, "customer": customer.question_router}
+PROTOTYPES = {
+    "engineer": Path(engineer.__file__).with_name("questions.yaml"),
+    "customer": Path(customer.__file__).with_name("questions.yaml"),
+}
+
+
+def _cases(role: str, half: int | None = None) -> list[tuple[str, str, str]]:
+    """(kind, lang, message) of the paraphrase set, without a message that is also one of the
+    prototypes (word for word: that measures nothing)."""
+    prototypes = load_prototypes(PROTOTYPES[role])
+    known = {q.strip().lower() for by_lang in prototypes.values() for q in by_lang["en"]}
+    known |= {q.strip() for by_lang in prototypes.values() for q in by_lang["ar"]}
+    return [
+        (kind, lang, message)
+        for kind, by_lang in PARAPHRASES[role].items()
+        for lang, messages in by_lang.items()
+        for index, message in enumerate(messages)
+        if (half is None or index % 2 == half)
+        and message.strip().lower() not in known
+        and message.strip() not in known
+    ]
+
+
+def _accuracy(role: str, cases: list[tuple[str, str, str]]) -> float:
+    router = ROUTERS[role]()
+    return sum((router.route(m) or [OTHER])[0] == kind for kind, _, m in cases) / len(cases)
+
+
+def test_the_paraphrase_set_is_large_enough():
+    for role, kinds in PARAPHRASES.items():
+        assert set(kinds) == {*ROUTERS[role]().kinds, OTHER}
+        for by_lang in kinds.values():
+            assert len(by_lang["en"]) >= 30 and len(by_lang["ar"]) >= 30
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("role", ["engineer", "customer"])
+def test_routing_accuracy_is_at_least_90_percent(role):
+    """The held-out half (odd-numbered messages) and the whole set, both languages.
+    Measured when written: engineer 0.901 held out, customer 0.925."""
+    assert _accuracy(role, _cases(role, half=1)) >= 0.90
+    assert _accuracy(role, _cases(role)) >= 0.90
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("role", ["engineer", "customer"])
+@pytest.mark.parametrize("lang", ["en", "ar"])
+def test_each_language_routes_well(role, lang):
+    cases = [c for c in _cases(role) if c[1] == lang]
+    assert _accuracy(role, cases) >= 0.85
+
+
+def test_routing_is_deterministic_and_a_statement_asks_nothing():
+    router = engineer.question_router()
+    message = "Thanks. Which cell is affected? And when did it start?"
+    assert router.route(message) == router.route(message)
+    assert set(router.route(message)) == {"cell_id", "started"}
+    assert router.route("I checked the KPIs and I am applying the fix now.") == []
+    assert router.route("") == [] and router.route("?!... \n") == []
+
+
+def test_sentences_are_split_where_a_model_ends_them():
+    text = "Hello! Which cell is it?\nWhen did it start؟ Cell NR-URB-MACRO-000 v1.2 looks odd."
+    assert split_sentences(text) == [
+        "Hello!",
+        "Which cell is it?",
+        "When did it start؟",
+        "Cell NR-URB-MACRO-000 v1.2 looks odd.",
+    ]
+
+
+@pytest.mark.parametrize("lang", ["en", "ar"])
+def test_the_engineer_lists_what_it_can_tell(lang):
+    env = telcoenv.make("beam_misalignment", embedder=None, lang=lang)
+    env.reset(seed=2)
+    statement = "I am reviewing the configuration." if lang == "en" else "أراجع الإعدادات."
+    reply, *_ = env.step(statement)
+    can_tell = engineer.phrases()["can_tell"][lang]
+    assert any(reply.endswith(sentence) for sentence in can_tell)
+
+
+@pytest.mark.parametrize("lang", ["en", "ar"])
+def test_the_customer_lists_what_they_can_tell(lang):
+    env = telcoenv.make("bill_shock", domain="bss", embedder=None, lang=lang)
+    env.reset(seed=2)
+    reply, *_ = env.step("What firmware runs on the billing server?")
+    facts = customer.phrases()["facts"]
+    assert facts["msisdn"][lang] in reply and facts["period"][lang] in reply
+    assert not re.search(r"\d{12}", reply)  # the list names the facts, it does not give them
+
+
+def test_the_customer_answers_two_questions_in_one_message():
+    env = telcoenv.make("bill_shock", domain="bss", embedder=None)
+    env.reset(seed=2)
+    number = env.unwrapped.trace.start_state["msisdns"][0]
+    reply, *_ = env.step("Could you give me your mobile number? Also, which month is the bill?")
+    assert number in reply and re.search(r"\d{4}-\d{2}", reply)
+
+
+@pytest.mark.parametrize(
+    ("document", "where"),
+    [
+        ({"kinds": {"cell_id": {"en": ["Which cell?"], "ar": ["أي خلية؟"]}}}, "kinds"),
+        ({"kinds": {"other": {"en": ["Thanks."]}}}, "kinds.other.ar"),
+        ({"kinds": {"other": {"en": ["x"], "ar": ["y"], "keywords": "cell"}}}, "keywords"),
+    ],
+)
+def test_bad_prototypes_are_refused_with_their_place(tmp_path, document, where):
+    path = tmp_path / "questions.yaml"
+    path.write_text(yaml.safe_dump(document, allow_unicode=True), encoding="utf-8")
+    with pytest.raises(CatalogError, match=re.escape(where)):
+        load_prototypes(path)
+
+
+def test_a_router_needs_other_prototypes():
+    with pytest.raises(ValueError, match="other"):
+        QuestionRouter({"cell_id": {"en": ["Which cell?"], "ar": ["أي خلية؟"]}})
