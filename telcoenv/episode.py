@@ -29,7 +29,7 @@ from telcoenv.actions import ParseError, PlainMessage, Received, ToolCall
 from telcoenv.catalog import fill_gold_arguments
 from telcoenv.domains import Domain
 from telcoenv.errors import EmbedderUnavailableError
-from telcoenv.feedback import next_step
+from telcoenv.feedback import next_step, silence_reply
 from telcoenv.metrics.scoring import EpisodeMetrics, score_episode
 from telcoenv.options import GUIDED, EnvSettings
 from telcoenv.policies import ApprovalGate, Remeasurements, StepBudget
@@ -222,7 +222,10 @@ class Episode:
         first_record = len(trace.actions)
         parsed = received.parsed
         submitted = False
-        if isinstance(parsed, ParseError):
+        if isinstance(parsed, ParseError) and parsed.kind == "empty_action":
+            observation = self._silence(received.raw)
+            messages = [{"role": "user", "content": observation}]
+        elif isinstance(parsed, ParseError):
             observation = self._refused("invalid", parsed.kind, parsed.message, raw=received.raw)
             messages = [{"role": "user", "content": observation}]
         elif isinstance(parsed, PlainMessage):
@@ -402,8 +405,23 @@ class Episode:
         )
         return observation
 
+    def _silence(self, raw: Any) -> str:
+        """An empty message: the counterpart says nothing came and what to do, in words; the
+        action is recorded and counted as invalid (``empty_action``)."""
+        observation = silence_reply(self.trace.language, self.domain.counterpart)
+        self._record(
+            kind="invalid",
+            raw=raw,
+            valid=False,
+            error_kind="empty_action",
+            error="the message is empty: no tool call and no text",
+            observation=observation,
+        )
+        return observation
+
     def _error(self, kind: str, message: str) -> str:
-        advice = next_step(kind, self.trace.language, self.domain.counterpart)
+        overrides = getattr(self.domain, "next_steps", None)
+        advice = next_step(kind, self.trace.language, self.domain.counterpart, overrides)
         return error_observation(kind, message, advice)
 
     def _record(self, **fields: Any) -> ActionRecord:

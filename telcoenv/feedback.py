@@ -7,6 +7,8 @@ empty reply, an unknown id) is told what would move the episode on.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from telcoenv.specs import Language
 
 _AGAIN = {
@@ -58,15 +60,37 @@ NEXT_STEPS: dict[str, dict[str, str]] = {
         "ar": "أعد المحاولة بوسائط أخرى، أو اختر أداة أخرى.",
     },
 }
+# What the counterpart says to an empty message, before the advice (it is answered in words,
+# not with a JSON error: a model that went silent needs a conversation turn it can follow).
+SILENCE = {
+    "en": "I didn't get any message from you.",
+    "ar": "لم تصلني منك أي رسالة.",
+}
 # How the counterpart is named in Arabic; another domain's counterpart keeps its own name.
 _ARABIC_NAMES = {"engineer": "المهندس", "customer": "العميل", "subscriber": "المشترك"}
 
 
-def next_step(kind: str, lang: Language, counterpart: str) -> str | None:
+def next_step(
+    kind: str,
+    lang: Language,
+    counterpart: str,
+    overrides: Mapping[str, Mapping[str, str]] | None = None,
+) -> str | None:
     """The sentence that tells the agent what to do after an error of ``kind`` (``None`` for
-    a kind with no advice)."""
-    sentences = NEXT_STEPS.get(kind)
+    a kind with no advice); a domain's ``overrides`` (its ``next_steps``: which of its tools
+    lists the valid ids) win over the generic advice."""
+    sentences = (overrides or {}).get(kind) or NEXT_STEPS.get(kind)
     if sentences is None:
         return None
-    who = _ARABIC_NAMES.get(counterpart, counterpart) if lang == "ar" else counterpart
-    return sentences.get(lang, sentences["en"]).format(who=who)
+    return sentences.get(lang, sentences["en"]).format(who=counterpart_name(counterpart, lang))
+
+
+def counterpart_name(counterpart: str, lang: Language) -> str:
+    """The counterpart as the advice names it in ``lang``."""
+    return _ARABIC_NAMES.get(counterpart, counterpart) if lang == "ar" else counterpart
+
+
+def silence_reply(lang: Language, counterpart: str) -> str:
+    """The counterpart's answer to an empty message: that nothing came, and what to do."""
+    advice = next_step("empty_action", lang, counterpart) or ""
+    return f"{SILENCE.get(lang, SILENCE['en'])} {advice}".strip()

@@ -29,6 +29,8 @@ from telcoenv.text import keyword_pattern, normalize, without_marks
 OTHER = "other"
 #: What a kind's keyword in a sentence adds to the sentence's similarity to that kind.
 KEYWORD_BONUS = 0.05
+#: A sentence also asks a second kind that scores at most this much below its best one.
+RUNNER_UP = 0.03
 #: A message is read up to here: a question fits many times over, and a megabyte of agent
 #: output costs no more than a paragraph.
 ROUTED_CHARS = 2_000
@@ -36,6 +38,7 @@ ROUTED_CHARS = 2_000
 ROUTED_SENTENCES = 8
 # A sentence ends at ? ؟ ! . ; or a line break (a dot between digits or letters is no end).
 _SENTENCE_END = re.compile(r"(?<=[?؟!;\n])|(?<=\.)(?=\s|$)")
+_CLAUSE_END = re.compile(r"[,،]\s")
 _WORD = re.compile(r"\w+")
 
 
@@ -82,19 +85,36 @@ class QuestionRouter:
     def route(self, message: str) -> list[str]:
         """The kinds ``message`` asks for, best first (each once; none: nothing it knows)."""
         sentences = split_sentences(message)
-        if not sentences:
+        # A request often ends a sentence after a comma ("To update your email, please give me
+        # your line number."): its clauses may add kinds, after those of the whole sentences.
+        clauses = [c for s in sentences for c in split_clauses(s)]
+        texts = sentences + clauses
+        if not texts:
             return []
-        vectors = self._embedder.encode([without_marks(s) for s in sentences])
+        vectors = self._embedder.encode([without_marks(t) for t in texts])
         similarity = vectors @ self._prototype_vectors.T
-        found: dict[str, float] = {}
-        for sentence, row in zip(sentences, similarity, strict=True):
-            kind, score = self._best(row, normalize(sentence))
-            if kind != OTHER and score >= self.threshold and score > found.get(kind, -1.0):
-                found[kind] = score
-        return sorted(found, key=lambda k: -found[k])
+        found: list[dict[str, float]] = [{}, {}]
+        for index, (text, row) in enumerate(zip(texts, similarity, strict=True)):
+            scores = found[index >= len(sentences)]
+            for kind, score in self._asked(row, normalize(text)):
+                scores[kind] = max(score, scores.get(kind, -1.0))
+        ranked = sorted(found[0], key=lambda k: (-found[0][k], k))
+        return ranked + sorted(set(found[1]) - set(ranked), key=lambda k: (-found[1][k], k))
 
-    def _best(self, row: np.ndarray, text: str) -> tuple[str, float]:
-        """The sentence's best kind and score (``other`` when a statement scores higher)."""
+    def _asked(self, row: np.ndarray, text: str) -> list[tuple[str, float]]:
+        """The kinds one sentence asks: its best kind, and a runner-up within
+        :data:`RUNNER_UP` of it ("To update your email, please give me your line number.");
+        none when a statement scores higher or the best is below the threshold."""
+        means = self._scores(row, text)
+        other = means.pop(OTHER)
+        best = max(means.values())
+        if best < max(self.threshold, other):
+            return []
+        floor = max(self.threshold, other, best - RUNNER_UP)
+        return [(kind, score) for kind, score in means.items() if score >= floor]
+
+    def _scores(self, row: np.ndarray, text: str) -> dict[str, float]:
+        """Every kind's score for one sentence (``other`` included)."""
         scores: dict[str, list[float]] = {}
         for label, value in zip(self._labels, row.tolist(), strict=True):
             scores.setdefault(label, []).append(value)
@@ -102,10 +122,7 @@ class QuestionRouter:
         for kind, pattern in self._keywords.items():
             if pattern.search(text):
                 means[kind] += KEYWORD_BONUS
-        other = means.pop(OTHER)
-        kind = max(means, key=lambda k: (means[k], k))  # ties broken by name: deterministic
-        # Closer to a statement than to any question the counterpart can answer: no question.
-        return (kind, means[kind]) if means[kind] >= other else (OTHER, other)
+        return means
 
 
 def split_sentences(message: str) -> list[str]:
@@ -114,6 +131,13 @@ def split_sentences(message: str) -> list[str]:
     text = message[:ROUTED_CHARS]
     parts = (part.strip() for part in _SENTENCE_END.split(text))
     return [part for part in parts if _WORD.search(part)][:ROUTED_SENTENCES]
+
+
+def split_clauses(sentence: str) -> list[str]:
+    """A sentence's comma-separated clauses of at least two words (none without a comma)."""
+    parts = [part.strip() for part in _CLAUSE_END.split(sentence)]
+    clauses = [part for part in parts if len(_WORD.findall(part)) >= 2]
+    return clauses if len(parts) > 1 else []
 
 
 def load_prototypes(path: Path) -> dict[str, dict[str, list[str]]]:

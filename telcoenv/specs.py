@@ -175,9 +175,9 @@ def compact_schema(schema: Mapping[str, Any], nested: bool = False) -> dict[str,
         compact["enum"] = list(enum)
     elif "type" in schema:
         compact["type"] = schema["type"]
-    # A format's example ("3h"), not an id's: a small model copies an example id.
+    # A format's short example ("3h"), never an id's: a small model copies an example id.
     example = _EXAMPLE.search(str(schema.get("description", ""))) if "pattern" in schema else None
-    if example:
+    if example and len(example.group(1)) <= _SHORT_EXAMPLE:
         compact["description"] = "e.g. " + example.group(1)
     if "properties" in schema and nested:
         compact["description"] = "any of: " + ", ".join(schema["properties"])
@@ -197,6 +197,7 @@ def compact_schema(schema: Mapping[str, Any], nested: bool = False) -> dict[str,
     return compact
 
 
+_SHORT_EXAMPLE = 8  # characters, quotes included: "30m", "2026-08", never "966500000000"
 _EXAMPLE = re.compile(r"e\.g\. (\"[^\"]+\")")
 
 

@@ -6,7 +6,12 @@ short ``Retry-After``) before each answer; ``slow`` sleeps past the client's tim
 ``unauthorized`` answers 401; ``garbage`` answers 200 with a body that is not JSON. The text
 models write the same calls in the message text, as small models do: ``fenced`` (a ```json
 fence), ``hermes`` (``<tool_call>`` tags), ``bare`` (a bare object after a sentence);
-``empty`` answers with empty content first. Every answer reports token usage.
+``empty`` answers with empty content first (at temperature 0; a warmer, seeded request gets the
+call). Every answer reports token usage.
+
+``replay:<name>`` answers the k-th request for that model with the k-th reply of
+``StubServer(replays={name: [...]})`` (recorded replies of a real model; an empty reply after
+the last).
 
 Like a strict hosted API, the server refuses (HTTP 400) a conversation in which a tool call
 has no id, is not answered by exactly one tool message, or a tool message answers no call.
@@ -58,11 +63,15 @@ def _written(model: str, call: dict[str, Any]) -> str:
     return f"Next step: {body}"
 
 
-def _reply(messages: list[dict[str, Any]], model: str) -> dict[str, Any]:
+def _reply(messages: list[dict[str, Any]], model: str, temperature: float = 0.0) -> dict[str, Any]:
     called = sum(1 for m in messages if m["role"] == "assistant")
-    if model == "empty" and called == 0:
+    if model == "empty" and called == 0 and temperature == 0:
         return {"role": "assistant", "content": ""}
-    called -= model == "empty"
+    # The empty turn, when the agent kept it, does not count as a call.
+    called -= any(
+        m["role"] == "assistant" and not m.get("content") and not m.get("tool_calls")
+        for m in messages
+    )
     text = " ".join(str(m.get("content") or "") for m in messages)
     cell = CELL.search(text)
     if called == 0 and cell:
@@ -129,7 +138,10 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send(503, b'{"error": "overloaded"}', retry_after_ms=10)
                 return
         prompt = sum(len(json.dumps(m)) for m in messages) // 4
-        message = _reply(messages, model)
+        if model.startswith("replay:"):
+            message = self.server.replay(model.removeprefix("replay:"))  # type: ignore[attr-defined]
+        else:
+            message = _reply(messages, model, request.get("temperature", 0.0))
         finish = "tool_calls" if message.get("tool_calls") else "stop"
         body = {
             "id": "stub",
@@ -148,9 +160,13 @@ class _Handler(BaseHTTPRequestHandler):
 class StubServer:
     """Start on a free loopback port; ``base_url`` ends in ``/v1``; stop with ``close()``."""
 
-    def __init__(self) -> None:
+    def __init__(self, replays: dict[str, list[dict[str, Any]]] | None = None) -> None:
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         self.httpd.requests = []  # type: ignore[attr-defined]
+        queues = {name: list(replies) for name, replies in (replays or {}).items()}
+        self.httpd.replay = lambda name: (  # type: ignore[attr-defined]
+            queues[name].pop(0) if queues[name] else {"role": "assistant", "content": ""}
+        )
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
         self.thread.start()
         self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"

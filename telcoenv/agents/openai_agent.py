@@ -57,6 +57,9 @@ class OpenAIAgent:
         tool_call_parser: how tool calls written in the message text become calls: ``auto``
             (``<tool_call>`` blocks, then JSON objects, only for the episode's tool names),
             ``hermes``, ``json`` or ``native`` (text is always a message).
+        empty_retries: how many times an empty reply (no text, no call) is asked again, at
+            ``retry_temperature`` with a fixed ``seed`` (reproducible where the server honours
+            it): small models at temperature 0 can fall silent for good after an error.
         prompt_price / completion_price: cost per 1,000 tokens, used when the server reports no
             ``usage.cost``.
         extra_body: extra request fields passed through (e.g. ``{"top_k": 20}``).
@@ -78,6 +81,8 @@ class OpenAIAgent:
         max_retries: int = 2,
         retry_timeouts: bool = False,
         tool_call_parser: str = "auto",
+        empty_retries: int = 1,
+        retry_temperature: float = 0.7,
         prompt_price: float = 0.0,
         completion_price: float = 0.0,
         extra_body: dict[str, Any] | None = None,
@@ -89,6 +94,8 @@ class OpenAIAgent:
                 "'{\"model\": ...}' or TELCOENV_MODEL"
             )
         _check_options(tool_call_parser, max_tokens, timeout, connect_timeout, max_retries)
+        if not isinstance(empty_retries, int) or empty_retries < 0:
+            raise TelcoEnvError(f"empty_retries must be an integer >= 0, not {empty_retries!r}")
         self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip(
             "/"
         )
@@ -97,6 +104,7 @@ class OpenAIAgent:
         self.timeout, self.connect_timeout = timeout, connect_timeout
         self.max_retries, self.retry_timeouts = max_retries, retry_timeouts
         self.tool_call_parser = tool_call_parser
+        self.empty_retries, self.retry_temperature = empty_retries, retry_temperature
         self.prices = (prompt_price, completion_price)
         self.extra_body = dict(extra_body or {})
         self.messages: list[dict[str, Any]] = []
@@ -118,7 +126,11 @@ class OpenAIAgent:
     def act(self, observation: str, info: dict[str, Any]) -> dict[str, Any]:
         self._receive(observation, info)
         started = time.perf_counter()
-        reply = self._reply(lambda: self._client().chat.completions.with_raw_response.create)
+        create = self._client().chat.completions.with_raw_response.create
+        reply, attempt = self._reply(create, 0), 0
+        while self._silent(reply) and attempt < self.empty_retries:
+            attempt += 1
+            reply = self._reply(create, attempt)
         return self._answer(reply, started)
 
     async def aact(self, observation: str, info: dict[str, Any]) -> dict[str, Any]:
@@ -126,11 +138,22 @@ class OpenAIAgent:
         self._receive(observation, info)
         started = time.perf_counter()
         create = self._client(asynchronous=True).chat.completions.with_raw_response.create
-        try:
-            raw = await create(**self._request())
-        except Exception as exc:  # mapped to one ModelServerError with the server's words
-            raise self._failure(exc) from None
-        return self._answer(self._parsed(raw), started)
+        attempt = 0
+        while True:
+            try:
+                raw = await create(**self._request(attempt))
+            except Exception as exc:  # mapped to one ModelServerError with the server's words
+                raise self._failure(exc) from None
+            reply = self._parsed(raw)
+            if not self._silent(reply) or attempt == self.empty_retries:
+                return self._answer(reply, started)
+            attempt += 1
+
+    def _silent(self, reply: dict[str, Any]) -> bool:
+        """An empty reply (counted): no call and no text."""
+        silent = not reply.get("tool_calls") and not str(reply.get("content") or "").strip()
+        self.usage["empty_replies"] += silent
+        return silent
 
     def close(self) -> None:
         """Close the pooled connections (the agent can still be used: they reopen)."""
@@ -172,8 +195,6 @@ class OpenAIAgent:
             if written is not None:
                 self.usage["text_tool_calls"] += len(written["tool_calls"])
                 content, calls = written.get("content") or "", written["tool_calls"]
-        if not calls and not content.strip():
-            self.usage["empty_replies"] += 1
         message: dict[str, Any] = {"role": "assistant", "content": content}
         if calls:
             message["tool_calls"] = [self._with_id(call, index) for index, call in enumerate(calls)]
@@ -189,23 +210,26 @@ class OpenAIAgent:
 
     # -- the server ---------------------------------------------------------------------------
 
-    def _request(self) -> dict[str, Any]:
+    def _request(self, attempt: int = 0) -> dict[str, Any]:
+        """The request; an empty reply's ``attempt`` samples again, warmer and seeded."""
         request: dict[str, Any] = {
             "model": self.model,
             "messages": self.messages,
             "tools": self.tools,
             "tool_choice": "auto",
-            "temperature": self.temperature,
+            "temperature": self.temperature if attempt == 0 else self.retry_temperature,
         }
+        if attempt:
+            request["seed"] = attempt
         if self.max_tokens is not None:
             request["max_tokens"] = self.max_tokens
         if self.extra_body:
             request["extra_body"] = self.extra_body
         return request
 
-    def _reply(self, create: Any) -> dict[str, Any]:
+    def _reply(self, create: Any, attempt: int) -> dict[str, Any]:
         try:
-            raw = create()(**self._request())
+            raw = create(**self._request(attempt))
         except Exception as exc:  # mapped to one ModelServerError with the server's words
             raise self._failure(exc) from None
         return self._parsed(raw)

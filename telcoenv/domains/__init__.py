@@ -54,9 +54,10 @@ class Domain(Protocol):
     domain's episodes: ``"benchmark"`` (the TelcoAgent-Bench tables: IRA by condition, MSC/EAP/
     SAS, reliability, RA), ``"care"`` (the customer-care table), or, when absent, a table of
     the domain's own under ``domains``. ``compact_instructions`` is the system prompt of the
-    compact tool format (default: ``instructions``). ``difficulties`` lists the tiers the domain
-    offers besides ``"guided"`` (which every domain has): ``start_episode`` then takes a keyword
-    ``difficulty`` (passed only for a tier other than guided).
+    compact tool format (default: ``instructions``); ``next_steps`` overrides the advice of
+    error kinds (``not_found``: which tool lists the valid ids). ``difficulties`` lists the
+    tiers the domain offers besides ``"guided"`` (which every domain has): ``start_episode``
+    then takes a keyword ``difficulty`` (passed only for a tier other than guided).
     """
 
     name: str

@@ -300,7 +300,6 @@ ERROR_CASES = [
         "kpi_timeseries",
     ),
     (42, "unsupported_action", None),
-    ("", "empty_action", None),
     ({"tool_calls": "oss_query"}, "malformed_action", None),
     ({"name": "submit_resolution", "arguments": {"intent": "x"}}, "invalid_arguments", None),
 ]

@@ -7,21 +7,53 @@ import json
 
 import pytest
 
-from telcoenv.feedback import NEXT_STEPS
+from telcoenv.feedback import NEXT_STEPS, silence_reply
 from tests.conftest import ARABIC, HOSTILE_ACTIONS, make_env, tool_call
 
 
 @pytest.mark.parametrize("lang", ["en", "ar"])
-def test_an_empty_reply_is_refused_with_what_to_do_and_counted(lang):
-    env = make_env("beam_misalignment", lang=lang)
-    env.reset(seed=1)
+@pytest.mark.parametrize("domain", ["network", "bss"])
+def test_an_empty_reply_is_answered_in_words_with_what_to_do_and_counted(lang, domain):
+    """A model that went silent gets a conversation turn from the counterpart (not a JSON
+    error it cannot act on), saying nothing came and what to do; the action is counted."""
+    env = make_env("beam_misalignment" if domain == "network" else "bill_shock", domain=domain)
+    env.reset(seed=1, options={"lang": lang})
+    counterpart = env.unwrapped.domain.counterpart
     for empty in ({"role": "assistant", "content": ""}, {"content": "   "}, "", "\n"):
         observation, _, terminated, truncated, info = env.step(empty)
-        error = json.loads(observation)["error"]
-        assert error["type"] == "empty_action" and not (terminated or truncated)
-        assert "submit_resolution" in error["next"]
-        assert bool(ARABIC.search(error["next"])) == (lang == "ar")
+        assert observation == silence_reply(lang, counterpart) and not (terminated or truncated)
+        assert not observation.startswith("{") and "submit_resolution" in observation
+        assert bool(ARABIC.search(observation)) == (lang == "ar")
+        record = env.trace.actions[-1]
+        assert (record.kind, record.valid, record.error_kind) == ("invalid", False, "empty_action")
+        assert info["action"]["error_type"] == "empty_action"
     assert info["invalid_actions"] == 4
+
+
+@pytest.mark.parametrize("lang", ["en", "ar"])
+@pytest.mark.parametrize(
+    ("env_name", "domain", "call", "tool"),
+    [
+        (
+            "bill_shock",
+            "bss",
+            {"name": "get_bill", "arguments": {"account_id": "A000000", "period": "2026-08"}},
+            "get_customer",
+        ),
+        (
+            "beam_misalignment",
+            "network",
+            {"name": "oss_query", "arguments": {"cell_id": "NR-URB-MACRO-000", "window": "1h"}},
+            "oss_query",
+        ),
+    ],
+)
+def test_an_unknown_id_names_the_tool_that_lists_the_valid_ones(lang, env_name, domain, call, tool):
+    env = make_env(env_name, domain=domain, lang=lang)
+    env.reset(seed=1)
+    error = json.loads(env.step(call)[0])["error"]
+    assert error["type"] == "not_found" and tool in error["next"]
+    assert bool(ARABIC.search(error["next"])) == (lang == "ar")
 
 
 @pytest.mark.parametrize(

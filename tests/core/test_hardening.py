@@ -105,7 +105,6 @@ def test_a_bad_value_in_any_argument_is_refused_naming_the_argument(domain_env, 
         ({1: "x"}, "unsupported_action", "object keys must be valid text"),
         ({"name": float("nan"), "arguments": {}}, "non_finite_number", "tool name"),
         ({"tool_calls": deep_list(1000)}, "malformed_action", "tool_calls[0] must be an object"),
-        ("", "empty_action", "empty string"),
     ],
 )
 def test_a_bad_action_is_one_precise_error_observation(domain_env, action, kind, words):

@@ -138,3 +138,16 @@ def test_bad_prototypes_are_refused_with_their_place(tmp_path, document, where):
 def test_a_router_needs_other_prototypes():
     with pytest.raises(ValueError, match="other"):
         QuestionRouter({"cell_id": {"en": ["Which cell?"], "ar": ["أي خلية؟"]}})
+
+
+def test_a_request_after_a_comma_is_heard_as_well():
+    """A real model's "To update your email address, please provide your line number." asks
+    for the line number: the customer gives it (and the address the sentence is about)."""
+    assert customer.question_router().route(
+        "To update your email address, please provide your line number."
+    ) == ["email", "msisdn"]
+    env = telcoenv.make("contact_update", domain="bss", embedder=None)
+    env.reset(seed=0)
+    number = env.unwrapped.trace.start_state["msisdns"][0]
+    reply, *_ = env.step("To update your email address, please provide your line number.")
+    assert number in reply

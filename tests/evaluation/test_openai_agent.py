@@ -81,13 +81,25 @@ def test_native_parser_keeps_text_as_a_message(server):
 
 def test_an_empty_reply_is_counted_and_the_conversation_stays_valid(server):
     env = TelcoEnv("beam_misalignment", embedder=None)
-    agent = _agent(server, "empty")
+    agent = _agent(server, "empty", empty_retries=0)
     _, info = run_episode(env, agent, seed=4)
     assert agent.usage["empty_replies"] == 1 and info["trace"].terminated
     second = server.requests[1]["messages"]
     assert second[-2] == {"role": "assistant", "content": ""}
-    assert second[-1]["role"] == "user" and "empty" in second[-1]["content"]
+    assert second[-1]["role"] == "user" and "didn't get any message" in second[-1]["content"]
     assert _valid_conversations(server)
+
+
+def test_an_empty_reply_is_sampled_again_warmer_and_seeded(server):
+    env = TelcoEnv("beam_misalignment", embedder=None)
+    agent = _agent(server, "empty")
+    _, info = run_episode(env, agent, seed=4)
+    first, again = server.requests[:2]
+    assert first["temperature"] == 0.0 and "seed" not in first
+    assert again["temperature"] == 0.7 and again["seed"] == 1
+    assert again["messages"] == first["messages"]  # the empty reply is not kept
+    assert agent.usage["empty_replies"] == 1 and info["invalid_actions"] == 0
+    assert info["trace"].predicted_chain == ["oss_query"] and _valid_conversations(server)
 
 
 def test_a_refused_action_answers_every_call(server):
@@ -190,6 +202,7 @@ def test_the_agent_pickles_for_worker_processes(server):
         ({"max_tokens": 0}, "max_tokens must be a positive integer"),
         ({"timeout": -1}, "timeout must be a positive number"),
         ({"max_retries": -1}, "max_retries must be a non-negative integer"),
+        ({"empty_retries": -1}, "empty_retries must be an integer >= 0"),
     ],
 )
 def test_bad_options_are_named(options, message):

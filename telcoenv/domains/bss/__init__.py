@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -76,6 +76,15 @@ class BssDomain:
     difficulties = ("guided", "symptom")
     instructions = INSTRUCTIONS
     compact_instructions = COMPACT_INSTRUCTIONS
+    # An unknown id: where the valid ones are (feedback.next_step overrides).
+    next_steps: ClassVar[dict[str, dict[str, str]]] = {
+        "not_found": {
+            "en": "Ask the customer for their line number, then call get_customer with it: it "
+            "lists the ids of their customer record, accounts and lines.",
+            "ar": "اطلب من العميل رقم خطه، ثم استدعِ get_customer به: فهو يسرد معرّفات سجل العميل "
+            "وحساباته وخطوطه.",
+        }
+    }
 
     def __init__(self, catalog: Catalog | None = None) -> None:
         self.catalog = catalog or care_catalog()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -75,6 +75,15 @@ class NetworkDomain:
     counterpart_required = False  # the agent needs the counterpart's information to succeed
     instructions = INSTRUCTIONS
     compact_instructions = COMPACT_INSTRUCTIONS
+    # An unknown id: where the valid ones are (feedback.next_step overrides).
+    next_steps: ClassVar[dict[str, dict[str, str]]] = {
+        "not_found": {
+            "en": "Use the cell, cluster or slice id the engineer's report names (ask the engineer "
+            "if it names none); oss_query on that cell lists its site, neighbours and slices.",
+            "ar": "استخدم معرّف الخلية أو المجموعة أو الشريحة الوارد في بلاغ المهندس (واسأل المهندس "
+            "إن لم يذكره)؛ واستدعاء oss_query على تلك الخلية يسرد موقعها وجيرانها وشرائحها.",
+        }
+    }
 
     def __init__(self, catalog: Catalog | None = None) -> None:
         self.catalog = catalog or network_catalog()

@@ -1,0 +1,102 @@
+"""Replies a real small model gave (tests/fixtures/llm_transcripts, recorded by
+benchmarks/bench_local_llm.py from Qwen2.5-Coder-1.5B-Instruct behind a llama.cpp server),
+replayed through the OpenAI agent and the environment: calls written as text, doubled braces,
+empty replies, example ids copied from the specs, Arabic replies with Latin ids. The replies
+are fixed; what is asserted is what the library does with them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import telcoenv
+from telcoenv.agents import run_episode
+from telcoenv.agents.openai_agent import OpenAIAgent, calls_in_text
+from telcoenv.feedback import silence_reply
+from tests.conftest import ARABIC
+from tests.stub_openai import StubServer, conversation_error
+
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "llm_transcripts"
+TRANSCRIPTS = {path.stem: json.loads(path.read_text("utf-8")) for path in FIXTURES.glob("*.json")}
+
+
+def replay(name: str):
+    """Play the recorded episode again: its replies, in order, through agent and env."""
+    recorded = TRANSCRIPTS[name]
+    server = StubServer(replays={name: recorded["replies"]})
+    try:
+        env = telcoenv.make(
+            recorded["env"],
+            lang=recorded["lang"],
+            embedder=None,
+            max_steps=recorded["max_steps"],
+            tool_format=recorded["tool_format"],
+        )
+        agent = OpenAIAgent(f"replay:{name}", base_url=server.base_url, empty_retries=0)
+        _, info = run_episode(env, agent, seed=recorded["seed"])
+        return info, agent, list(server.requests)
+    finally:
+        server.close()
+
+
+def test_the_fixtures_are_real_recordings():
+    assert len(TRANSCRIPTS) >= 4
+    for recorded in TRANSCRIPTS.values():
+        assert "Qwen2.5-Coder-1.5B-Instruct" in recorded["source"] and recorded["replies"]
+
+
+@pytest.mark.parametrize("name", sorted(TRANSCRIPTS))
+def test_every_recorded_call_is_run_and_the_conversation_stays_valid(name):
+    info, agent, requests = replay(name)
+    trace = info["trace"]
+    assert trace.terminated or trace.truncated
+    assert all(conversation_error(r["messages"]) is None for r in requests)
+    tools = {t["function"]["name"] for t in info["tools"]} if "tools" in info else None
+    names = tools or {t["function"]["name"] for t in requests[0]["tools"]}
+    replies = TRANSCRIPTS[name]["replies"][: len(requests)]
+    written = [calls_in_text(r.get("content") or "", "auto", names) for r in replies]
+    expected = sum(len(w["tool_calls"]) for w in written if w)
+    assert agent.usage["text_tool_calls"] == expected > 0
+    assert sum(a.tool is not None for a in trace.actions) == expected
+
+
+def test_the_id_copied_before_issue_15_is_no_longer_the_callers():
+    """Before issue 15 the model copied the spec's example id C000001, which was the caller's
+    own; now it is no id of the episode, and the call's other mistake is named."""
+    info, *_ = replay("before_contact_update_en")
+    trace = info["trace"]
+    assert "C000001" not in json.dumps(trace.start_state)
+    errors = [json.loads(a.observation)["error"] for a in trace.actions if not a.valid]
+    assert errors and all("argument 'phone'" in e["message"] for e in errors)
+    assert all(e["type"] == "invalid_arguments" and e["next"] for e in errors)
+
+
+def test_doubled_braces_and_two_calls_in_one_text_then_silence():
+    info, agent, _ = replay("compact_beam_misalignment_en")
+    trace = info["trace"]
+    assert trace.predicted_chain[:3] == [
+        "complaint_trend_analysis",
+        "create_ticket",
+        "optimize_cell",
+    ]
+    silent = [a for a in trace.actions if a.error_kind == "empty_action"]
+    assert len(silent) == agent.usage["empty_replies"] > 0
+    assert all(a.observation == silence_reply("en", "engineer") for a in silent)
+
+
+def test_an_arabic_submission_written_as_a_bare_object_ends_the_episode():
+    info, *_ = replay("compact_bill_shock_ar")
+    trace = info["trace"]
+    first = json.loads(trace.actions[0].observation)["error"]
+    assert first["type"] == "not_found" and ARABIC.search(first["next"])
+    assert trace.terminated and trace.submission.intent == "تفسير ارتفاع الفاتورة"
+    assert info["metrics"]["ira"] is None and info["metrics"]["answer"] is False
+
+
+def test_an_arabic_episode_runs_the_fenced_calls():
+    info, *_ = replay("before_beam_misalignment_ar")
+    trace = info["trace"]
+    assert trace.predicted_chain[:2] == ["coverage_map", "kpi_timeseries"]
+    assert all(a.valid for a in trace.actions if a.tool == "coverage_map")
