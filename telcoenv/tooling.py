@@ -48,6 +48,25 @@ def canonical_json(value: Any) -> str:
 VIEW_ARGUMENTS = frozenset({"detail"})
 
 
+#: The values of ``detail``, and what a summary's ``truncated`` field says about the rest.
+DETAIL_VALUES = ("summary", "full")
+FULL_HINT = 'call again with detail="full"'
+
+
+def full_detail(detail: str | None) -> bool:
+    """Whether a call asks for the full output (``detail="full"``; absent: the summary)."""
+    if detail is None:
+        return False
+    if detail not in DETAIL_VALUES:  # the spec refuses it first; a direct call lands here
+        raise ToolError(f"detail must be 'summary' or 'full', got {detail!r}", kind="bad_args")
+    return detail == "full"
+
+
+def truncated(shown: int, total: int, **more: Any) -> dict[str, Any]:
+    """The ``truncated`` field of a summary: how many items it shows, of how many."""
+    return {"shown": shown, "total": total, **more, "full": FULL_HINT}
+
+
 def measured(arguments: Mapping[str, Any]) -> dict[str, Any]:
     """The arguments that say what a call measures (without :data:`VIEW_ARGUMENTS`)."""
     return {k: v for k, v in arguments.items() if k not in VIEW_ARGUMENTS}

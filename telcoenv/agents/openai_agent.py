@@ -57,9 +57,10 @@ class OpenAIAgent:
         tool_call_parser: how tool calls written in the message text become calls: ``auto``
             (``<tool_call>`` blocks, then JSON objects, only for the episode's tool names),
             ``hermes``, ``json`` or ``native`` (text is always a message).
-        empty_retries: how many times an empty reply (no text, no call) is asked again, at
-            ``retry_temperature`` with a fixed ``seed`` (reproducible where the server honours
-            it): small models at temperature 0 can fall silent for good after an error.
+        empty_retries: how many times an empty reply (no text, no call), or a message that
+            repeats the previous one word for word, is asked again, at ``retry_temperature``
+            with a fixed ``seed`` (reproducible where the server honours it): small models at
+            temperature 0 can fall silent, or loop, for good after an error.
         prompt_price / completion_price: cost per 1,000 tokens, used when the server reports no
             ``usage.cost``.
         extra_body: extra request fields passed through (e.g. ``{"top_k": 20}``).
@@ -128,7 +129,7 @@ class OpenAIAgent:
         started = time.perf_counter()
         create = self._client().chat.completions.with_raw_response.create
         reply, attempt = self._reply(create, 0), 0
-        while self._silent(reply) and attempt < self.empty_retries:
+        while self._stuck(reply) and attempt < self.empty_retries:
             attempt += 1
             reply = self._reply(create, attempt)
         return self._answer(reply, started)
@@ -145,15 +146,27 @@ class OpenAIAgent:
             except Exception as exc:  # mapped to one ModelServerError with the server's words
                 raise self._failure(exc) from None
             reply = self._parsed(raw)
-            if not self._silent(reply) or attempt == self.empty_retries:
+            if not self._stuck(reply) or attempt == self.empty_retries:
                 return self._answer(reply, started)
             attempt += 1
 
-    def _silent(self, reply: dict[str, Any]) -> bool:
-        """An empty reply (counted): no call and no text."""
-        silent = not reply.get("tool_calls") and not str(reply.get("content") or "").strip()
-        self.usage["empty_replies"] += silent
-        return silent
+    def _stuck(self, reply: dict[str, Any]) -> bool:
+        """An empty reply (no call, no text) or one that repeats the previous reply word for
+        word: a small model at temperature 0 can loop on either for the rest of the budget.
+        Counted in ``empty_replies`` and ``repeated_replies``."""
+        content = str(reply.get("content") or "").strip()
+        if not reply.get("tool_calls") and not content:
+            self.usage["empty_replies"] += 1
+            return True
+        previous = next((m for m in reversed(self.messages) if m["role"] == "assistant"), None)
+        repeated = (
+            previous is not None
+            and not reply.get("tool_calls")
+            and not previous.get("tool_calls")
+            and content == str(previous.get("content") or "").strip()
+        )
+        self.usage["repeated_replies"] += repeated
+        return repeated
 
     def close(self) -> None:
         """Close the pooled connections (the agent can still be used: they reopen)."""
@@ -326,6 +339,7 @@ def _empty_usage() -> dict[str, float]:
         "cost": 0.0,
         "seconds": 0.0,
         "empty_replies": 0,
+        "repeated_replies": 0,
         "text_tool_calls": 0,
     }
 

@@ -58,6 +58,9 @@ NOT_RUN = {
     "docs/performance.md reports their results",
     "pip install -c constraints.txt torch==2.13.0 .": "installs packages from the network",
     "pip install --no-deps verl==0.9.1": "installs packages from the network",
+    "python benchmarks/bench_local_llm.py --gguf qwen2.5-coder-1.5b-instruct-q4_k_m.gguf "
+    "--server-python llm/bin/python --label after --tool-format compact --out bench-llm/": "serves "
+    "a 1 GiB model on the CPU and plays 8 episodes (about 15 minutes)",
 }
 
 FENCE = re.compile(r"^```([^\n`]*)\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)

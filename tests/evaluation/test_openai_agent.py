@@ -263,3 +263,21 @@ def test_evaluate_in_the_compact_format(server, tmp_path):
     assert all(r["status"] == "ok" for r in store.records(["compact"]))
     with pytest.raises(TelcoEnvError, match="tool_format"):
         evaluate(store, "bad", grid, RunConfig("openai", options, tool_format="tiny"))
+
+
+def test_a_reply_that_repeats_the_last_message_is_sampled_again(server):
+    """Recorded from Qwen2.5-Coder-1.5B: the same question again and again, whatever the
+    customer answered; the second time, it is asked again, warmer."""
+    loop = {"role": "assistant", "content": "Please provide your line number."}
+    call = {"role": "assistant", "content": '{"name": "get_customer", "arguments": {}}'}
+    stub = StubServer(replays={"loop": [loop, loop, call, loop]})
+    try:
+        env = TelcoEnv("contact_update", domain="bss", embedder=None, max_steps=3)
+        agent = OpenAIAgent("replay:loop", base_url=stub.base_url)
+        _, info = run_episode(env, agent, seed=0)
+        temperatures = [r["temperature"] for r in stub.requests]
+    finally:
+        stub.close()
+    assert temperatures[:3] == [0.0, 0.0, 0.7]
+    assert agent.usage["repeated_replies"] == 1
+    assert [a.kind for a in info["trace"].actions][:2] == ["message", "tool_call"]

@@ -14,7 +14,6 @@ from telcoenv.catalog import data_root
 from telcoenv.domains import get_domain
 from telcoenv.domains.network.kpis import kpi_definitions
 from telcoenv.domains.network.tools import (
-    FULL_HINT,
     SERIES_SAMPLES,
     TOOLS,
     WORST_BINS,
@@ -22,6 +21,7 @@ from telcoenv.domains.network.tools import (
 )
 from telcoenv.errors import ToolError
 from telcoenv.metrics.arguments import argument_accuracy
+from telcoenv.tooling import FULL_HINT
 from telcoenv.trace import ActionRecord, GoldCall
 from tests.conftest import call_tool, gold_actions, network_episode, play, tool_call
 

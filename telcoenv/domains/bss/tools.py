@@ -61,7 +61,7 @@ from telcoenv.domains.bss.state import (
     BssState,
 )
 from telcoenv.errors import ToolError
-from telcoenv.tooling import ToolRegistry
+from telcoenv.tooling import ToolRegistry, full_detail, truncated
 
 TOOLS = ToolRegistry()  # every BSS tool, by name (the domain binds them to their specs)
 
@@ -89,9 +89,6 @@ _PHONE = spec_pattern("update_contact", "phone")
 # (zero-width spaces and joiners, bidirectional overrides and isolates, BOM), surrogates,
 # private use, line and paragraph separators.
 _HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Zl", "Zp"})
-#: The values of the ``detail`` argument, and what a summary's ``truncated`` field says.
-DETAIL_VALUES = ("summary", "full")
-FULL_HINT = 'call again with detail="full"'
 BILL_ITEMS_IN_FULL = 8  # more line items in the month: a get_bill summary shows ...
 BILL_ITEMS = 5  # ... the largest of each invoice, about this many over the month's invoices
 PAYMENTS_IN_FULL = 6  # more payments (or credit notes): a get_payment_history summary shows ...
@@ -226,20 +223,6 @@ def _next_id(state: BssState, count: Query, prefix: str) -> str:
     return f"{prefix}{number:06d}"
 
 
-def _full_detail(detail: str | None) -> bool:
-    """Whether the call asks for the full output (``detail="full"``)."""
-    if detail is None:
-        return False
-    if detail not in DETAIL_VALUES:  # the spec refuses it first; a direct call lands here
-        raise ToolError(f"detail must be 'summary' or 'full', got {detail!r}", kind="bad_args")
-    return detail == "full"
-
-
-def _truncated(shown: int, total: int, **more: Any) -> dict[str, Any]:
-    """The ``truncated`` field of a summary: how many rows it shows, of how many."""
-    return {"shown": shown, "total": total, **more, "full": FULL_HINT}
-
-
 def _active_subscriptions(state: BssState, msisdn: str) -> list[dict[str, Any]]:
     return [s for s in state.rows(SUBSCRIPTIONS_OF_LINE, msisdn) if s["status"] == "active"]
 
@@ -283,7 +266,7 @@ def get_bill(
     """Every invoice stored for the account and month (a double-fired one too), with items.
     The summary of a month with more than :data:`BILL_ITEMS_IN_FULL` items keeps the largest
     of each invoice, with the invoice's amounts per item kind and what was left out."""
-    full = _full_detail(detail)
+    full = full_detail(detail)
     state = ctx.state
     _account(state, account_id)
     invoices = []
@@ -319,7 +302,7 @@ def get_bill(
             }
         )
     count = sum(len(invoice["items"]) for invoice in shown)
-    return {**output, "invoices": shown, "truncated": _truncated(count, total)}
+    return {**output, "invoices": shown, "truncated": truncated(count, total)}
 
 
 @TOOLS.tool
@@ -386,7 +369,7 @@ def list_plans(
 ) -> dict[str, Any]:
     """Catalogue plans matching the optional filters, by plan id. The summary of more than
     :data:`PLANS_IN_FULL` plans shows every plan with its key fields only."""
-    full = _full_detail(detail)
+    full = full_detail(detail)
     plans = [
         p
         for p in ctx.state.rows(PLANS)
@@ -397,7 +380,7 @@ def list_plans(
     left_out = sorted(name for name in plans[0] if name not in PLAN_SUMMARY_FIELDS)
     return {
         "plans": [{k: p[k] for k in PLAN_SUMMARY_FIELDS} for p in plans],
-        "truncated": _truncated(len(plans), len(plans), left_out=left_out),
+        "truncated": truncated(len(plans), len(plans), left_out=left_out),
     }
 
 
@@ -465,7 +448,7 @@ def get_payment_history(
     """Payments (failed ones with their reason) and credit notes (negative), oldest first.
     The summary shows the latest payments and every one that did not settle, the latest
     credit notes, and the count and amount of the payments per status."""
-    full = _full_detail(detail)
+    full = full_detail(detail)
     state = ctx.state
     _account(state, account_id)
     payments = state.rows(PAYMENTS_OF_ACCOUNT, account_id)
@@ -491,7 +474,7 @@ def get_payment_history(
         "payments": [payments[i] for i in kept],
         "credit_notes": shown_credits,
         "payments_by_status": by_status,
-        "truncated": _truncated(
+        "truncated": truncated(
             len(kept) + len(shown_credits),
             len(payments) + len(credits),
             left_out=left_out,

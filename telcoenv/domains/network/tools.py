@@ -29,15 +29,12 @@ from telcoenv.domains.network.parameters import BACKHAUL_PARAMETERS, PROFILE, pa
 from telcoenv.domains.network.state import TIME_FORMAT, CellRow, NetworkState, latest
 from telcoenv.domains.network.topology import baseline_id, free_pci
 from telcoenv.errors import ToolError
-from telcoenv.tooling import ToolRegistry, canonical_json
+from telcoenv.tooling import ToolRegistry, canonical_json, full_detail, truncated
 
 TOOLS = ToolRegistry()  # every network tool, by name (the domain binds them to their specs)
 
 _TIME = TIME_FORMAT
 
-#: The values of the ``detail`` argument, and what a summary's ``truncated`` field says.
-DETAIL_VALUES = ("summary", "full")
-FULL_HINT = 'call again with detail="full"'
 SUMMARY_CHARS = 1450  # a kpi_timeseries summary shows fewer points rather than grow past this
 SERIES_SAMPLES = 6  # points of each series a kpi_timeseries summary shows at most
 WORST_BINS = 5  # bins of lowest RSRP a coverage_map summary lists
@@ -136,21 +133,6 @@ def _check_area(state: NetworkState, area: str) -> None:
         )
 
 
-def _full_detail(detail: str | None) -> bool:
-    """Whether the call asks for the full output (the call draws the same data either way:
-    ``detail`` is one of telcoenv.tooling.VIEW_ARGUMENTS, which a call's key ignores)."""
-    if detail is None:
-        return False
-    if detail not in DETAIL_VALUES:  # the spec refuses it first; a direct call lands here
-        raise ToolError(f"detail must be 'summary' or 'full', got {detail!r}", kind="bad_args")
-    return detail == "full"
-
-
-def _truncated(shown: int, total: int, **more: Any) -> dict[str, Any]:
-    """The ``truncated`` field of a summary: how many items it shows, of how many."""
-    return {"shown": shown, "total": total, **more, "full": FULL_HINT}
-
-
 # --- core read tools -----------------------------------------------------------------------------
 
 
@@ -227,7 +209,7 @@ def kpi_timeseries(
     granularity: str | None = None,
     detail: str | None = None,
 ) -> dict[str, Any]:
-    full = _full_detail(detail)
+    full = full_detail(detail)
     state = ctx.state
     serving = state.require_cell(cell_id)
     start, end = _window_bounds(state, window)
@@ -354,7 +336,7 @@ def _series_summary(
                 for name, entry in base.items()
             }
         if len(picks) < total:
-            summary["truncated"] = _truncated(len(picks), total)
+            summary["truncated"] = truncated(len(picks), total)
         return summary
 
     # Fewer points until it fits: evenly spaced ones (with the two around a change), then the
@@ -419,7 +401,7 @@ def coverage_map(
     beam steering offset. The summary replaces the grid by bin counts and the bins of lowest
     RSRP.
     """
-    full = _full_detail(detail)
+    full = full_detail(detail)
     state = ctx.state
     _check_area(state, area)
     serving, rng, size = state.serving, ctx.rng, 8
@@ -495,7 +477,7 @@ def coverage_map(
         }
         for i in worst
     ]
-    output["truncated"] = _truncated(len(worst), bins)
+    output["truncated"] = truncated(len(worst), bins)
     return output
 
 
@@ -821,7 +803,7 @@ def sla_policy_fetch(ctx: ToolContext, cell_id: str, customer: str | None = None
 def traffic_forecast(
     ctx: ToolContext, cell_id: str, horizon: str, detail: str | None = None
 ) -> dict[str, Any]:
-    full = _full_detail(detail)
+    full = full_detail(detail)
     state, rng = ctx.state, ctx.rng
     cell = state.cell(cell_id)
     hours = int(parse_window(horizon).total_seconds() // 3600)
@@ -853,7 +835,7 @@ def traffic_forecast(
         "mean_prb_util_pct": round(sum(loads) / len(loads), 1),
         "peak": forecast[loads.index(max(loads))],
         "lowest": forecast[loads.index(min(loads))],
-        "truncated": _truncated(FORECAST_HOURS, len(forecast)),
+        "truncated": truncated(FORECAST_HOURS, len(forecast)),
     }
 
 
