@@ -205,6 +205,12 @@ def _jsonable(value: Any) -> Any:
     return to_jsonable_python(value, fallback=repr)
 
 
+def _error(text: str, status: dict[str, Any]) -> dict[str, Any] | None:
+    """The error of a refused action: its JSON error, or (an empty message, which the
+    counterpart answers in words) its type and the counterpart's words."""
+    return _decode_error(text) or {"type": status.get("error_type"), "message": text}
+
+
 def _decode_error(text: str) -> dict[str, Any] | None:
     try:
         decoded = json.loads(text)
@@ -337,7 +343,7 @@ class TelcoOpenEnv(Environment[TelcoAction, TelcoObservation, TelcoState]):
             terminated=state.terminated,
             truncated=state.truncated,
             action_status=_jsonable(status),
-            error=_decode_error(text) if invalid else None,
+            error=_error(text, status) if invalid else None,
             counts={k: int(info[k]) for k in _COUNTERS},
             reward_components={k: float(v) for k, v in info.get("reward_components", {}).items()},
             metrics=_jsonable(info.get("metrics")),

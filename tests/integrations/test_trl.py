@@ -13,6 +13,7 @@ import pytest
 transformers_utils = pytest.importorskip("transformers.utils")
 get_json_schema = transformers_utils.get_json_schema
 
+from telcoenv.domains.bss import customer  # noqa: E402
 from telcoenv.env import TelcoEnv  # noqa: E402
 from telcoenv.integrations.trl import (  # noqa: E402
     ToolCallError,
@@ -283,7 +284,8 @@ def test_a_care_rollout_asks_the_customer_and_is_rewarded() -> None:
     instance.get_plan(plan_id=plan)
     with pytest.raises(ToolCallError, match="approval"):
         instance.change_plan(msisdn=msisdn, plan_id=plan)
-    assert "Yes" in instance.ask_customer("May I change your plan now?")
+    consent = instance.ask_customer("May I change your plan now?")
+    assert any(yes in consent for yes in customer.phrases()["answers"]["approval"]["en"])
     instance.change_plan(msisdn=msisdn, plan_id=plan)
     instance.submit_resolution(intent="Plan change", summary="Moved the line.")
     assert instance.get_reward() == 1.0
