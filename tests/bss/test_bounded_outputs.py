@@ -4,14 +4,12 @@ observation; the same seed gives the same outputs; argument accuracy ignores ``d
 
 from __future__ import annotations
 
-import inspect
 import json
 from dataclasses import dataclass
 
 import numpy as np
 import pytest
 
-from telcoenv.catalog import data_root
 from telcoenv.database import EpisodeDatabase
 from telcoenv.domains import get_domain
 from telcoenv.domains.bss.generator import Focal, generate
@@ -312,26 +310,6 @@ def test_the_same_seed_gives_the_same_outputs():
     first = outputs()
     assert outputs() == first
     assert first[0] != first[1]
-
-
-def test_the_spec_offers_the_same_detail_argument_wherever_it_is_implemented():
-    specs = {
-        name: json.loads((data_root() / "tools" / f"{name}.json").read_text(encoding="utf-8"))
-        for name in TOOLS
-    }
-    with_detail = {
-        n for n, spec in specs.items() if "detail" in spec["function"]["parameters"]["properties"]
-    }
-    implemented = {
-        n for n, function in TOOLS.items() if "detail" in inspect.signature(function).parameters
-    }
-    assert with_detail == implemented == DETAILED
-    network = json.loads((data_root() / "tools" / "kpi_timeseries.json").read_text("utf-8"))
-    schema = network["function"]["parameters"]["properties"]["detail"]
-    assert all(
-        specs[n]["function"]["parameters"]["properties"]["detail"] == schema for n in with_detail
-    )
-    assert FULL_HINT == 'call again with detail="full"'  # one hint, in telcoenv.tooling
 
 
 def test_an_episode_played_with_detail_scores_as_without():

@@ -60,7 +60,7 @@ def test_the_paraphrase_set_is_large_enough():
 @pytest.mark.parametrize("role", ["engineer", "customer"])
 def test_routing_accuracy_is_at_least_90_percent(role):
     """The held-out half (odd-numbered messages) and the whole set, both languages.
-    Measured when written: engineer 0.901 held out, customer 0.925."""
+    Measured when written: engineer 0.903 held out (0.927 all), customer 0.920 (0.930 all)."""
     assert _accuracy(role, _cases(role, half=1)) >= 0.90
     assert _accuracy(role, _cases(role)) >= 0.90
 

@@ -4,13 +4,11 @@ observation; the same seed gives the same outputs; argument accuracy ignores ``d
 
 from __future__ import annotations
 
-import inspect
 import json
 
 import numpy as np
 import pytest
 
-from telcoenv.catalog import data_root
 from telcoenv.domains import get_domain
 from telcoenv.domains.network.kpis import kpi_definitions
 from telcoenv.domains.network.tools import (
@@ -324,26 +322,6 @@ def test_the_same_seed_gives_the_same_outputs():
     first = outputs()
     assert outputs() == first
     assert first[0] != first[1] and first[2] != first[3]
-
-
-def test_the_spec_offers_the_same_detail_argument_wherever_it_is_implemented():
-    specs = {
-        name: json.loads((data_root() / "tools" / f"{name}.json").read_text(encoding="utf-8"))
-        for name in TOOLS
-    }
-    with_detail = {
-        n for n, spec in specs.items() if "detail" in spec["function"]["parameters"]["properties"]
-    }
-    implemented = {
-        n for n, function in TOOLS.items() if "detail" in inspect.signature(function).parameters
-    }
-    assert with_detail == implemented == DETAILED
-    schemas = [specs[n]["function"]["parameters"]["properties"]["detail"] for n in with_detail]
-    assert all(schema == schemas[0] for schema in schemas)
-    assert schemas[0]["enum"] == ["summary", "full"] and schemas[0]["default"] == "summary"
-    assert all(
-        "detail" not in specs[n]["function"]["parameters"].get("required", []) for n in with_detail
-    )
 
 
 def test_argument_accuracy_neither_rewards_nor_penalises_detail():
