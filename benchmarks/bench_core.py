@@ -6,6 +6,7 @@ Each figure is the median of several repeats; machines are shared, so compare ra
 
 from __future__ import annotations
 
+import argparse
 import gc
 import json
 import os
@@ -85,21 +86,35 @@ def reset_and_tool_latency(episodes: int = 300) -> dict[str, float]:
     }
 
 
-def import_seconds() -> float:
-    code = (
-        "import time, sys; t = time.perf_counter(); import telcoenv; "
-        "print(time.perf_counter() - t, 'torch' in sys.modules)"
-    )
-    times, torch = [], False
+_STARTUP = (
+    "import time, sys; t = time.perf_counter(); import telcoenv; "
+    "i = time.perf_counter(); env = telcoenv.make(sys.argv[1]); env.reset(seed=0); "
+    "print(i - t, time.perf_counter() - i, 'torch' in sys.modules)"
+)
+
+
+def startup_seconds(name: str = "beam_misalignment", cold: bool = False) -> dict[str, float]:
+    """Median seconds of ``import telcoenv`` and of the first ``make`` + ``reset``, each in a
+    fresh process (``cold``: without the catalogue cache of the user's cache directory)."""
+    env = {**os.environ, **({"TELCOENV_NO_CACHE": "1"} if cold else {})}
+    imports, firsts = [], []
     for _ in range(REPEATS):
         out = subprocess.run(
-            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+            [sys.executable, "-c", _STARTUP, name],
+            capture_output=True,
+            text=True,
+            check=True,
+            env=env,
         ).stdout.split()
-        times.append(float(out[0]))
-        torch = torch or out[1] == "True"
-    if torch:
-        raise SystemExit("import telcoenv imported torch")
-    return statistics.median(times)
+        if out[2] == "True":
+            raise SystemExit("import telcoenv or a make imported torch")
+        imports.append(float(out[0]))
+        firsts.append(float(out[1]))
+    tag = f"{name}{'_cold' if cold else ''}"
+    return {
+        "import_seconds": round(statistics.median(imports), 3),
+        f"first_make_reset_seconds.{tag}": round(statistics.median(firsts), 3),
+    }
 
 
 def _rss_bytes() -> int:
@@ -137,14 +152,27 @@ def bytes_per_extra_env(count: int = 50) -> dict[str, float]:
     }
 
 
+MEASURES = {
+    "rate": lambda: {"gold_path_episodes_per_second": round(episodes_per_second(), 1)},
+    "latency": reset_and_tool_latency,
+    "startup": lambda: {
+        **startup_seconds(),
+        **startup_seconds("contact_update"),
+        **startup_seconds(cold=True),
+    },
+    "memory": bytes_per_extra_env,
+}
+
+
 def main() -> None:
-    results = {
-        "gold_path_episodes_per_second": round(episodes_per_second(), 1),
-        **reset_and_tool_latency(),
-        "import_seconds": round(import_seconds(), 3),
-        **bytes_per_extra_env(),
-    }
-    print(json.dumps(results, indent=2))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default=",".join(MEASURES), help="comma-separated measures")
+    parser.add_argument("--json", action="store_true", help="figures as one JSON line")
+    args = parser.parse_args()
+    results: dict[str, float] = {}
+    for name in args.only.split(","):
+        results.update(MEASURES[name]())
+    print(json.dumps(results) if args.json else json.dumps(results, indent=2))
 
 
 if __name__ == "__main__":

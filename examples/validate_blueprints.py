@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from telcoenv.catalog import data_root
+from telcoenv.datafiles import data_root
 from telcoenv.domains.network.kpis import kpi_definitions
 from telcoenv.domains.network.loading import load_catalog
 from telcoenv.errors import CatalogError

@@ -20,22 +20,11 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
-import yaml
 from pydantic import ValidationError
 
+from telcoenv.datafiles import read_yaml
 from telcoenv.errors import CatalogError, UnknownIntentError
 from telcoenv.specs import ToolFormat, ToolSpec
-
-
-def data_root() -> Path:
-    """Folder that holds intents.yaml, blueprints/ and tools/.
-
-    An installed wheel carries them in ``telcoenv/_data``; a source checkout has them next to the
-    package.
-    """
-    package_dir = Path(__file__).resolve().parent
-    packaged = package_dir / "_data"
-    return packaged if (packaged / "intents.yaml").is_file() else package_dir.parent
 
 
 @cache
@@ -57,29 +46,6 @@ def validate_document(document: Any, schema: str, file: str) -> None:
     if errors:
         error = errors[0]
         raise CatalogError(file, _field(error.absolute_path), error.message)
-
-
-def read_yaml(path: Path) -> Any:
-    """Parse a YAML file; a syntax error becomes a CatalogError with the line and column."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise CatalogError(str(path), "", f"cannot read file: {exc.strerror}") from exc
-    except UnicodeDecodeError as exc:
-        raise CatalogError(
-            str(path), f"byte {exc.start}", "not UTF-8 text: save the file as UTF-8"
-        ) from exc
-    return parse_yaml(text, str(path))
-
-
-def parse_yaml(text: str, file: str) -> Any:
-    """Parse YAML text; a syntax error becomes a CatalogError with the line and column."""
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise CatalogError(file, where, f"invalid YAML: {getattr(exc, 'problem', exc)}") from exc
 
 
 def parse_model(model: type, data: Any, file: str) -> Any:

@@ -12,7 +12,6 @@ This module only draws episodes and keeps Gymnasium's contract; the step itself 
 
 from __future__ import annotations
 
-import asyncio
 import json
 import zlib
 from collections.abc import Mapping
@@ -372,10 +371,14 @@ class TelcoEnv(gymnasium.Env[str, Any]):
 
         One environment serves one coroutine at a time; run several environments concurrently.
         """
+        import asyncio  # here: asyncio (and ssl) cost a tenth of the import of telcoenv
+
         return await asyncio.to_thread(self.reset, seed=seed, options=options)
 
     async def astep(self, action: Any) -> tuple[str, SupportsFloat, bool, bool, dict[str, Any]]:
         """``step`` for async trainers (see ``areset``)."""
+        import asyncio
+
         return await asyncio.to_thread(self.step, action)
 
     # --- accessors --------------------------------------------------------------------------------

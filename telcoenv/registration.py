@@ -15,9 +15,8 @@ from functools import cache
 from typing import Any, NamedTuple
 
 import gymnasium
-import yaml
 
-from telcoenv.catalog import data_root
+from telcoenv.datafiles import data_root, parse_yaml
 from telcoenv.domains import (
     BUILTIN_DOMAINS,
     BUILTIN_TAXONOMIES,
@@ -46,9 +45,8 @@ class EnvEntry(NamedTuple):
 @cache
 def _packaged_entries() -> tuple[EnvEntry, ...]:
     """The packaged domains' environments, from a fast parse of intents.yaml alone."""
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    with (data_root() / "intents.yaml").open(encoding="utf-8") as handle:
-        document = yaml.load(handle, Loader=loader)
+    path = data_root() / "intents.yaml"
+    document = parse_yaml(path.read_text(encoding="utf-8"), str(path))
     entries = [
         EnvEntry(
             i["env_name"],

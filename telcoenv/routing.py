@@ -19,8 +19,8 @@ from functools import cached_property
 from pathlib import Path
 
 import numpy as np
-import yaml
 
+from telcoenv.datafiles import parse_yaml
 from telcoenv.embeddings import Embedder, multilingual_embedder
 from telcoenv.errors import CatalogError
 from telcoenv.specs import LANGUAGES
@@ -143,7 +143,7 @@ def split_clauses(sentence: str) -> list[str]:
 def load_prototypes(path: Path) -> dict[str, dict[str, list[str]]]:
     """A domain's prototype questions (``kinds: {kind: {en: [...], ar: [...]}}``), checked:
     every kind has questions in every language, and ``other`` is there."""
-    document = yaml.safe_load(path.read_text(encoding="utf-8"))
+    document = parse_yaml(path.read_text(encoding="utf-8"), str(path))
     kinds = (document or {}).get("kinds")
     if not isinstance(kinds, dict) or OTHER not in kinds:
         raise CatalogError(str(path), "kinds", f"a mapping of kinds with {OTHER!r} is required")

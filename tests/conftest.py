@@ -30,7 +30,8 @@ from typing import Any
 import pytest
 import yaml
 
-from telcoenv.catalog import Catalog, data_root
+from telcoenv.catalog import Catalog
+from telcoenv.datafiles import data_root
 from telcoenv.domains.network.loading import load_catalog, network_catalog
 from telcoenv.env import TelcoEnv
 from telcoenv.evaluation.store import ResultStore

@@ -13,15 +13,17 @@ import importlib.metadata
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-import numpy as np
-
-from telcoenv.catalog import Catalog
 from telcoenv.errors import EpisodeOptionError
-from telcoenv.specs import IntentModel, Language
-from telcoenv.tooling import Toolbox
-from telcoenv.trace import EpisodeTrace
+
+if TYPE_CHECKING:  # annotations only: ``import telcoenv`` stays light (no jsonschema, numpy)
+    import numpy as np
+
+    from telcoenv.catalog import Catalog
+    from telcoenv.specs import IntentModel, Language
+    from telcoenv.tooling import Toolbox
+    from telcoenv.trace import EpisodeTrace
 
 
 @dataclass(slots=True)

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from telcoenv.catalog import data_root
+from telcoenv.datafiles import data_root
 from telcoenv.domains.bss import bss_domain
 from telcoenv.domains.bss.blueprints import load_care_catalog
 from telcoenv.domains.bss.generator import generate, products

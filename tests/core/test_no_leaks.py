@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from telcoenv.catalog import data_root
+from telcoenv.datafiles import data_root
 from telcoenv.domains.bss import bss_domain
 from telcoenv.domains.bss.generator import Focal, generate
 from telcoenv.domains.network.loading import network_catalog

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.slow
 
 SCRIPT = """
 import telcoenv
-from telcoenv.catalog import data_root
+from telcoenv.datafiles import data_root
 from telcoenv.agents import OracleAgent, run_episode
 assert "_data" in str(data_root()), data_root()
 env = telcoenv.make("pci_collision", lang="ar", privileged=True, embedder=None)

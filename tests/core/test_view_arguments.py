@@ -6,7 +6,7 @@ from __future__ import annotations
 import inspect
 import json
 
-from telcoenv.catalog import data_root
+from telcoenv.datafiles import data_root
 from telcoenv.domains.bss.tools import TOOLS as CARE_TOOLS
 from telcoenv.domains.network.tools import TOOLS as NETWORK_TOOLS
 from telcoenv.tooling import FULL_HINT, VIEW_ARGUMENTS

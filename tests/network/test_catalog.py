@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from telcoenv.catalog import data_root
+from telcoenv.datafiles import data_root
 from telcoenv.domains.network.kpis import kpi_definitions
 from telcoenv.errors import CatalogError
 from tests.conftest import edit_yaml, load_network_copy

@@ -20,15 +20,14 @@ from telcoenv.catalog import (
     check_gold_chain,
     check_intent_folder,
     check_template,
-    data_root,
     load_blueprint_folder,
     load_intents,
     load_tools,
     parse_model,
-    read_yaml,
     template_fields,
     template_strings,
 )
+from telcoenv.datafiles import cached_build, data_root, read_yaml
 from telcoenv.domains.bss.generator import products
 from telcoenv.domains.bss.models import CareBlueprint, CareIntent
 from telcoenv.domains.bss.scenario import FACT_SOURCES, cheapest_plan, eligible
@@ -286,5 +285,6 @@ def load_care_catalog(
 
 @cache
 def care_catalog() -> Catalog:
-    """The packaged customer-care catalogue, loaded and validated once per process."""
-    return load_care_catalog()
+    """The packaged customer-care catalogue, validated once per process (and cached on disk
+    until a packaged file changes: see :func:`telcoenv.datafiles.cached_build`)."""
+    return cached_build("care_catalog", load_care_catalog)

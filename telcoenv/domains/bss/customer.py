@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
 from telcoenv.catalog import template_fields
+from telcoenv.datafiles import parse_yaml
 from telcoenv.domains.bss import symptoms
 from telcoenv.domains.bss.models import CareIntent
 from telcoenv.routing import QuestionRouter, load_prototypes
@@ -45,7 +45,7 @@ _TOPIC = {"travel": "trip"}
 def phrases() -> dict[str, Any]:
     """The phrase bank (``customer.yaml``), parsed once per process."""
     text = resources.files(__package__).joinpath("customer.yaml").read_text("utf-8")
-    return yaml.safe_load(text)
+    return parse_yaml(text, "customer.yaml")
 
 
 def _pick(options: Sequence[str], rng: np.random.Generator) -> str:

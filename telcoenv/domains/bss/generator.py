@@ -35,8 +35,8 @@ from importlib import resources
 from typing import Any
 
 import numpy as np
-import yaml
 
+from telcoenv.datafiles import parse_yaml
 from telcoenv.domains.bss.schema import bss_metadata
 
 _FIRST = ("Omar", "Layla", "Khalid", "Noura", "Faisal", "Sara", "Yousef", "Huda", "Tariq", "Reem")
@@ -57,7 +57,7 @@ _BATCH = 64  # numbers drawn per call of the generator
 def products() -> dict[str, Any]:
     """The packaged product catalogue: plans, add-ons, destinations, VAT (``products.yaml``)."""
     text = resources.files(__package__).joinpath("products.yaml").read_text("utf-8")
-    return yaml.safe_load(text)
+    return parse_yaml(text, "products.yaml")
 
 
 @dataclass(frozen=True)

@@ -23,9 +23,9 @@ from importlib import resources
 from typing import Any
 
 import numpy as np
-import yaml
 
 from telcoenv.catalog import template_fields
+from telcoenv.datafiles import parse_yaml
 from telcoenv.domains.bss.blueprints import care_catalog
 from telcoenv.domains.bss.models import CareIntent
 from telcoenv.errors import CatalogError, UnknownIntentError
@@ -245,7 +245,7 @@ def symptom_bank() -> dict[str, Any]:
     """``symptoms.yaml``, parsed and validated against the packaged care intents once per
     process (treat it as read-only)."""
     text = resources.files(__package__).joinpath("symptoms.yaml").read_text("utf-8")
-    data = yaml.safe_load(text)
+    data = parse_yaml(text, "symptoms.yaml")
     check_symptoms(data, care_catalog().intents)
     return data
 

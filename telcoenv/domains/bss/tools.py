@@ -28,8 +28,8 @@ import re
 import unicodedata
 from typing import Any, Protocol
 
-from telcoenv.catalog import data_root
 from telcoenv.database import Query
+from telcoenv.datafiles import data_root
 from telcoenv.domains.bss.generator import products
 from telcoenv.domains.bss.state import (
     ACCOUNT,

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
+from telcoenv.datafiles import parse_yaml
 from telcoenv.domains.network import symptoms
 from telcoenv.domains.network.kpis import kpi_definitions
 from telcoenv.domains.network.models import Blueprint, Intent
@@ -44,7 +44,9 @@ _ARABIC_HOURS = {1: "الساعة الماضية", 2: "الساعتين الما
 @cache
 def phrases() -> dict[str, Any]:
     """The phrase bank (``engineer.yaml``), parsed once per process."""
-    return yaml.safe_load(resources.files(__package__).joinpath("engineer.yaml").read_text("utf-8"))
+    return parse_yaml(
+        resources.files(__package__).joinpath("engineer.yaml").read_text("utf-8"), "engineer.yaml"
+    )
 
 
 def check_phrases(intents: Sequence[Intent]) -> None:

@@ -14,9 +14,9 @@ from importlib import resources
 from typing import Literal
 
 import numpy as np
-import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from telcoenv.datafiles import parse_yaml
 from telcoenv.domains.network.sampling import Coupling
 from telcoenv.errors import CatalogError
 from telcoenv.specs import Bilingual, Language
@@ -115,7 +115,7 @@ def kpi_definitions() -> KPIDefinitions:
     file = "telcoenv/domains/network/kpis.yaml"
     text = resources.files(__package__).joinpath("kpis.yaml").read_text("utf-8")
     try:
-        definitions = KPIDefinitions.model_validate(yaml.safe_load(text))
+        definitions = KPIDefinitions.model_validate(parse_yaml(text, file))
     except ValidationError as exc:
         first = exc.errors()[0]
         raise CatalogError(file, ".".join(map(str, first["loc"])), first["msg"]) from exc

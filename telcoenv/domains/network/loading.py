@@ -22,15 +22,14 @@ from telcoenv.catalog import (
     check_gold_chain,
     check_intent_folder,
     check_template,
-    data_root,
     load_blueprint_folder,
     load_intents,
     load_tools,
     parse_model,
-    read_yaml,
     template_strings,
     validate_document,
 )
+from telcoenv.datafiles import cached_build, data_root, read_yaml
 from telcoenv.domains.network.models import Blueprint, Intent, KPIConstraint
 from telcoenv.errors import CatalogError, ToolError
 from telcoenv.specs import ToolSpec
@@ -447,7 +446,8 @@ def load_catalog(
 
 @cache
 def network_catalog() -> Catalog:
-    """The packaged catalogue, loaded and validated once per process and shared."""
+    """The packaged catalogue, validated once per process and shared (and cached on disk
+    until a packaged file changes: see :func:`telcoenv.datafiles.cached_build`)."""
     from telcoenv.domains.network.kpis import kpi_definitions
 
-    return load_catalog(known_kpis=kpi_definitions().kpis)
+    return cached_build("network_catalog", lambda: load_catalog(known_kpis=kpi_definitions().kpis))

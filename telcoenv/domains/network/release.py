@@ -34,7 +34,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from telcoenv.catalog import parse_yaml, read_yaml
+from telcoenv.datafiles import parse_yaml, read_yaml
 from telcoenv.domains.network.kpis import kpi_definitions
 from telcoenv.domains.network.loading import load_blueprint, network_catalog
 from telcoenv.domains.network.models import Blueprint

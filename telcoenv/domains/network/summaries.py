@@ -12,8 +12,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-import yaml
-
+from telcoenv.datafiles import parse_yaml
 from telcoenv.domains.network.engineer import (
     join_phrases,
     quote_kpis,
@@ -26,8 +25,8 @@ from telcoenv.specs import LANGUAGES, GoldStep, Language
 
 @cache
 def phrases() -> dict[str, Any]:
-    return yaml.safe_load(
-        resources.files(__package__).joinpath("summaries.yaml").read_text("utf-8")
+    return parse_yaml(
+        resources.files(__package__).joinpath("summaries.yaml").read_text("utf-8"), "summaries.yaml"
     )
 
 

@@ -21,9 +21,9 @@ from importlib import resources
 from typing import Any
 
 import numpy as np
-import yaml
 
 from telcoenv.catalog import template_fields
+from telcoenv.datafiles import parse_yaml
 from telcoenv.domains.network.kpis import kpi_definitions
 from telcoenv.domains.network.loading import network_catalog
 from telcoenv.domains.network.models import Intent
@@ -208,7 +208,9 @@ def check_symptoms(
 def symptom_bank() -> dict[str, Any]:
     """``symptoms.yaml``, parsed and validated against the network catalogue once per process
     (treat it as read-only)."""
-    data = yaml.safe_load(resources.files(__package__).joinpath("symptoms.yaml").read_text("utf-8"))
+    data = parse_yaml(
+        resources.files(__package__).joinpath("symptoms.yaml").read_text("utf-8"), "symptoms.yaml"
+    )
     catalog = network_catalog()
     check_symptoms(data, catalog.intents, tools=catalog.tools)
     return data

@@ -1,0 +1,146 @@
+"""Where the packaged data files live, how they are parsed, and the cache of what is built
+from them.
+
+Validating a catalogue (about a hundred YAML and JSON files against their schemas and rules)
+takes most of a second; every worker process and every test would pay it at its first ``make``.
+:func:`cached_build` keeps the validated result in the user's cache directory under a hash of
+the content of every packaged data file and of the package's own code, so a change to any of
+them builds afresh, and a cache that cannot be read or written only costs the build.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import suppress
+from functools import cache
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+
+from telcoenv.errors import CatalogError
+
+T = TypeVar("T")
+
+# libyaml's loader where PyYAML was built with it: the same documents, about ten times faster.
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_PACKAGE = Path(__file__).resolve().parent
+# Files whose content a cached build depends on (code, schemas, data); caches and bytecode not.
+_HASHED_SUFFIXES = frozenset({".py", ".yaml", ".yml", ".json", ".md", ".txt"})
+_STALE_S = 24 * 3600
+
+
+def data_root() -> Path:
+    """Folder that holds intents.yaml, blueprints/ and tools/.
+
+    An installed wheel carries them in ``telcoenv/_data``; a source checkout has them next to the
+    package.
+    """
+    packaged = _PACKAGE / "_data"
+    return packaged if (packaged / "intents.yaml").is_file() else _PACKAGE.parent
+
+
+def parse_yaml(text: str, file: str) -> Any:
+    """Parse YAML text; a syntax error becomes a CatalogError with the line and column."""
+    try:
+        return yaml.load(text, Loader=_LOADER)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise CatalogError(file, where, f"invalid YAML: {getattr(exc, 'problem', exc)}") from exc
+
+
+def read_yaml(path: Path) -> Any:
+    """Parse a YAML file; a syntax error becomes a CatalogError with the line and column."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CatalogError(str(path), "", f"cannot read file: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise CatalogError(
+            str(path), f"byte {exc.start}", "not UTF-8 text: save the file as UTF-8"
+        ) from exc
+    return parse_yaml(text, str(path))
+
+
+def cache_dir() -> Path:
+    """$TELCOENV_CACHE_DIR, else $XDG_CACHE_HOME/telcoenv, else ~/.cache/telcoenv."""
+    if explicit := os.environ.get("TELCOENV_CACHE_DIR"):
+        return Path(explicit).expanduser()
+    if xdg := os.environ.get("XDG_CACHE_HOME"):
+        return Path(xdg).expanduser() / "telcoenv"
+    return Path.home() / ".cache" / "telcoenv"
+
+
+def _hashed_files() -> Iterator[Path]:
+    roots = {_PACKAGE, data_root() / "blueprints", data_root() / "tools"}
+    yield data_root() / "intents.yaml"
+    for root in sorted(roots):
+        for path in sorted(root.rglob("*")):
+            if path.suffix in _HASHED_SUFFIXES and "__pycache__" not in path.parts:
+                yield path
+
+
+@cache
+def content_hash() -> str:
+    """A hash of every packaged data file and of the package's code (paths and bytes)."""
+    digest = hashlib.blake2b(digest_size=16)
+    for path in _hashed_files():
+        digest.update(str(path.relative_to(path.anchor)).encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def cached_build(name: str, build: Callable[[], T]) -> T:
+    """``build()``'s result, from the cache when no packaged file has changed since it was
+    stored (``name``: a word naming what is built). Only for results built from the packaged
+    files alone; ``TELCOENV_NO_CACHE=1`` always builds."""
+    if os.environ.get("TELCOENV_NO_CACHE"):
+        return build()
+    path = cache_dir() / f"{name}.{content_hash()}.pickle"
+    try:
+        result = pickle.loads(path.read_bytes())
+    except Exception:  # absent, truncated or from another Python: build it again
+        pass
+    else:
+        with suppress(OSError):
+            os.utime(path)  # in use: not stale for another checkout's clean-up
+        return result
+    result = build()
+    _store(path, result)
+    return result
+
+
+def _store(path: Path, result: Any) -> None:
+    """Write atomically (a concurrent reader sees the whole file or none); a read-only or
+    full disk only loses the cache."""
+    data = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
+    name = path.name.split(".", 1)[0]
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _drop_stale(path.parent, name)
+        descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{name}")
+    except OSError:
+        return
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(data)
+        os.replace(temporary, path)
+    except OSError:
+        with suppress(OSError):
+            os.unlink(temporary)
+
+
+def _drop_stale(folder: Path, name: str) -> None:
+    """Remove builds of ``name`` from other files that were not used for a day (another
+    checkout or version may still be using a recent one)."""
+    cutoff = time.time() - _STALE_S
+    for stale in folder.glob(f"{name}.*.pickle"):
+        with suppress(OSError):
+            if stale.stat().st_mtime < cutoff:
+                stale.unlink()
