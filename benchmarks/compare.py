@@ -71,11 +71,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("ref", help="the earlier commit")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("command", nargs=argparse.REMAINDER, help="-- script.py [its arguments]")
-    args = parser.parse_args()
-    command = args.command[1:] if args.command[:1] == ["--"] else args.command
-    if not command:
-        parser.error("give the benchmark to run after --")
+    argv = sys.argv[1:]
+    if "--" not in argv or argv.index("--") == len(argv) - 1:
+        parser.error("give the benchmark to run after --: compare.py REF -- script.py [args]")
+    split = argv.index("--")
+    args = parser.parse_args(argv[:split])
+    command = argv[split + 1 :]
     result = compare(args.ref, command, args.rounds)
     width = max(len(name) for name in result) if result else 10
     print(f"{'figure':<{width}}  {'before':>10}  {'now':>10}  ratio   ({args.rounds} rounds)")

@@ -10,6 +10,12 @@ a change the schema's constraints refuse becomes a ``rejected`` :class:`~telcoen
 naming the system (the schema's ``info["system"]``, e.g. "the network"), which the toolbox
 turns into an error observation.
 
+With ``shared=True`` (the network domain) the environments of a process share one in-memory
+database instead, each episode under its own row id: the schema, SQLite's page overhead and its
+prepared statements are paid once per process, not per environment (an extra environment then
+costs its rows and Python objects). A reset deletes the environment's previous episode and loads
+the next in one transaction; a lock serialises environments used from several threads.
+
 With ``url`` set (any SQLAlchemy URL, e.g. ``sqlite:///network.sqlite`` or a PostgreSQL URL) the
 episodes are committed and kept, each under its own ``episode_id``, so the database can be
 inspected while and after agents run.
@@ -24,15 +30,28 @@ parameters.
 from __future__ import annotations
 
 import functools
+import itertools
 import operator
 import sqlite3
 import threading
+import uuid
+import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import MetaData, bindparam, create_engine, event, func, insert, select, update
+from sqlalchemy import (
+    MetaData,
+    bindparam,
+    create_engine,
+    delete,
+    event,
+    func,
+    insert,
+    select,
+    update,
+)
 from sqlalchemy.engine import Dialect, Engine
 from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.pool import StaticPool
@@ -153,27 +172,62 @@ def _open_engine(metadata: MetaData, url: str) -> Engine:
     return engine
 
 
-class EpisodeDatabase:
-    """The database of one environment (not shared between environments or threads at once),
-    with the tables of ``metadata``."""
+class _SharedMemory:
+    """The in-memory database that a process's shared environments use (one per schema)."""
 
-    def __init__(self, metadata: MetaData, url: str | None = None) -> None:
+    def __init__(self, metadata: MetaData) -> None:
+        connection = _copy_of_template(metadata)
+        self.engine = create_engine("sqlite://", creator=lambda: connection, poolclass=StaticPool)
+        self.connection = self.engine.connect()  # holds the pool's DBAPI connection
+        self.lock = threading.RLock()
+        self.serial = itertools.count(1)
+        # Row ids of environments dropped without close(): deleted at the next reset of any.
+        self.abandoned: list[str] = []
+
+
+_SHARED_LOCK = threading.Lock()
+_SHARED: dict[int, _SharedMemory] = {}  # per schema (MetaData identity)
+
+
+def _shared_memory(metadata: MetaData) -> _SharedMemory:
+    with _SHARED_LOCK:
+        if id(metadata) not in _SHARED:
+            _SHARED[id(metadata)] = _SharedMemory(metadata)
+        return _SHARED[id(metadata)]
+
+
+class EpisodeDatabase:
+    """The database of one environment with the tables of ``metadata``: private and in memory,
+    ``shared`` in memory with the process's other environments, or kept at ``url``. One
+    environment uses it at a time."""
+
+    def __init__(self, metadata: MetaData, url: str | None = None, *, shared: bool = False) -> None:
         self.metadata, self.url = metadata, url
         self.persistent = url is not None
         # Compiled statements are shared per dialect; the schema's name keeps two domains'
         # tables of the same name apart.
         self._namespace = str(metadata.info.get("name", id(metadata)))
-        if url is None:
+        self._shared = _shared_memory(metadata) if shared and url is None else None
+        if self._shared is not None:
+            self._engine = self._shared.engine
+            self._connection = self._shared.connection
+            self._serial = next(self._shared.serial)
+            self._row_id: list[str | None] = [None]  # this environment's rows now (a cell: the
+            # finaliser must not hold the database itself)
+            weakref.finalize(self, _abandon, self._shared, self._row_id)
+        elif url is None:
             connection = _copy_of_template(metadata)
             self._engine = create_engine(
                 "sqlite://", creator=lambda: connection, poolclass=StaticPool
             )
+            self._connection = self._engine.connect()  # holds the pool's DBAPI connection
         else:
             self._engine = _open_engine(metadata, url)
-        self._connection = self._engine.connect()  # holds the pool's DBAPI connection
+            self._connection = self._engine.connect()
         self._dbapi: Any = self._connection.connection.driver_connection
         self._cursor = self._dbapi.cursor()
         self._dialect = self._engine.dialect
+        self._lock = self._shared.lock if self._shared is not None else nullcontext()
         self._sqlite = self._dialect.name == "sqlite"
         self._prepared: dict[str, Prepared] = {}
         # Keyed by the query object, which the dict keeps alive (its id cannot be reused).
@@ -187,6 +241,16 @@ class EpisodeDatabase:
         self.system = str(metadata.info.get("system", "the database"))
         self._open_episode = False
         self._changing = False  # inside change()
+
+    def row_id(self, episode_id: str) -> str | None:
+        """The id to store an episode's rows under when ``episode_id`` alone could clash (a
+        kept database may hold the same episode already; a shared one holds other
+        environments' episodes), else None."""
+        if self.persistent:
+            return f"{episode_id}-{uuid.uuid4().hex[:12]}"
+        if self._shared is not None:
+            return f"{episode_id}~{self._serial}"
+        return None
 
     # --- statements ---------------------------------------------------------------------------
 
@@ -204,10 +268,11 @@ class EpisodeDatabase:
         if prepared is None:
             prepared = self._queries[query] = self._prepare_query(query)
         if prepared._getter is None:  # a named paramstyle
-            self._cursor.execute(prepared.sql, dict(zip(query.parameters, values, strict=True)))
+            params: Any = dict(zip(query.parameters, values, strict=True))
         else:
-            self._cursor.execute(prepared.sql, values)
-        return self._cursor.fetchall()
+            params = values
+        with self._lock:
+            return self._cursor.execute(prepared.sql, params).fetchall()
 
     def _prepare_query(self, query: Query) -> Prepared:
         build = functools.partial(query.build, self.metadata)
@@ -227,12 +292,12 @@ class EpisodeDatabase:
         (``?`` placeholders for SQLite). Tools read through :class:`Query` and change rows
         through :meth:`update_column`, :meth:`insert` and :meth:`change`.
         """
-        self._cursor.execute(sql, params)
-        return self._cursor.fetchall()
+        with self._lock:
+            return self._cursor.execute(sql, params).fetchall()
 
     def execute(self, prepared: Prepared, params: Mapping[str, Any]) -> int:
-        self._cursor.execute(prepared.sql, prepared.bind(params))
-        return self._cursor.rowcount
+        with self._lock:
+            return self._cursor.execute(prepared.sql, prepared.bind(params)).rowcount
 
     def update_column(
         self, table: str, column: str, value: Any, *, episode_id: str, key: str, key_value: Any
@@ -269,6 +334,10 @@ class EpisodeDatabase:
         """
         if not rows:
             return
+        with self._lock:
+            self._insert(table, rows)
+
+    def _insert(self, table: str, rows: Sequence[tuple[Any, ...]]) -> None:
         count = len(rows)
         if self._row_group is not None:  # positional: repeat the compiled row group
             sql = self._multi_sql.get((table, count))
@@ -307,8 +376,14 @@ class EpisodeDatabase:
         if self._sqlite:  # other drivers open a transaction implicitly
             self._cursor.execute("BEGIN")
 
-    def start_episode(self, load: Callable[[EpisodeDatabase], None]) -> None:
-        """Discard the previous episode (in memory) and load the next with ``load(self)``."""
+    def start_episode(
+        self, load: Callable[[EpisodeDatabase], None], row_id: str | None = None
+    ) -> None:
+        """Discard the previous episode (in memory) and load the next with ``load(self)``; a
+        shared database needs the id its rows are stored under (:meth:`row_id`)."""
+        if self._shared is not None:
+            self._start_shared(load, row_id)
+            return
         if self._open_episode:
             self._dbapi.rollback()
             self._open_episode = False
@@ -323,6 +398,34 @@ class EpisodeDatabase:
         else:
             self._open_episode = True
 
+    def _start_shared(self, load: Callable[[EpisodeDatabase], None], row_id: str | None) -> None:
+        if row_id is None:
+            raise ValueError("a shared database keeps an episode under its row_id(): pass it")
+        assert self._shared is not None
+        with self._lock:
+            gone, self._shared.abandoned[:] = [*self._shared.abandoned, self._row_id[0]], []
+            self._cursor.execute("BEGIN")
+            try:
+                for old in filter(None, gone):
+                    self._delete_rows(old)
+                load(self)
+            except BaseException:
+                self._dbapi.rollback()
+                self._shared.abandoned.extend(filter(None, gone[:-1]))
+                raise
+            self._dbapi.commit()
+            self._row_id[0] = row_id
+
+    def _delete_rows(self, row_id: str) -> None:
+        for table in reversed(self.metadata.sorted_tables):
+            prepared = self.statement(
+                f"delete:{table.name}",
+                lambda table=table: delete(table).where(
+                    table.c.episode_id == bindparam("episode_id")
+                ),
+            )
+            self._cursor.execute(prepared.sql, prepared.bind({"episode_id": row_id}))
+
     @contextmanager
     def change(self) -> Iterator[None]:
         """All statements inside happen together or not at all (nested blocks join the
@@ -331,38 +434,61 @@ class EpisodeDatabase:
         if self._changing:
             yield
             return
-        self._changing = True
-        try:
-            if self.persistent:
-                self._begin()
-            else:
-                self._cursor.execute("SAVEPOINT tool_change")
+        with self._lock:
+            self._changing = True
             try:
-                yield
-            except BaseException:
-                if self.persistent:
-                    self._dbapi.rollback()
-                else:
-                    self._cursor.execute("ROLLBACK TO SAVEPOINT tool_change")
-                    self._cursor.execute("RELEASE SAVEPOINT tool_change")
-                raise
+                with self._transaction():
+                    yield
+            except self.integrity_error as exc:
+                raise ToolError(
+                    f"{self.system} refused the change: {exc} (nothing was changed)",
+                    kind="rejected",
+                ) from None
+            finally:
+                self._changing = False
+
+    @contextmanager
+    def _transaction(self) -> Iterator[None]:
+        """A kept database commits each change; an in-memory one (inside its episode, or
+        autocommitting when shared) runs it in a savepoint."""
+        if self.persistent:
+            self._begin()
+        else:
+            self._cursor.execute("SAVEPOINT tool_change")
+        try:
+            yield
+        except BaseException:
             if self.persistent:
-                self._dbapi.commit()
+                self._dbapi.rollback()
             else:
+                self._cursor.execute("ROLLBACK TO SAVEPOINT tool_change")
                 self._cursor.execute("RELEASE SAVEPOINT tool_change")
-        except self.integrity_error as exc:
-            raise ToolError(
-                f"{self.system} refused the change: {exc} (nothing was changed)", kind="rejected"
-            ) from None
-        finally:
-            self._changing = False
+            raise
+        if self.persistent:
+            self._dbapi.commit()
+        else:
+            self._cursor.execute("RELEASE SAVEPOINT tool_change")
 
     def close(self) -> None:
+        if self._shared is not None:  # the process's other environments keep the database
+            with self._lock:
+                if self._row_id[0] is not None:
+                    self._cursor.execute("BEGIN")
+                    self._delete_rows(self._row_id[0])
+                    self._dbapi.commit()
+                    self._row_id[0] = None
+            return
         if self._open_episode:
             self._dbapi.rollback()
             self._open_episode = False
         self._connection.close()
         self._engine.dispose()
+
+
+def _abandon(shared: _SharedMemory, row_id: list[str | None]) -> None:
+    """An environment dropped without close(): its rows go at the next reset of another."""
+    if row_id[0] is not None:
+        shared.abandoned.append(row_id[0])
 
 
 _PREPARED_LOCK = threading.Lock()

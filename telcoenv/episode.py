@@ -49,6 +49,14 @@ def error_observation(kind: str, message: str, next_step: str | None = None) -> 
     return canonical_json({"error": error})
 
 
+def _row_id(database: Any, episode_id: str) -> str | None:
+    """The id an episode's rows are stored under (see ``EpisodeDatabase.row_id``); a domain's
+    own database without ``row_id`` keeps a kept episode under a unique id."""
+    if hasattr(database, "row_id"):
+        return database.row_id(episode_id)
+    return f"{episode_id}-{uuid.uuid4().hex[:12]}" if database.persistent else None
+
+
 def episode_id_of(key: list[int]) -> str:
     return f"ep-{zlib.crc32(repr(key).encode()):08x}"
 
@@ -73,10 +81,10 @@ class Episode:
         self.settings, self.domain = settings, domain
         self.intent, self.blueprint, self.key = intent, blueprint, key
         self.episode_id = episode_id_of(key)
-        # A kept database may already hold this episode (same seed): give it a unique id there.
-        self.stored_id = (
-            f"{self.episode_id}-{uuid.uuid4().hex[:12]}" if database.persistent else None
-        )
+        # A kept or shared database may already hold this episode (same seed): its rows go
+        # under a unique id there; a kept one's is shown (info["database_episode_id"]).
+        self.row_id = _row_id(database, self.episode_id)
+        self.stored_id = self.row_id if database.persistent else None
         self.difficulty: str = options.get("difficulty", settings.difficulty)
         # Only a domain that offers tiers is told one: guided is every domain's default.
         tier = {"difficulty": self.difficulty} if self.difficulty != GUIDED else {}
@@ -86,7 +94,7 @@ class Episode:
             np.random.default_rng(key),
             lang,
             database,
-            self.stored_id or self.episode_id,
+            self.row_id or self.episode_id,
             **tier,
         )
         self.privileged: bool = options.get("privileged", settings.privileged)

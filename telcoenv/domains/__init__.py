@@ -73,7 +73,9 @@ class Domain(Protocol):
     def connect(self, url: str | None = None) -> Any:
         """The database of one environment's episodes: private and in memory unless ``url``.
 
-        The object has ``persistent`` (episodes are kept) and ``close()``.
+        The object has ``persistent`` (episodes are kept) and ``close()``, and may have
+        ``row_id(episode_id)``: the id to store an episode's rows under (see
+        :class:`telcoenv.database.EpisodeDatabase`).
         """
 
     def start_episode(

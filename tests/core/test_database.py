@@ -28,9 +28,17 @@ HOSTILE = [
 ]
 
 
+def _rows_id(env: TelcoEnv) -> str:
+    """The id the episode's rows are stored under (the environments of a process share one
+    in-memory database)."""
+    return env.episode.row_id or env.episode.episode_id
+
+
 def _counts(env: TelcoEnv) -> dict[str, int]:
     return {
-        table: env.database.fetch_all(f"SELECT count(*) FROM {table}")[0][0]
+        table: env.database.fetch_all(
+            f"SELECT count(*) FROM {table} WHERE episode_id = ?", (_rows_id(env),)
+        )[0][0]
         for table in network_metadata().tables
     }
 
@@ -48,12 +56,21 @@ def test_an_episode_lives_in_the_database_and_the_next_reset_discards_it():
     # What the tools report is what the database holds.
     cell = call_tool(env, "oss_query", cell_id=state.serving_id, window="1h")["cell"]
     [(pci,)] = env.database.fetch_all(
-        "SELECT pci FROM cells WHERE cell_id = ?", (state.serving_id,)
+        "SELECT pci FROM cells WHERE cell_id = ? AND episode_id = ?",
+        (state.serving_id, _rows_id(env)),
     )
     assert cell["pci"] == pci
-    first_cells = set(state.cell_ids)
+    first_cells, first_id = set(state.cell_ids), _rows_id(env)
     env.reset(seed=1)
-    ids = {r[0] for r in env.database.fetch_all("SELECT cell_id FROM cells")}
+    assert env.database.fetch_all(
+        "SELECT count(*) FROM cells WHERE episode_id = ?", (first_id,)
+    ) == [(0,)]
+    ids = {
+        r[0]
+        for r in env.database.fetch_all(
+            "SELECT cell_id FROM cells WHERE episode_id = ?", (_rows_id(env),)
+        )
+    }
     assert ids == set(env.episode.setup.state.cell_ids) and not ids & (first_cells - ids)
     assert _counts(env)["change_log"] == 0
 

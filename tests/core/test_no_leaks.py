@@ -87,7 +87,7 @@ def _ids_in_database(env: Any) -> set[str]:
             continue
         rows = database.fetch_all(
             f"SELECT {', '.join(columns)} FROM {name} WHERE episode_id = ?",
-            (episode.episode_id,),
+            (episode.row_id or episode.episode_id,),
         )
         found.update(value for row in rows for value in row if isinstance(value, str))
     return found

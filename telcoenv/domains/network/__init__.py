@@ -137,8 +137,9 @@ class NetworkDomain:
         return len(loaded), report
 
     def connect(self, url: str | None = None) -> EpisodeDatabase:
-        """A network database for one environment: private and in memory unless ``url``."""
-        return EpisodeDatabase(network_metadata(), url)
+        """A network database for one environment: in memory, shared with the process's other
+        environments (each episode under its own row id), unless ``url``."""
+        return EpisodeDatabase(network_metadata(), url, shared=True)
 
     def start_episode(
         self,

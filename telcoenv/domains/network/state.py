@@ -221,7 +221,7 @@ class NetworkState:
         self.start = initial.configuration()
         self._owners: dict[str, str] = {}  # object id -> "cell:<id>" etc.
         self.collection_start = initial.now - RETENTION  # when the first KPI samples were taken
-        db.start_episode(self._load)
+        db.start_episode(self._load, episode_id)
 
     # --- loading ------------------------------------------------------------------------------
 
