@@ -58,9 +58,10 @@ def reset_and_tool_latency(episodes: int = 300) -> dict[str, float]:
         observation, info = env.reset(seed=episode)
         resets.append(time.perf_counter() - start)
         cell = info["privileged"]["gold_chain"][0]["arguments"].get("cell_id")
+        cluster = env.episode.setup.state.cluster_id
         extra = [
             {"name": "neighbor_audit", "arguments": {"cell_id": cell}},
-            {"name": "coverage_map", "arguments": {"area": cell, "resolution": "cell"}},
+            {"name": "coverage_map", "arguments": {"area": cluster, "resolution": "100m"}},
             {"name": "recommend_param_change", "arguments": {"cell_id": cell}},
         ]
         for action in extra if cell else []:
