@@ -26,11 +26,21 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def measure(checkout: Path, command: list[str]) -> dict[str, float]:
-    """One fresh run of ``command`` importing ``telcoenv`` from ``checkout``; its figures."""
+    """One fresh run of ``command`` importing ``telcoenv`` from ``checkout``; its figures.
+
+    It runs in a neutral folder: the working directory comes first on ``sys.path`` of any
+    ``python -c`` the benchmark starts, and this checkout's would shadow ``PYTHONPATH``.
+    """
     env = {**os.environ, "PYTHONPATH": str(checkout)}
-    done = subprocess.run(
-        [sys.executable, *command], cwd=ROOT, env=env, capture_output=True, text=True
-    )
+    script, *arguments = command
+    with tempfile.TemporaryDirectory() as neutral:
+        done = subprocess.run(
+            [sys.executable, str(ROOT / script), *arguments],
+            cwd=neutral,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(command)} failed against {checkout}:\n{done.stderr[-2000:]}")
     figures = json.loads(done.stdout.strip().splitlines()[-1])
