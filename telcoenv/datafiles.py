@@ -69,7 +69,8 @@ def read_yaml(path: Path) -> Any:
 
 
 def cache_dir() -> Path:
-    """$TELCOENV_CACHE_DIR, else $XDG_CACHE_HOME/telcoenv, else ~/.cache/telcoenv."""
+    """$TELCOENV_CACHE_DIR, else $XDG_CACHE_HOME/telcoenv, else ~/.cache/telcoenv (empty
+    variables count as unset; the directory is not created)."""
     if explicit := os.environ.get("TELCOENV_CACHE_DIR"):
         return Path(explicit).expanduser()
     if xdg := os.environ.get("XDG_CACHE_HOME"):

