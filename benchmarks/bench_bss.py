@@ -1,6 +1,7 @@
 """Customer care (BSS): the cost of a reset, of a read API call and of a whole oracle episode.
 
-Run with ``python benchmarks/bench_bss.py``. Everything goes through the environment
+Run with ``python benchmarks/bench_bss.py`` (``--json``: the figures as one JSON line, for
+``benchmarks/compare.py``). Everything goes through the environment
 (``TelcoEnv(domain="bss")``, no embedder), so the figures include what a training loop pays:
 
 * reset: sample the caller from a care blueprint, generate the customer base, load it into the
@@ -8,7 +9,8 @@ Run with ``python benchmarks/bench_bss.py``. Everything goes through the environ
 * read call: ``env.step`` of one read API (argument validation, bound-parameter queries,
   the JSON observation and the trace record), per tool;
 * oracle episode: reset, the customer questions, the gold chain, submit, the verification
-  (which replays the gold writes on a private copy of the data) and the scoring.
+  (which replays the gold writes on the episode's own database and undoes them) and the
+  scoring.
 
 Medians over every care blueprint x ``--samples`` samples, cycling through the blueprints.
 """
@@ -41,7 +43,7 @@ def _ms(times: list[float]) -> float:
     return round(1000 * statistics.median(times), 3)
 
 
-def main(samples: int = 12) -> dict[str, float]:
+def main(samples: int = 12, as_json: bool = False) -> dict[str, float]:
     blueprints = [b for family in bss_domain().catalog.blueprints.values() for b in family]
     env = TelcoEnv(domain="bss", embedder=None, privileged=True)
     resets: list[float] = []
@@ -75,11 +77,13 @@ def main(samples: int = 12) -> dict[str, float]:
         "oracle_episode_ms_median": _ms(episodes),
         **{f"read_ms_median.{name}": _ms(times) for name, times in sorted(calls.items())},
     }
-    print(json.dumps(result, indent=2))
+    print(json.dumps(result) if as_json else json.dumps(result, indent=2))
     return result
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--samples", type=int, default=12, help="samples per blueprint")
-    main(parser.parse_args().samples)
+    parser.add_argument("--json", action="store_true", help="print the figures as one JSON line")
+    args = parser.parse_args()
+    main(args.samples, args.json)

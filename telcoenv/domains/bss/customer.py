@@ -18,7 +18,7 @@ opening, when a message is unclear.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -108,8 +108,15 @@ def asked_topics(message: str) -> list[str]:
     """The topics a plain message asks about, by meaning (``noticed`` included, which only the
     symptom tier answers), and ``approval`` when it asks to approve a change
     (:func:`telcoenv.text.asks_for_approval`: a statement or a negation is no request)."""
-    topics = [_TOPIC.get(kind, kind) for kind in question_router().route(message)]
-    return [*topics, "approval"] if asks_for_approval(message) else topics
+    return list(_topics(message))
+
+
+# An episode asks twice per message (does it ask for approval? what to answer?): routing it
+# once halves the cost of a message.
+@lru_cache(maxsize=256)
+def _topics(message: str) -> tuple[str, ...]:
+    topics = tuple(_TOPIC.get(kind, kind) for kind in question_router().route(message))
+    return (*topics, "approval") if asks_for_approval(message) else topics
 
 
 def reply(

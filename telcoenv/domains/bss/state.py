@@ -7,15 +7,20 @@ domain) and gives tools bound-parameter access to it: :meth:`BssState.rows` runs
 :meth:`BssState.insert` change rows inside ``state.db.change()`` (all or nothing; a change
 the schema refuses is a ``rejected`` ToolError). The database is the one source of the current
 state; the generated rows stay as the starting state that a verification can diff against.
+Tools change rows only through :meth:`BssState.insert` and :meth:`BssState.update`, which note
+the table in :attr:`BssState.written`: every other table still holds the generated rows, so a
+verification diffs only the written ones.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from functools import cache
 from typing import Any
 
-from sqlalchemy import MetaData
+from sqlalchemy import MetaData, bindparam, delete
+from sqlalchemy.sql import ClauseElement
 
 from telcoenv.database import EpisodeDatabase, Query
 from telcoenv.domains.bss.generator import BssData
@@ -32,6 +37,8 @@ class BssState:
         # loaded, not kept: tools find the caller by asking, like a real agent.
         self.db, self.episode_id = db, episode_id
         self.today = TODAY
+        #: The tables written since the data was loaded (a superset of those that changed).
+        self.written: set[str] = set()
 
         def load(db: EpisodeDatabase) -> None:
             for table, rows in data.rows.items():
@@ -55,10 +62,12 @@ class BssState:
         """Insert one row (the episode id is added); use inside ``db.change()``."""
         columns = self.db.metadata.tables[table].columns.keys()
         row = {"episode_id": self.episode_id, **values}
+        self.written.add(table)
         self.db.insert_values(table, [tuple(row.get(c) for c in columns)])
 
     def update(self, table: str, key: str, key_value: Any, **values: Any) -> int:
         """Set ``values`` on the row whose ``key`` is ``key_value``; the number of rows changed."""
+        self.written.add(table)
         changed = (
             self.db.update_column(
                 table, name, value, episode_id=self.episode_id, key=key, key_value=key_value
@@ -69,10 +78,24 @@ class BssState:
 
     def current_rows(self) -> dict[str, list[tuple[Any, ...]]]:
         """Every table's rows as stored now, episode id first (the generator's row format)."""
-        return {
-            name: [(self.episode_id, *row) for row in self.db.select(query, (self.episode_id,))]
-            for name, query in table_queries(self.db.metadata).items()
-        }
+        return {name: self.table_rows(name) for name in table_queries(self.db.metadata)}
+
+    def table_rows(self, table: str) -> list[tuple[Any, ...]]:
+        """One table's rows as stored now, episode id first (the generator's row format)."""
+        query = table_queries(self.db.metadata)[table]
+        return [(self.episode_id, *row) for row in self.db.select(query, (self.episode_id,))]
+
+    def reload(self, table: str, rows: Sequence[tuple[Any, ...]]) -> None:
+        """Replace the episode's rows of ``table`` by ``rows`` (generator format); use inside
+        ``db.change()``. Not noted as written: a verification puts the generated rows back."""
+
+        def build() -> ClauseElement:
+            t = self.db.metadata.tables[table]
+            return delete(t).where(t.c.episode_id == bindparam("episode_id"))
+
+        prepared = self.db.statement(f"reload:{table}", build)
+        self.db.execute(prepared, {"episode_id": self.episode_id})
+        self.db.insert_values(table, rows)
 
     def rows_json(self) -> str:
         """Every table's rows as canonical JSON (for state diffs in tests and verification)."""

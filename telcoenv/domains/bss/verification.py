@@ -1,17 +1,23 @@
 """Verify a customer-care episode on the final state of its BSS database.
 
-The reference is the gold chain replayed, not a hand-written rule per intent: the episode's
-generated data is loaded into a private database, the gold chain's write calls run against it,
-and the changes they make (rows inserted, deleted, columns updated) are the *expected* changes.
-The episode is resolved when the agent's database shows exactly those changes (every expected
-change is there, nothing else changed) and, when the customer asked a question, the submitted
-answer matches the gold answer (see :mod:`telcoenv.metrics.answers`). Text in the agent's own
-words (a ticket summary, a credit reason) is not compared.
+The reference is the gold chain replayed, not a hand-written rule per intent: the gold chain's
+write calls run against the episode's generated data, and the changes they make (rows inserted,
+deleted, columns updated) are the *expected* changes. The episode is resolved when the agent's
+database shows exactly those changes (every expected change is there, nothing else changed) and,
+when the customer asked a question, the submitted answer matches the gold answer (see
+:mod:`telcoenv.metrics.answers`). Text in the agent's own words (a ticket summary, a credit
+reason) is not compared.
+
+The replay needs no second database: it runs on the episode's own, inside one change that is
+undone afterwards, once the tables the agent wrote hold the generated rows again (every other
+table never stopped holding them, see :attr:`BssState.written`). Both diffs read only the
+written tables, a dozen rows, not the whole customer base.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -98,23 +104,48 @@ def diff(
     return changes
 
 
+def stored_changes(state: BssState, data: BssData, tables: Iterable[str]) -> list[dict[str, Any]]:
+    """The changes from the generated rows to the stored ones, in ``tables`` only (the others
+    must hold the generated rows)."""
+    names = sorted(tables)
+    return diff({t: data.rows.get(t, ()) for t in names}, {t: state.table_rows(t) for t in names})
+
+
+class _Undo(Exception):
+    """Leaves a ``db.change()`` block so that everything done inside it is undone."""
+
+
+@contextmanager
+def _undone(db: EpisodeDatabase) -> Iterator[None]:
+    """Everything the block changes is undone when it ends (an exception passes through)."""
+    try:
+        with db.change():
+            yield
+            raise _Undo
+    except _Undo:
+        pass
+
+
 def expected_changes(
-    data: BssData, episode_id: str, gold_chain: Iterable[GoldCall], write_tools: set[str]
+    state: BssState, data: BssData, gold_chain: Iterable[GoldCall], write_tools: set[str]
 ) -> list[dict[str, Any]]:
-    """The changes of the gold chain's write calls, replayed on a private copy of the data."""
+    """The changes of the gold chain's write calls, replayed on the episode's database with its
+    generated rows put back; the database is left as it was."""
     writes = [call for call in gold_chain if call.tool in write_tools]
     if not writes:
         return []
     from telcoenv.domains.bss.tools import TOOLS
 
-    database = EpisodeDatabase(bss_metadata())
+    written, state.written = state.written, set()
     try:
-        replay = BssState(database, data, episode_id)
-        for call in writes:
-            TOOLS[call.tool](_Context(replay), **call.arguments)
-        return diff(data.rows, replay.current_rows())
+        with _undone(state.db):
+            for table in sorted(written):
+                state.reload(table, data.rows.get(table, ()))
+            for call in writes:
+                TOOLS[call.tool](_Context(state), **call.arguments)
+            return stored_changes(state, data, state.written)
     finally:
-        database.close()
+        state.written = written
 
 
 def _describe(change: Mapping[str, Any]) -> str:
@@ -135,8 +166,8 @@ def verify(
     submitted_answer: str | None,
 ) -> CareVerdict:
     """Compare the episode's final database with the gold replay, and the answer with gold."""
-    expected = expected_changes(data, state.episode_id, gold_chain, write_tools)
-    made = diff(data.rows, state.current_rows())
+    expected = expected_changes(state, data, gold_chain, write_tools)
+    made = stored_changes(state, data, state.written)
     checks = [
         Check(name=_describe(change), passed=change in made, detail="expected change")
         for change in expected
