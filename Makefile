@@ -36,6 +36,8 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_evaluate.py
 	$(BIN)/python benchmarks/bench_vector.py
 	$(BIN)/python benchmarks/bench_bss.py
+	$(BIN)/python benchmarks/bench_growth.py
+	$(BIN)/python benchmarks/bench_concurrency.py
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache

@@ -1,11 +1,14 @@
 """Scoring throughput: IRA + RA over 1,470 finished episodes, against the cost of the embeddings.
 
 1,470 = the paper's 49 blueprints x 30 samples, half of them in Arabic. For each embedder the
-script times (a) ``score_episodes`` on the finished traces and (b) encoding the same unique texts
-in one batch, each on a fresh embedder instance (the model loaded, the text cache empty), and
-reports the median of the repeats, the ratio (a)/(b) and episodes scored per second.
+script times (a) ``score_episodes`` on the finished traces, (b) encoding the same unique texts
+in one batch and (c) ``score_episode`` one trace after the other, as the environment scores at
+the end of each episode, each on a fresh embedder instance (the model loaded, the text cache
+empty), and reports the median of the repeats, the ratio (a)/(b) and episodes scored per second.
 
-Run: ``.venv/bin/python benchmarks/bench_metrics.py [--repeats 3] [--embedders multilingual,...]``.
+Run: ``.venv/bin/python benchmarks/bench_metrics.py [--repeats 3] [--samples 30]
+[--embedders multilingual,...] [--json]`` (``--json``: all figures as one flat JSON object on
+the last line, for ``benchmarks/compare.py``).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from telcoenv.agents import OracleAgent, run_episode
 from telcoenv.domains.network.loading import network_catalog
 from telcoenv.embeddings import e5_embedder, english_embedder, multilingual_embedder
 from telcoenv.env import TelcoEnv
-from telcoenv.metrics import score_episodes
+from telcoenv.metrics import score_episode, score_episodes
 from telcoenv.metrics.scoring import text_pairs
 
 FACTORIES = {"multilingual": multilingual_embedder, "english": english_embedder, "e5": e5_embedder}
@@ -58,7 +61,7 @@ def measure(name: str, traces: list, repeats: int) -> dict:
             t for trace in traces for pair in text_pairs(trace) for t in pair if t.strip()
         )
     )
-    scoring, batch = [], []
+    scoring, batch, one_by_one = [], [], []
     for _ in range(repeats):
         embedder = fresh(name)
         start = time.perf_counter()
@@ -68,7 +71,13 @@ def measure(name: str, traces: list, repeats: int) -> dict:
         start = time.perf_counter()
         embedder.encode(texts)
         batch.append(time.perf_counter() - start)
+        embedder = fresh(name)
+        start = time.perf_counter()
+        for trace in traces:
+            score_episode(trace, embedder)
+        one_by_one.append(time.perf_counter() - start)
     score_s, batch_s = statistics.median(scoring), statistics.median(batch)
+    single_s = statistics.median(one_by_one)
     return {
         "embedder": embedder.name,
         "episodes": len(traces),
@@ -77,17 +86,27 @@ def measure(name: str, traces: list, repeats: int) -> dict:
         "embed_batch_seconds": round(batch_s, 2),
         "ratio": round(score_s / batch_s, 3),
         "episodes_per_second": round(len(traces) / score_s, 1),
+        "score_one_by_one_seconds": round(single_s, 2),
+        "one_by_one_ms_per_episode": round(1000 * single_s / len(traces), 2),
     }
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--samples", type=int, default=30, help="samples per blueprint")
     parser.add_argument("--embedders", default="multilingual,english,e5")
+    parser.add_argument("--json", action="store_true", help="one flat JSON object at the end")
     args = parser.parse_args()
-    traces = finished_traces()
+    traces = finished_traces(args.samples)
+    flat = {}
     for name in args.embedders.split(","):
-        print(json.dumps(measure(name, traces, args.repeats)), flush=True)
+        figures = measure(name, traces, args.repeats)
+        if not args.json:
+            print(json.dumps(figures), flush=True)
+        flat.update({f"{name}.{k}": v for k, v in figures.items() if k != "embedder"})
+    if args.json:
+        print(json.dumps(flat))
 
 
 if __name__ == "__main__":

@@ -197,6 +197,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     for flag, value in (
         ("--samples", args.samples),
         ("--workers", args.workers),
+        ("--concurrency", args.concurrency),
         ("--max-steps", args.max_steps),
     ):
         _at_least(flag, value)
@@ -221,7 +222,8 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         episode_timeout=args.timeout,
         tool_format=args.tool_format,
     )
-    check_agent(config, grid)  # an agent that cannot play the grid fails before the store opens
+    # An agent that cannot play the grid (or not concurrently) fails before the store opens.
+    check_agent(config, grid, args.concurrency)
     store = ResultStore(args.db)
     run = args.run or f"{args.agent.replace(':', '_')}-seed{args.seed}"
     bars: list[Any] = []  # made at the first report, when the number of pending episodes is known
@@ -237,6 +239,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         grid,
         config,
         workers=args.workers,
+        concurrency=args.concurrency,
         backend=args.backend,
         address=args.address or None,
         progress=progress,
@@ -422,6 +425,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     evaluate.add_argument("--seed", type=int, default=0)
     evaluate.add_argument("--workers", type=int, default=1)
+    evaluate.add_argument(
+        "--concurrency",
+        type=int,
+        default=1,
+        help="episodes at once in each worker, for an agent that waits on a server (openai)",
+    )
     evaluate.add_argument(
         "--backend",
         default="local",

