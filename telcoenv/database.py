@@ -13,8 +13,10 @@ turns into an error observation.
 With ``shared=True`` (the network domain) the environments of a process share one in-memory
 database instead, each episode under its own row id: the schema, SQLite's page overhead and its
 prepared statements are paid once per process, not per environment (an extra environment then
-costs its rows and Python objects). A reset deletes the environment's previous episode and loads
-the next in one transaction; a lock serialises environments used from several threads.
+costs its rows and Python objects). A reset commits what the environments changed since the last
+reset, then deletes the environment's previous episode and loads the next in a transaction that
+stays open (SQLite would otherwise open one per statement); a lock serialises environments used
+from several threads.
 
 With ``url`` set (any SQLAlchemy URL, e.g. ``sqlite:///network.sqlite`` or a PostgreSQL URL) the
 episodes are committed and kept, each under its own ``episode_id``, so the database can be
@@ -406,6 +408,11 @@ class EpisodeDatabase:
         assert self._shared is not None
         with self._lock:
             gone, self._shared.abandoned[:] = [*self._shared.abandoned, self._row_id[0]], []
+            # The transaction stays open between resets: SQLite would otherwise open one per
+            # statement. Committing here bounds its journal to the changes since the last
+            # reset of any environment, and leaves a failed load only its own work to undo.
+            if self._dbapi.in_transaction:
+                self._dbapi.commit()
             self._cursor.execute("BEGIN")
             try:
                 for old in filter(None, gone):
@@ -415,7 +422,6 @@ class EpisodeDatabase:
                 self._dbapi.rollback()
                 self._shared.abandoned.extend(filter(None, gone[:-1]))
                 raise
-            self._dbapi.commit()
             self._row_id[0] = row_id
 
     def _delete_rows(self, row_id: str) -> None:
@@ -453,7 +459,7 @@ class EpisodeDatabase:
     @contextmanager
     def _transaction(self) -> Iterator[None]:
         """A kept database commits each change; an in-memory one (inside its episode, or
-        autocommitting when shared) runs it in a savepoint."""
+        in the open transaction when shared) runs it in a savepoint."""
         if self.persistent:
             self._begin()
         else:
@@ -476,9 +482,7 @@ class EpisodeDatabase:
         if self._shared is not None:  # the process's other environments keep the database
             with self._lock:
                 if self._row_id[0] is not None:
-                    self._cursor.execute("BEGIN")
-                    self._delete_rows(self._row_id[0])
-                    self._dbapi.commit()
+                    self._delete_rows(self._row_id[0])  # in the open transaction, if any
                     self._row_id[0] = None
             return
         if self._open_episode:
