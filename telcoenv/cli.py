@@ -360,6 +360,27 @@ def _cmd_generate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_mcp(args: argparse.Namespace) -> int:
+    try:
+        from telcoenv.integrations.mcp import serve_mcp
+    except ModuleNotFoundError as exc:
+        if not (exc.name or "").startswith(("mcp", "anyio")):
+            raise
+        raise UsageError("telcoenv mcp needs the mcp SDK: pip install 'telcoenv[mcp]'") from None
+    if not 0 < args.port < 65536:
+        raise UsageError(f"--port must be a TCP port (1-65535), got {args.port}")
+    serve_mcp(
+        args.env,
+        transport=args.transport,
+        host=args.host,
+        port=args.port,
+        seed=args.seed,
+        lang=args.lang,
+        embedder=None if args.embedder == "none" else args.embedder,
+    )
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     from telcoenv.domains import DEFAULT_DOMAIN, domain_names
 
@@ -491,6 +512,19 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--width", type=int, default=110, help="characters per printed line")
     demo.add_argument("--domain", default=DEFAULT_DOMAIN, choices=domain_names())
     demo.set_defaults(func=_cmd_demo)
+    mcp = commands.add_parser("mcp", help="serve one episode at a time over MCP")
+    mcp.add_argument("--env", default="troubleshooting", help="telcoenv name or Gymnasium id")
+    mcp.add_argument("--seed", type=int, default=0, help="the first episode's seed")
+    mcp.add_argument("--lang", default="en", choices=LANGUAGES)
+    mcp.add_argument("--transport", default="stdio", choices=["stdio", "http"])
+    mcp.add_argument("--host", default="127.0.0.1", help="address to serve HTTP on")
+    mcp.add_argument("--port", type=int, default=8000, help="port to serve HTTP on")
+    mcp.add_argument(
+        "--embedder",
+        default="multilingual",
+        help="embedder of IRA and RA: multilingual, english, e5, a model path, or none",
+    )
+    mcp.set_defaults(func=_cmd_mcp)
     return parser
 
 

@@ -4,6 +4,7 @@ RL and TRL examples: test_examples_rl.py, test_examples_trl.py)."""
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import runpy
 
 import pytest
@@ -32,3 +33,12 @@ def test_examples_run(script, capsys):
         assert "RESOLVED: True ANSWER: True ARGS: 1.0" in out and "(customer_id, msisdn)" in out
     else:
         assert "must be below max" in out
+
+
+@pytest.mark.skipif(importlib.util.find_spec("mcp") is None, reason="the mcp SDK is not installed")
+def test_serve_mcp_example_runs(capfd):
+    """capfd, not capsys: the example's client hands the server process its stderr file."""
+    runpy.run_path(str(EXAMPLES / "serve_mcp.py"), run_name="__main__")
+    out = capfd.readouterr().out
+    # The first of the 3 gold steps was attempted (with bad arguments: refused), then submitted.
+    assert "message and reset" in out and "REFUSED: True" in out and "REWARD: 0.333" in out
