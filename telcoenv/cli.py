@@ -269,13 +269,19 @@ def _summary_line(summary: RunSummary, where: str) -> str:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
+    from telcoenv.evaluation.html_report import check_output_path, write_html
     from telcoenv.evaluation.report import build_report, render, write_plots
     from telcoenv.evaluation.store import ResultStore
 
     store = ResultStore(args.db, create=False)
     out = _output_folder("--out", Path(args.out)) if args.out else None
-    report = build_report({run: store.records([run]) for run in args.run}, args.weights)
+    html = check_output_path(Path(args.html)) if args.html else None
+    records = {run: store.records([run], with_trace=html is not None) for run in args.run}
+    report = build_report(records, args.weights)
     print(render(report, args.format))
+    if html is not None:
+        count = write_html(records, html, args.weights, report)
+        print(f"{count} episodes written to {html.resolve()}", file=sys.stderr)
     if out is not None:
         for fmt in ("md", "csv", "json"):
             _write(out / f"report.{fmt}", render(report, fmt))
@@ -490,6 +496,9 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--format", default="md", choices=["md", "csv", "json"])
     report.add_argument("--weights", default="equal", choices=["equal", "paper"])
     report.add_argument("--out", default="", help="folder for report.{md,csv,json} and PNG plots")
+    report.add_argument(
+        "--html", default="", help="one self-contained HTML page: tables, plots, every episode"
+    )
     report.set_defaults(func=_cmd_report)
     generate = commands.add_parser("generate", help="write the TelcoAgent-Bench dataset")
     generate.add_argument("--samples", type=int, default=30, help="samples per blueprint")

@@ -39,7 +39,7 @@ CARE_METRICS = ("msc", "eap", "sas", "args", "answer", "resolved")
 # Metrics that may not apply to an episode (None when they do not): means skip those episodes.
 _OPTIONAL = frozenset({"ra", "args", "answer", "resolved"})
 # Metrics only an embedder computes: no mean where no episode was scored with one.
-_EMBEDDED = frozenset({"ira", "ra"})
+EMBEDDED_METRICS = frozenset({"ira", "ra"})
 LANGS = ("en", "ar")
 
 
@@ -63,7 +63,7 @@ def applicable_metrics(domain: str, intent: str, language: str) -> frozenset[str
     try:
         env = TelcoEnv(intent, lang=language, domain=domain, embedder=None)
     except TelcoEnvError:  # not installed here, or no longer in its catalogue
-        return _OPTIONAL | _EMBEDDED
+        return _OPTIONAL | EMBEDDED_METRICS
     try:
         env.reset(seed=0)
         _, info = env.truncate("which metrics apply")
@@ -82,20 +82,25 @@ def _applies(record: Mapping[str, Any], metric: str) -> bool:
         return True
     if record["status"] != "failed":
         return False
-    return metric in applicable_metrics(_domain(record), record["intent"], record["language"])
+    return metric in applicable_metrics(record_domain(record), record["intent"], record["language"])
+
+
+def counted_value(record: Mapping[str, Any], metric: str) -> float | None:
+    """What an episode adds to a metric's mean: its value, 0 for a failed episode where the
+    metric applies, None where the mean leaves it out (an optional metric that does not apply)."""
+    if metric in _OPTIONAL | EMBEDDED_METRICS and not _applies(record, metric):
+        return None
+    return _value(record, metric)
 
 
 def _mean(records: Sequence[Mapping[str, Any]], metric: str) -> float | None:
-    if metric in _EMBEDDED and not any(r.get("embedder") for r in records):
+    if metric in EMBEDDED_METRICS and not any(r.get("embedder") for r in records):
         return None
-    if metric in _OPTIONAL | _EMBEDDED:
-        # Failed episodes count 0 where the metric applies; others without a value are left out.
-        values = [_value(r, metric) for r in records if _applies(r, metric)]
-        return fmean(values) if values else None
-    return fmean(_value(r, metric) for r in records) if records else None
+    values = [v for r in records if (v := counted_value(r, metric)) is not None]
+    return fmean(values) if values else None
 
 
-def _domain(record: Mapping[str, Any]) -> str:
+def record_domain(record: Mapping[str, Any]) -> str:
     return record.get("domain") or DEFAULT_DOMAIN  # records from before domains were stored
 
 
@@ -103,7 +108,7 @@ def _sections(records: Sequence[Mapping[str, Any]]) -> dict[str, str | None]:
     """Each recorded domain's report section (see ``Domain.report_section``); ``None`` for a
     table of its own, also when the domain is not installed where the report is made."""
     sections: dict[str, str | None] = {}
-    for name in {_domain(r) for r in records}:
+    for name in {record_domain(r) for r in records}:
         try:
             sections[name] = getattr(get_domain(name), "report_section", None)
         except TelcoEnvError:
@@ -112,7 +117,7 @@ def _sections(records: Sequence[Mapping[str, Any]]) -> dict[str, str | None]:
 
 
 def _own_tables(records: Sequence[Mapping[str, Any]], names: list[str]) -> dict[str, Any]:
-    return {name: _task_table([r for r in records if _domain(r) == name]) for name in names}
+    return {name: _task_table([r for r in records if record_domain(r) == name]) for name in names}
 
 
 def _task_table(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -138,10 +143,10 @@ def run_report(records: Sequence[Mapping[str, Any]], weights: str = "equal") -> 
     """All the tables of one run, as plain data."""
     everything = records
     sections = _sections(records)
-    care = [r for r in records if sections[_domain(r)] == "care"]
+    care = [r for r in records if sections[record_domain(r)] == "care"]
     own = sorted(name for name, section in sections.items() if section is None)
     # The paper's tables: the benchmark domain's episodes only.
-    records = [r for r in records if sections[_domain(r)] == "benchmark"]
+    records = [r for r in records if sections[record_domain(r)] == "benchmark"]
     by_lang = {lang: [r for r in records if r["language"] == lang] for lang in LANGS}
     conditions = {True: "with_list", False: "without_list"}
     ira = {

@@ -41,13 +41,47 @@ def same_value(given: Any, gold: Any) -> bool:
     return given == gold
 
 
-def _call_score(gold: GoldCall, given: dict[str, Any] | None) -> float:
-    compared = [name for name in gold.arguments if name not in gold.free_text]
+def compared_arguments(gold: GoldCall) -> list[str]:
+    """The arguments of a gold call that are compared (not those in the agent's own words)."""
+    return [name for name in gold.arguments if name not in gold.free_text]
+
+
+def wrong_arguments(gold: GoldCall, given: dict[str, Any] | None) -> list[str]:
+    """The compared arguments ``given`` misses or gives another value."""
+    given = given or {}
+    return [
+        name
+        for name in compared_arguments(gold)
+        if not (name in given and same_value(given[name], gold.arguments[name]))
+    ]
+
+
+def call_score(gold: GoldCall, call: ActionRecord | None) -> float:
+    """The share of the gold call's compared arguments ``call`` gave right (0 without a call,
+    1 when nothing is compared)."""
+    if call is None:
+        return 0.0
+    compared = compared_arguments(gold)
     if not compared:
         return 1.0
-    given = given or {}
-    hits = sum(name in given and same_value(given[name], gold.arguments[name]) for name in compared)
-    return hits / len(compared)
+    return (len(compared) - len(wrong_arguments(gold, call.arguments))) / len(compared)
+
+
+def compared_calls(
+    gold_chain: Sequence[GoldCall], actions: Sequence[ActionRecord]
+) -> list[ActionRecord | None]:
+    """For each gold call, the agent's call it is judged on (see the module docstring); None
+    when the agent never called the tool."""
+    calls = [a for a in actions if a.kind == "tool_call" and not a.remeasure]
+    seen: dict[str, int] = {}
+    found: list[ActionRecord | None] = []
+    for gold in gold_chain:
+        index = seen.get(gold.tool, 0)
+        seen[gold.tool] = index + 1
+        valid = [a for a in calls if a.tool == gold.tool and a.valid]
+        tried = [a for a in calls if a.tool == gold.tool]
+        found.append(valid[index] if index < len(valid) else tried[-1] if tried else None)
+    return found
 
 
 def argument_accuracy(
@@ -56,16 +90,5 @@ def argument_accuracy(
     """Mean argument score of the gold calls (see the module docstring)."""
     if not gold_chain:
         return None
-    calls = [a for a in actions if a.kind == "tool_call" and not a.remeasure]
-    seen: dict[str, int] = {}
-    total = 0.0
-    for gold in gold_chain:
-        index = seen.get(gold.tool, 0)
-        seen[gold.tool] = index + 1
-        valid = [a for a in calls if a.tool == gold.tool and a.valid]
-        tried = [a for a in calls if a.tool == gold.tool]
-        if index < len(valid):
-            total += _call_score(gold, valid[index].arguments)
-        elif tried:
-            total += _call_score(gold, tried[-1].arguments)
-    return total / len(gold_chain)
+    calls = compared_calls(gold_chain, actions)
+    return sum(map(call_score, gold_chain, calls)) / len(gold_chain)
