@@ -7,6 +7,8 @@
 ['complaint_trend_analysis', 'coverage_map', 'create_ticket']
 """
 
+import importlib.util
+
 from telcoenv.errors import (
     CatalogError,
     DatabaseError,
@@ -54,4 +56,19 @@ __all__ = [
     "register_envs",
 ]
 
+# verifiers finds its plug-in (taskset id "telcoenv") by importing this package and reading the
+# classes named in __all__. They import verifiers, so they load on first access, and are named
+# only where verifiers is installed (a star import works without it).
+_VERIFIERS_PLUGIN = ("TelcoHarness", "TelcoTaskset", "TelcoVerifiersEnv")
+if importlib.util.find_spec("verifiers") is not None:
+    __all__ += _VERIFIERS_PLUGIN
+
 register_envs(plugins=False)  # other packages' domains: at first make, env_id or list_envs
+
+
+def __getattr__(name: str) -> type:
+    if name in _VERIFIERS_PLUGIN:
+        from telcoenv.integrations import verifiers
+
+        return getattr(verifiers, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

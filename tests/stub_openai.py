@@ -8,7 +8,10 @@ short ``Retry-After``) before each answer; ``slow`` sleeps past the client's tim
 models write the same calls in the message text, as small models do: ``fenced`` (a ```json
 fence), ``hermes`` (``<tool_call>`` tags), ``bare`` (a bare object after a sentence);
 ``empty`` answers with empty content first (at temperature 0; a warmer, seeded request gets the
-call). Every answer reports token usage.
+call). ``malformed`` first sends two calls the environment refuses (``oss_query`` with its
+arguments cut off mid-JSON, and a tool that does not exist), then submits. Every answer is a
+whole ``chat.completion`` (with ``created``, which strict clients require) and reports token
+usage.
 
 ``replay:<name>`` answers the k-th request for that model with the k-th reply of
 ``StubServer(replays={name: [...]})`` (recorded replies of a real model; an empty reply after
@@ -67,8 +70,21 @@ def _written(model: str, call: dict[str, Any]) -> str:
     return f"Next step: {body}"
 
 
+# What the malformed model sends first: a call whose arguments are cut off, and an unknown tool.
+MALFORMED_CALLS = [
+    {
+        "id": "bad_0",
+        "type": "function",
+        "function": {"name": "oss_query", "arguments": '{"cell_id": "NR-'},
+    },
+    {"id": "bad_1", "type": "function", "function": {"name": "no_such_tool", "arguments": "{}"}},
+]
+
+
 def _reply(messages: list[dict[str, Any]], model: str, temperature: float = 0.0) -> dict[str, Any]:
     called = sum(1 for m in messages if m["role"] == "assistant")
+    if model == "malformed" and called == 0:
+        return {"role": "assistant", "content": None, "tool_calls": MALFORMED_CALLS}
     if model == "empty" and called == 0 and temperature == 0:
         return {"role": "assistant", "content": ""}
     # The empty turn, when the agent kept it, does not count as a call.
@@ -159,6 +175,7 @@ class _Handler(BaseHTTPRequestHandler):
         body = {
             "id": "stub",
             "object": "chat.completion",
+            "created": 0,
             "model": model,
             "choices": [{"index": 0, "message": message, "finish_reason": finish}],
             "usage": {
