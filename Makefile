@@ -2,33 +2,47 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
+CORE   := $(VENV)/.core-installed
 STAMP  := $(VENV)/.installed
 
-.PHONY: install demo test lint bench clean
+.PHONY: install demo test lint bench browser clean
 
-$(STAMP): pyproject.toml constraints.txt
+# The core library alone (what `make demo` needs): no trainer, protocol or test extras.
+$(CORE): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q -c constraints.txt "torch==2.13.0" -e .
+	touch $(CORE)
+
+# Everything: the extras and the dev tools. verl and verifiers go in without their dependencies
+# (their pins trail ours: transformers for verl, openai and mcp for verifiers); the `verl` and
+# `verifiers` extras hold the rest of what they need.
+$(STAMP): $(CORE)
 	$(BIN)/python -m pip install -q -c constraints.txt "torch==2.13.0" -e ".[dev]"
-	$(BIN)/python -m pip install -q --no-deps "verl==0.9.1"
+	$(BIN)/python -m pip install -q --no-deps "verl==0.9.1" "verifiers==0.4.0"
 	touch $(STAMP)
 
 install: $(STAMP)
+
+# Debian's Chromium for the HTML viewer's browser tests (Playwright drives it; no downloads).
+browser:
+	@command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium; }
 
 DEMO_DB  ?= sqlite:///demo-results.sqlite
 DEMO_OUT ?= demo-report
 DEMO_GRID = --intents all --samples 2 --lang en,ar --intent-list with,without --db $(DEMO_DB)
 
-demo: $(STAMP)
+demo: $(CORE)
 	$(BIN)/telcoenv demo --lang en --width 100 | tail -n 25
 	$(BIN)/telcoenv evaluate --agent oracle --run oracle $(DEMO_GRID)
 	$(BIN)/telcoenv evaluate --agent heuristic --run heuristic $(DEMO_GRID)
 	$(BIN)/telcoenv evaluate --agent random --run random $(DEMO_GRID)
-	$(BIN)/telcoenv report --db $(DEMO_DB) --run oracle --run heuristic --run random --out $(DEMO_OUT)
-	@echo "report and plots: $(DEMO_OUT)/ (report.md, report.csv, report.json, *.png); results: $(DEMO_DB)"
+	$(BIN)/telcoenv report --db $(DEMO_DB) --run oracle --run heuristic --run random --out $(DEMO_OUT) \
+	    --html $(DEMO_OUT)/episodes.html
+	@echo "report, plots and the episode viewer: $(DEMO_OUT)/ (report.md, report.csv, report.json, *.png, episodes.html); results: $(DEMO_DB)"
 
-test: $(STAMP)
+test: $(STAMP) browser
 	$(BIN)/ruff check telcoenv tests benchmarks examples
-	$(BIN)/python -m pytest
+	TELCOENV_REQUIRE_BROWSER=1 $(BIN)/python -m pytest
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_core.py
