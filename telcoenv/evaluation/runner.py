@@ -94,6 +94,19 @@ class EpisodeSpec:
         tier = "" if self.difficulty == GUIDED else f"|{self.difficulty}"
         return f"{self.blueprint_id}|{self.sample_index}|{self.language}|{condition}{tier}"
 
+    def reset_options(self) -> dict[str, Any]:
+        """The options ``env.reset`` takes to play this cell (difficulty only off the guided
+        tier, as before tiers existed)."""
+        options: dict[str, Any] = {
+            "blueprint": self.blueprint_id,
+            "sample_index": self.sample_index,
+            "lang": self.language,
+            "intent_list": self.intent_list,
+        }
+        if self.difficulty != GUIDED:
+            options["difficulty"] = self.difficulty
+        return options
+
 
 @dataclass(frozen=True, slots=True)
 class RunConfig:
@@ -376,16 +389,8 @@ class _Worker:
     def _begin(self, spec: EpisodeSpec) -> tuple[str, dict[str, Any]]:
         """Reset the domain's environment to ``spec`` and the agent; the first observation and
         info (shared with the concurrent runner, which awaits the agent instead)."""
-        options = {
-            "blueprint": spec.blueprint_id,
-            "sample_index": spec.sample_index,
-            "lang": spec.language,
-            "intent_list": spec.intent_list,
-        }
-        if spec.difficulty != GUIDED:
-            options["difficulty"] = spec.difficulty
         env = self._env(spec.domain)
-        observation, info = env.reset(seed=self.config.seed, options=options)
+        observation, info = env.reset(seed=self.config.seed, options=spec.reset_options())
         self.trace = env.trace
         self.agent.reset(observation, info)
         return observation, info

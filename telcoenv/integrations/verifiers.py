@@ -59,7 +59,7 @@ except ModuleNotFoundError as exc:  # pragma: no cover - exercised only without 
     ) from exc
 
 import telcoenv
-from telcoenv.evaluation.runner import EpisodeSpec, build_grid
+from telcoenv.evaluation.runner import build_grid
 from telcoenv.options import GUIDED
 
 __all__ = [
@@ -157,7 +157,7 @@ def _grid_tasks(config: TelcoTasksetConfig) -> list[TelcoTask]:
             system_prompt=prompts[env, spec.language, spec.intent_list],
             env=env,
             seed=config.seed,
-            options=_reset_options(spec),
+            options=spec.reset_options(),
             env_kwargs=kwargs,
         )
         tasks.append(TelcoTask(data, config.task))
@@ -175,19 +175,6 @@ def _system_prompts(
                 for listed in config.intent_list:
                     prompts[env_id, lang, listed] = env.unwrapped.instructions(lang, listed)
     return prompts
-
-
-def _reset_options(spec: EpisodeSpec) -> dict[str, Any]:
-    """The reset options of a grid cell, as ``telcoenv evaluate`` resets it."""
-    options: dict[str, Any] = {
-        "blueprint": spec.blueprint_id,
-        "sample_index": spec.sample_index,
-        "lang": spec.language,
-        "intent_list": spec.intent_list,
-    }
-    if spec.difficulty != GUIDED:
-        options["difficulty"] = spec.difficulty
-    return options
 
 
 # --- one episode ----------------------------------------------------------------------------------
