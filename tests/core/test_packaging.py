@@ -49,6 +49,9 @@ def test_wheel_contains_the_data_files(wheel):
     assert "telcoenv/schemas/blueprint.schema.json" in names
     assert "telcoenv/domains/network/engineer.yaml" in names
     assert "telcoenv/domains/bss/products.yaml" in names
+    # report --html reads its page template from the package.
+    for part in ("html", "css", "js"):
+        assert f"telcoenv/evaluation/viewer.{part}" in names
 
 
 def test_installed_wheel_runs_outside_the_checkout(wheel, tmp_path):
@@ -68,11 +71,12 @@ def test_installed_wheel_runs_outside_the_checkout(wheel, tmp_path):
 
 def test_collection_works_without_the_optional_extras(tmp_path):
     """Collection imports every test module and, for the doctests, every telcoenv module; one
-    that needs a missing extra (trl, verl, openenv-core, Ray) is skipped, not an error that
-    stops the whole run: a user without the extras can run the tests."""
+    that needs a missing extra (trl, verl, openenv-core, Ray, mcp, Inspect, verifiers,
+    Playwright) is skipped, not an error that stops the whole run: a user without the extras can
+    run the tests."""
     import os
 
-    extras = ("trl", "verl", "openenv", "ray")
+    extras = ("trl", "verl", "openenv", "ray", "mcp", "inspect_ai", "verifiers", "playwright")
     for extra in extras:  # each one importable by name, and failing as a missing package does
         (tmp_path / extra).mkdir()
         (tmp_path / extra / "__init__.py").write_text(
@@ -88,6 +92,13 @@ def test_collection_works_without_the_optional_extras(tmp_path):
     assert done.returncode == 0, done.stdout[-3000:]
     assert "ERROR" not in done.stdout and "error" not in done.stdout.splitlines()[-1]
     collected = {line.split("::")[0] for line in done.stdout.splitlines() if "::" in line}
-    skipped = {"test_verl.py", "test_openenv.py", "test_examples_trl.py"}  # they need an extra
+    skipped = {  # they need an extra
+        "test_verl.py",
+        "test_openenv.py",
+        "test_examples_trl.py",
+        "test_mcp.py",
+        "test_inspect.py",
+        "test_verifiers.py",
+    }
     assert not {f"tests/integrations/{name}" for name in skipped} & collected
     assert {"tests/core/test_env.py", "tests/integrations/test_trl.py"} <= collected
