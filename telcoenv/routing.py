@@ -39,6 +39,9 @@ ROUTED_SENTENCES = 8
 # A sentence ends at ? ؟ ! . ; or a line break (a dot between digits or letters is no end).
 _SENTENCE_END = re.compile(r"(?<=[?؟!;\n])|(?<=\.)(?=\s|$)")
 _CLAUSE_END = re.compile(r"[,،]\s")
+# "and" / "و" joining two requests ("your line number and your new email"; Arabic writes و
+# joined to the next word, so a split can also cut a word that starts with و).
+_CONJUNCTION = re.compile(r"\s+and\s+|\s+و\s*", re.IGNORECASE)
 _WORD = re.compile(r"\w+")
 
 
@@ -88,18 +91,28 @@ class QuestionRouter:
         # A request often ends a sentence after a comma ("To update your email, please give me
         # your line number."): its clauses may add kinds, after those of the whole sentences.
         clauses = [c for s in sentences for c in split_clauses(s)]
-        texts = sentences + clauses
+        # Two requests joined by "and" ("your line number and your new email address"): the
+        # parts of a sentence that asks something add the kinds they name.
+        conjuncts = [
+            (i, c) for i, s in enumerate(sentences) for c in split_clauses(s, _CONJUNCTION)
+        ]
+        texts = sentences + clauses + [c for _, c in conjuncts]
         if not texts:
             return []
         vectors = self._embedder.encode([without_marks(t) for t in texts])
-        similarity = vectors @ self._prototype_vectors.T
-        found: list[dict[str, float]] = [{}, {}]
-        for index, (text, row) in enumerate(zip(texts, similarity, strict=True)):
-            scores = found[index >= len(sentences)]
-            for kind, score in self._asked(row, normalize(text)):
-                scores[kind] = max(score, scores.get(kind, -1.0))
-        ranked = sorted(found[0], key=lambda k: (-found[0][k], k))
-        return ranked + sorted(set(found[1]) - set(ranked), key=lambda k: (-found[1][k], k))
+        rows = list(vectors @ self._prototype_vectors.T)
+        asked = [self._asked(row, normalize(text)) for text, row in zip(texts, rows, strict=True)]
+        named = [
+            [(kind, score) for kind, score in kinds if self._names(kind, normalize(text))]
+            for (sentence, text), kinds in zip(
+                conjuncts, asked[len(sentences) + len(clauses) :], strict=True
+            )
+            if asked[sentence]  # a statement's parts ask nothing
+        ]
+        first = _best(asked[: len(sentences)])
+        more = _best(asked[len(sentences) : len(sentences) + len(clauses)] + named)
+        ranked = sorted(first, key=lambda k: (-first[k], k))
+        return ranked + sorted(set(more) - set(ranked), key=lambda k: (-more[k], k))
 
     def _asked(self, row: np.ndarray, text: str) -> list[tuple[str, float]]:
         """The kinds one sentence asks: its best kind, and a runner-up within
@@ -112,6 +125,11 @@ class QuestionRouter:
             return []
         floor = max(self.threshold, other, best - RUNNER_UP)
         return [(kind, score) for kind, score in means.items() if score >= floor]
+
+    def _names(self, kind: str, text: str) -> bool:
+        """Whether ``text`` has one of ``kind``'s keywords."""
+        pattern = self._keywords.get(kind)
+        return pattern is not None and pattern.search(text) is not None
 
     def _scores(self, row: np.ndarray, text: str) -> dict[str, float]:
         """Every kind's score for one sentence (``other`` included)."""
@@ -133,9 +151,10 @@ def split_sentences(message: str) -> list[str]:
     return [part for part in parts if _WORD.search(part)][:ROUTED_SENTENCES]
 
 
-def split_clauses(sentence: str) -> list[str]:
-    """A sentence's comma-separated clauses of at least two words (none without a comma)."""
-    parts = [part.strip() for part in _CLAUSE_END.split(sentence)]
+def split_clauses(sentence: str, end: re.Pattern[str] = _CLAUSE_END) -> list[str]:
+    """A sentence's comma-separated clauses (or parts between ``end``) of at least two words
+    (none without a comma)."""
+    parts = [part.strip() for part in end.split(sentence)]
     clauses = [part for part in parts if len(_WORD.findall(part)) >= 2]
     return clauses if len(parts) > 1 else []
 
@@ -156,6 +175,15 @@ def load_prototypes(path: Path) -> dict[str, dict[str, list[str]]]:
         if not isinstance(keywords, list) or not all(isinstance(k, str) and k for k in keywords):
             raise CatalogError(str(path), f"kinds.{kind}.keywords", "a list of words needed")
     return kinds
+
+
+def _best(asked: Sequence[list[tuple[str, float]]]) -> dict[str, float]:
+    """Each kind's best score over some texts' asked kinds."""
+    scores: dict[str, float] = {}
+    for kinds in asked:
+        for kind, score in kinds:
+            scores[kind] = max(score, scores.get(kind, -1.0))
+    return scores
 
 
 def _all(by_lang: Mapping[str, Sequence[str]]) -> list[str]:

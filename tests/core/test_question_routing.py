@@ -151,3 +151,31 @@ def test_a_request_after_a_comma_is_heard_as_well():
     number = env.unwrapped.trace.start_state["msisdns"][0]
     reply, *_ = env.step("To update your email address, please provide your line number.")
     assert number in reply
+
+
+@pytest.mark.parametrize(
+    ("message", "kinds"),
+    [
+        (
+            "Can you please provide your line number and your new email address?",
+            {"email", "msisdn"},
+        ),
+        ("Please share your mobile number and the billing month.", {"msisdn", "period"}),
+        ("هل يمكنك تزويدي برقم خطك وبريدك الإلكتروني الجديد؟", {"email", "msisdn"}),
+        # A statement's parts ask nothing, and a word that starts with و is no conjunction.
+        ("I checked your bill and it looks fine.", {"period"}),
+        ("ما هو وقت بدء المشكلة؟", {"noticed"}),
+    ],
+)
+def test_two_requests_joined_by_and_are_both_heard(message, kinds):
+    """A real model asked "your line number and your new email address?" and the customer gave
+    only the address, four times over: each part joined by "and" / "و" adds the kind it names."""
+    assert set(customer.question_router().route(message)) == kinds
+
+
+def test_the_customer_gives_both_facts_asked_with_and():
+    env = telcoenv.make("contact_update", domain="bss", embedder=None)
+    env.reset(seed=0)
+    number = env.unwrapped.trace.start_state["msisdns"][0]
+    reply, *_ = env.step("Can you please provide your line number and your new email address?")
+    assert number in reply and "@" in reply
