@@ -43,6 +43,8 @@ DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
 # A custom transport brings its own pool: as large as the SDK's, so many episodes in flight
 # share keep-alive connections.
 POOL = httpx2.Limits(max_connections=1000, max_keepalive_connections=100)
+#: A text reply that repeats one of the agent's last this-many text replies is sampled again.
+REPEAT_WINDOW = 4
 
 
 class OpenAIAgent:
@@ -156,20 +158,23 @@ class OpenAIAgent:
             attempt += 1
 
     def _stuck(self, reply: dict[str, Any]) -> bool:
-        """An empty reply (no call, no text) or one that repeats the previous reply word for
-        word: a small model at temperature 0 can loop on either for the rest of the budget.
+        """An empty reply (no call, no text), one that repeats one of its last
+        :data:`REPEAT_WINDOW` text replies word for word, or one that only echoes a tool result
+        (``<tool_response>``, the tag of the Hermes chat template): a small model at temperature
+        0 can loop on any of these, or cycle between two of them, for the rest of the budget.
         Counted in ``empty_replies`` and ``repeated_replies``."""
         content = str(reply.get("content") or "").strip()
         if not reply.get("tool_calls") and not content:
             self.usage["empty_replies"] += 1
             return True
-        previous = next((m for m in reversed(self.messages) if m["role"] == "assistant"), None)
-        repeated = (
-            previous is not None
-            and not reply.get("tool_calls")
-            and not previous.get("tool_calls")
-            and content == str(previous.get("content") or "").strip()
-        )
+        if reply.get("tool_calls"):
+            return False
+        texts = [
+            str(m.get("content") or "").strip()
+            for m in self.messages
+            if m["role"] == "assistant" and not m.get("tool_calls")
+        ]
+        repeated = content in texts[-REPEAT_WINDOW:] or content.startswith("<tool_response>")
         self.usage["repeated_replies"] += repeated
         return repeated
 

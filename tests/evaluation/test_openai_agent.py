@@ -270,9 +270,9 @@ def test_a_reply_that_repeats_the_last_message_is_sampled_again(server):
     customer answered; the second time, it is asked again, warmer."""
     loop = {"role": "assistant", "content": "Please provide your line number."}
     call = {"role": "assistant", "content": '{"name": "get_customer", "arguments": {}}'}
-    stub = StubServer(replays={"loop": [loop, loop, call, loop]})
+    stub = StubServer(replays={"loop": [loop, loop, call]})
     try:
-        env = TelcoEnv("contact_update", domain="bss", embedder=None, max_steps=3)
+        env = TelcoEnv("contact_update", domain="bss", embedder=None, max_steps=2)
         agent = OpenAIAgent("replay:loop", base_url=stub.base_url)
         _, info = run_episode(env, agent, seed=0)
         temperatures = [r["temperature"] for r in stub.requests]
@@ -281,3 +281,23 @@ def test_a_reply_that_repeats_the_last_message_is_sampled_again(server):
     assert temperatures[:3] == [0.0, 0.0, 0.7]
     assert agent.usage["repeated_replies"] == 1
     assert [a.kind for a in info["trace"].actions][:2] == ["message", "tool_call"]
+
+
+def test_a_reply_that_cycles_or_echoes_a_tool_result_is_sampled_again(server):
+    """Recorded from Qwen2.5-Coder-1.5B after the routing fix: it alternated between echoing
+    the tool's error as text (``<tool_response> ...``) and the same question, for 10 steps."""
+    echo = {"role": "assistant", "content": '<tool_response> {"error": {"type": "not_found"}}'}
+    ask = {"role": "assistant", "content": "Can you please provide your line number?"}
+    call = {"role": "assistant", "content": '{"name": "get_customer", "arguments": {}}'}
+    # ask; echo (sampled again) -> ask (repeats the first: sampled again) -> call
+    stub = StubServer(replays={"cycle": [ask, echo, ask, call]})
+    try:
+        env = TelcoEnv("contact_update", domain="bss", embedder=None, max_steps=2)
+        agent = OpenAIAgent("replay:cycle", base_url=stub.base_url, empty_retries=2)
+        _, info = run_episode(env, agent, seed=0)
+        temperatures = [r["temperature"] for r in stub.requests]
+    finally:
+        stub.close()
+    assert temperatures == [0.0, 0.0, 0.7, 0.7]
+    assert agent.usage["repeated_replies"] == 2
+    assert [a.kind for a in info["trace"].actions] == ["message", "tool_call"]
