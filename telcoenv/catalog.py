@@ -17,18 +17,22 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jsonschema
 from pydantic import ValidationError
 
 from telcoenv.datafiles import read_yaml
 from telcoenv.errors import CatalogError, UnknownIntentError
 from telcoenv.specs import ToolFormat, ToolSpec
 
+if TYPE_CHECKING:
+    import jsonschema
+
 
 @cache
 def _schema_validator(name: str) -> jsonschema.protocols.Validator:
+    import jsonschema  # here, not at import: it costs start-up ~60 ms, cached catalogues skip it
+
     schema = json.loads(resources.files("telcoenv.schemas").joinpath(name).read_text("utf-8"))
     return jsonschema.Draft202012Validator(schema)
 
@@ -118,6 +122,8 @@ def load_tools(tools_dir: Path, domain: str = "network") -> dict[str, ToolSpec]:
     Every spec is validated, whatever its domain; a spec without ``x-telcoenv.domain`` belongs
     to the network domain, one with ``"all"`` (``submit_resolution``) to every domain.
     """
+    import jsonschema  # here, not at import: it costs start-up ~60 ms, cached catalogues skip it
+
     if not tools_dir.is_dir():
         raise CatalogError(str(tools_dir), "", "tools folder not found")
     tools: dict[str, ToolSpec] = {}
@@ -207,6 +213,8 @@ def check_gold_chain(
     index: int,
     values: Mapping[str, Any],
 ) -> None:
+    import jsonschema  # here, not at import: it costs start-up ~60 ms, cached catalogues skip it
+
     for step_no, step in enumerate(intent.gold_chain):
         field = f"intents.{index}.gold_chain.{step_no}"
         spec = tools.get(step.tool)

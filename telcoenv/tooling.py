@@ -12,14 +12,16 @@ import json
 import zlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import fastjsonschema
-import jsonschema
 import orjson
 
 from telcoenv.errors import TelcoEnvError, ToolError
 from telcoenv.specs import ToolSpec
+
+if TYPE_CHECKING:
+    import jsonschema
 
 RESERVED_SUBMIT = "submit_resolution"
 
@@ -188,14 +190,23 @@ class Toolbox:
             )
         self.specs = dict(specs)
         self.implementations = dict(implementations)
-        self._validators = {
-            name: jsonschema.Draft202012Validator(spec.parameters) for name, spec in specs.items()
-        }
-        # Compiled checkers answer "valid?" ~20x faster; jsonschema explains the rare failures.
+        self._validators: dict[str, jsonschema.protocols.Validator] = {}
+        # Compiled checkers answer "valid?" ~20x faster; jsonschema explains the rare failures
+        # (its validators are made at the first one: importing it costs start-up ~60 ms).
         self._fast_checks = {
             name: fastjsonschema.compile(spec.parameters, use_default=False)
             for name, spec in specs.items()
         }
+
+    def _validator(self, name: str) -> jsonschema.protocols.Validator:
+        import jsonschema
+
+        validator = self._validators.get(name)
+        if validator is None:
+            validator = self._validators[name] = jsonschema.Draft202012Validator(
+                self.specs[name].parameters
+            )
+        return validator
 
     @property
     def tool_names(self) -> list[str]:
@@ -208,7 +219,7 @@ class Toolbox:
             return None
         except fastjsonschema.JsonSchemaException as exc:
             fast_error = exc
-        errors = list(self._validators[name].iter_errors(dict(arguments)))
+        errors = list(self._validator(name).iter_errors(dict(arguments)))
         if not errors:
             # The two disagree only where Python's ``$`` accepts a trailing newline that the
             # compiled check refuses: the stricter verdict stands.

@@ -15,8 +15,6 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import jsonschema
-
 from telcoenv.catalog import (
     Catalog,
     check_gold_chain,
@@ -124,6 +122,8 @@ def _check_fault_values(
     """Faulty values as the episode builder reads them (a ``[low, high]`` range of a numeric
     parameter, else a list of choices): every value it can draw must satisfy the parameter's
     spec, which the episode database enforces with CHECK constraints."""
+    import jsonschema  # here, not at import: it costs start-up ~60 ms, cached catalogues skip it
+
     numeric = schema.get("type") in ("number", "integer") and "enum" not in schema
     positions: Iterable[tuple[int, Any]] = enumerate(values)
     if numeric and len(values) == 2 and all(isinstance(v, int | float) for v in values):
@@ -155,6 +155,8 @@ def _check_states(values: list[Any], file: str, field: str) -> None:
 def _check_fault(intent: Intent, tools: Mapping[str, ToolSpec], file: str, index: int) -> None:
     """Fault parameters must be settable through the corrective tool of their target, and their
     faulty and corrective values legal for it (the episode database refuses the others)."""
+    import jsonschema  # here, not at import: it costs start-up ~60 ms, cached catalogues skip it
+
     if intent.fault.target in ("config",):
         return
     tool, group = (
