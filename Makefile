@@ -25,7 +25,7 @@ install: $(STAMP)
 
 # Debian's Chromium for the HTML viewer's browser tests (Playwright drives it; no downloads).
 browser:
-	@command -v chromium >/dev/null || { apt-get update -qq && apt-get install -y -qq chromium; }
+	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
 
 DEMO_DB  ?= sqlite:///demo-results.sqlite
 DEMO_OUT ?= demo-report
