@@ -27,7 +27,9 @@ conversation, on one async client whose pool keeps ``n`` connections.
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import json
 import os
 import time
 from typing import Any
@@ -162,13 +164,18 @@ class OpenAIAgent:
         :data:`REPEAT_WINDOW` text replies word for word, or one that only echoes a tool result
         (``<tool_response>``, the tag of the Hermes chat template): a small model at temperature
         0 can loop on any of these, or cycle between two of them, for the rest of the budget.
-        Counted in ``empty_replies`` and ``repeated_replies``."""
+        The same goes for calls that repeat, argument for argument, calls the environment has
+        just refused: it would refuse them again. Counted in ``empty_replies`` and
+        ``repeated_replies``."""
         content = str(reply.get("content") or "").strip()
         if not reply.get("tool_calls") and not content:
             self.usage["empty_replies"] += 1
             return True
-        if reply.get("tool_calls"):
-            return False
+        calls = reply.get("tool_calls") or self._written_calls(content)
+        if calls:
+            repeated = self._refused_again(calls)
+            self.usage["repeated_replies"] += repeated
+            return repeated
         texts = [
             str(m.get("content") or "").strip()
             for m in self.messages
@@ -177,6 +184,26 @@ class OpenAIAgent:
         repeated = content in texts[-REPEAT_WINDOW:] or content.startswith("<tool_response>")
         self.usage["repeated_replies"] += repeated
         return repeated
+
+    def _written_calls(self, content: str) -> list[dict[str, Any]]:
+        """The calls a text reply writes (as :meth:`_action` will read them)."""
+        if self.tool_call_parser == "native":
+            return []
+        written = calls_in_text(content, self.tool_call_parser, self._tool_names())
+        return written["tool_calls"] if written is not None else []
+
+    def _refused_again(self, calls: list[dict[str, Any]]) -> bool:
+        """Whether every call repeats one of the last action's calls that were refused."""
+        last = next((m for m in reversed(self.messages) if m.get("tool_calls")), None)
+        if last is None:
+            return False
+        refused_ids = {
+            m.get("tool_call_id")
+            for m in self.messages[self.messages.index(last) + 1 :]
+            if m["role"] == "tool" and str(m.get("content") or "").startswith('{"error"')
+        }
+        refused = {_call_key(c) for c in last["tool_calls"] if c.get("id") in refused_ids}
+        return bool(refused) and all(_call_key(call) in refused for call in calls)
 
     def close(self) -> None:
         """Close the pooled connections (the agent can still be used: they reopen)."""
@@ -391,6 +418,16 @@ def _check_options(
             raise TelcoEnvError(f"{name} must be a positive number of seconds, not {value!r}")
     if not isinstance(retries, int) or retries < 0:
         raise TelcoEnvError(f"max_retries must be a non-negative integer, not {retries!r}")
+
+
+def _call_key(call: dict[str, Any]) -> str:
+    """A call's tool and arguments, whether the arguments are JSON text or an object."""
+    function = call.get("function") or {}
+    arguments = function.get("arguments")
+    if isinstance(arguments, str):
+        with contextlib.suppress(ValueError):  # text that is no JSON is compared as it is
+            arguments = json.loads(arguments)
+    return json.dumps([function.get("name"), arguments], sort_keys=True, default=str)
 
 
 def _make_client(agent: OpenAIAgent, *, asynchronous: bool, connections: int | None = None) -> Any:

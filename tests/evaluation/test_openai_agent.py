@@ -301,3 +301,24 @@ def test_a_reply_that_cycles_or_echoes_a_tool_result_is_sampled_again(server):
     assert temperatures == [0.0, 0.0, 0.7, 0.7]
     assert agent.usage["repeated_replies"] == 2
     assert [a.kind for a in info["trace"].actions] == ["message", "tool_call"]
+
+
+def test_a_call_the_environment_just_refused_is_not_sent_again_unchanged(server):
+    """Recorded from Qwen2.5-Coder-1.5B: the same out-of-range optimize_cell call three times
+    in a row. A call that repeats a refused one is sampled again, warmer; a corrected one is
+    sent."""
+    bad = {"role": "assistant", "content": '{"name": "oss_query", "arguments": {"cell_id": 5}}'}
+    good = {"role": "assistant", "content": '{"name": "oss_query", "arguments": {"cell_id": "X"}}'}
+    stub = StubServer(replays={"again": [bad, bad, good]})
+    try:
+        env = TelcoEnv("beam_misalignment", embedder=None, max_steps=2)
+        agent = OpenAIAgent("replay:again", base_url=stub.base_url)
+        _, info = run_episode(env, agent, seed=0)
+        temperatures = [r["temperature"] for r in stub.requests]
+    finally:
+        stub.close()
+    assert temperatures == [0.0, 0.0, 0.7]
+    assert agent.usage["repeated_replies"] == 1
+    arguments = [a.arguments for a in info["trace"].actions]
+    assert arguments == [{"cell_id": 5}, {"cell_id": "X"}]
+    assert info["trace"].actions[0].error_kind == "invalid_arguments"
