@@ -326,6 +326,23 @@ def _kind(value: Any) -> str:
     return "a value that is not JSON" if isinstance(value, BadValue) else type(value).__name__
 
 
+# Keys of an assistant message (OpenAI and compatible servers) that carry no action.
+_MESSAGE_KEYS = frozenset(
+    {
+        "role",
+        "tool_calls",
+        "refusal",
+        "reasoning_content",
+        "reasoning",
+        "audio",
+        "annotations",
+        "function_call",
+        "id",
+        "type",
+    }
+)
+
+
 def _from_dict(action: dict[str, Any]) -> Parsed:
     calls = action.get("tool_calls")
     if calls:
@@ -342,6 +359,14 @@ def _from_dict(action: dict[str, Any]) -> Parsed:
     content = action.get("content")
     if isinstance(content, BadValue):
         return ParseError(content.kind, content.describe("the message content"))
+    if "content" not in action and set(action) - _MESSAGE_KEYS:
+        # {"tool": ..., "args": ...}: a call in another framework's shape, not a silent message.
+        keys = ", ".join(sorted(map(repr, set(action) - _MESSAGE_KEYS))[:5])
+        return ParseError(
+            "malformed_action",
+            f"the action has neither tool_calls, a tool name nor text content (unknown keys: "
+            f'{keys}); send {{"name": <tool>, "arguments": {{...}}}} or {{"content": <text>}}',
+        )
     if isinstance(content, str) and content.strip():
         return PlainMessage(content)
     if content is None or (isinstance(content, str) and not content.strip()):

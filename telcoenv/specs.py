@@ -167,8 +167,9 @@ def compact_schema(schema: Mapping[str, Any], nested: bool = False) -> dict[str,
     instead), ``items``, ``required``, the parameters without a default (an optional
     one with a default, ``detail``, is left out), the example of a parameter with a format
     (``e.g. "3h"``) as its description, and the parameters of a nested object (a cell's
-    configuration changes) as a list of names. Bounds, patterns and prose are left to the error
-    messages: the environment still validates every call against the full schema."""
+    configuration changes) as a list of names, and where an id comes from ("Customer id from
+    get_customer"). Bounds, patterns and prose are left to the error messages: the environment
+    still validates every call against the full schema."""
     compact: dict[str, Any] = {}
     enum = schema.get("enum")
     if enum and all(isinstance(value, str) for value in enum):
@@ -179,8 +180,13 @@ def compact_schema(schema: Mapping[str, Any], nested: bool = False) -> dict[str,
     example = _EXAMPLE.search(str(schema.get("description", ""))) if "pattern" in schema else None
     if example and len(example.group(1)) <= _SHORT_EXAMPLE:
         compact["description"] = "e.g. " + example.group(1)
+    # Where an id comes from, never its example: without it a small model invents ids.
+    source = _SOURCE.match(str(schema.get("description", "")))
+    if source:
+        compact["description"] = source.group(0)
     if "properties" in schema and nested:
-        compact["description"] = "any of: " + ", ".join(schema["properties"])
+        # "only ...": a small model otherwise sets every listed parameter, most out of range.
+        compact["description"] = "only the ones to change, of: " + ", ".join(schema["properties"])
     elif "properties" in schema:
         # An optional parameter with a default (detail="full") is left out: the output says
         # when it was cut and how to ask for the rest.
@@ -199,6 +205,11 @@ def compact_schema(schema: Mapping[str, Any], nested: bool = False) -> dict[str,
 
 _SHORT_EXAMPLE = 8  # characters, quotes included: "30m", "2026-08", never "966500000000"
 _EXAMPLE = re.compile(r"e\.g\. (\"[^\"]+\")")
+# "... from get_customer", "... from the customer": a tool (its name has an underscore) or a
+# counterpart; "from boresight" is not a source.
+_SOURCE = re.compile(
+    r"[^.,]*?\bfrom (?:the (?:customer|engineer)|[a-z]+_[a-z_]+(?: or [a-z]+_[a-z_]+)*)"
+)
 
 
 def _first_sentence(text: str) -> str:

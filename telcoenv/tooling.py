@@ -108,8 +108,11 @@ def _problem(error: jsonschema.ValidationError) -> str:
     )
 
 
-def _describe(error: jsonschema.ValidationError) -> str:
+def _describe(error: jsonschema.ValidationError, optional: frozenset[str] = frozenset()) -> str:
     path = ".".join(str(p) for p in error.absolute_path)
+    if path in optional and error.instance in ("", None):
+        # Small models fill every parameter: an empty optional one is better left out.
+        return f"argument {path!r} is optional and was given empty ({json.dumps(error.instance)}): leave it out"
     if error.validator == "required":
         missing = error.message.split("'")[1] if "'" in error.message else error.message
         where = f" in {path!r}" if path else ""
@@ -124,6 +127,18 @@ def _describe(error: jsonschema.ValidationError) -> str:
         unexpected = error.message.split("(")[-1].rstrip(")")
         return f"unexpected argument(s): {unexpected}; this tool takes: {names}"
     return f"argument {path!r}: {_problem(error)}" if path else _problem(error)
+
+
+def _crowded(errors: list[jsonschema.ValidationError], arguments: Mapping[str, Any]) -> str:
+    """Advice when a settings object (``changes``) holds several refused values: small models
+    fill in every parameter the schema lists instead of the ones they mean to change."""
+    for error in errors:
+        path = list(error.absolute_path)
+        value = arguments.get(path[0]) if len(path) > 1 else None
+        wrong = sum(1 for e in errors if list(e.absolute_path)[:1] == path[:1])
+        if isinstance(value, dict) and len(value) > 2 and wrong > 1:
+            return f"; put in {path[0]!r} only the parameters you mean to change"
+    return ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,7 +242,10 @@ class Toolbox:
             problem = f"{fast_error.rule or 'schema'} not satisfied (the whole value must match)"
             return f"argument {where!r}: {problem}" if where else problem
         errors.sort(key=lambda e: (e.validator != "required", list(map(str, e.absolute_path))))
-        return "; ".join(_describe(e) for e in errors[:3])
+        parameters = self.specs[name].parameters
+        optional = frozenset(parameters.get("properties", {})) - set(parameters.get("required", ()))
+        problem = "; ".join(_describe(e, optional) for e in errors[:3])
+        return problem + _crowded(errors, arguments)
 
     def run(self, name: str, arguments: dict[str, Any], context: Any) -> ToolResult:
         """Validate and execute a call; every failure is reported, none raised."""

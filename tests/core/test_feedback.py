@@ -80,3 +80,50 @@ def test_every_error_says_what_to_do_next(intent, domain):
     assert {"unknown_tool", "not_found"} <= set(errors)
     who = "المهندس" if domain == "network" else "العميل"  # the counterpart, named in Arabic
     assert who in errors["not_found"]["next"]
+
+
+@pytest.mark.parametrize("empty", ["", None])
+def test_an_empty_optional_argument_is_told_to_be_left_out(empty):
+    """The 1.5B model filled update_contact's optional phone with "" four times over; the
+    message says the argument is optional, and a required empty argument keeps the usual one."""
+    env = make_env("contact_update", domain="bss")
+    env.reset(seed=1)
+    call = tool_call("update_contact", customer_id="C1", email="a@mail.example.sa", phone=empty)
+    error = json.loads(env.step(call)[0])["error"]
+    shown = '""' if empty == "" else "null"
+    assert error["type"] == "invalid_arguments"
+    assert f"argument 'phone' is optional and was given empty ({shown}): leave it out" in (
+        error["message"]
+    )
+    required = json.loads(env.step(tool_call("update_contact", customer_id="", email="a@b.sa"))[0])
+    assert "optional" not in required["error"]["message"]
+    assert "customer_id" in required["error"]["message"]
+
+
+def test_a_call_in_another_shape_is_named_not_taken_for_silence():
+    """``{"tool": ..., "args": ...}`` (another framework's call) is a malformed action that names
+    its keys and the expected shape, not an empty message."""
+    env = make_env("contact_update", domain="bss")
+    env.reset(seed=1)
+    observation = env.step({"tool": "get_customer", "args": {"msisdn": "1"}})[0]
+    error = json.loads(observation)["error"]
+    assert error["type"] == "malformed_action"
+    assert "'args', 'tool'" in error["message"] and '"name": <tool>' in error["message"]
+    assert env.trace.actions[-1].error_kind == "malformed_action"
+    # An assistant message with only empty fields is still silence.
+    silent = env.step({"role": "assistant", "content": None, "refusal": None, "tool_calls": []})
+    assert silent[0] == silence_reply("en", env.unwrapped.domain.counterpart)
+
+
+def test_a_crowded_settings_object_is_told_to_carry_only_the_changes():
+    """The 1.5B model sent optimize_cell with all 19 parameters, three out of range, three times;
+    the message now says to send only the parameters to change (one wrong value does not)."""
+    env = make_env("beam_misalignment")
+    env.reset(seed=1)
+    crowded = {"tilt_deg": 2, "max_ue_per_tti": 100, "olla_bler_target_pct": 50}
+    error = json.loads(env.step(tool_call("optimize_cell", cell_id="X", changes=crowded))[0])
+    assert "put in 'changes' only the parameters you mean to change" in error["error"]["message"]
+    single = json.loads(
+        env.step(tool_call("optimize_cell", cell_id="X", changes={"max_ue_per_tti": 100}))[0]
+    )
+    assert "only the parameters" not in single["error"]["message"]

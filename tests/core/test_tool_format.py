@@ -69,6 +69,12 @@ def test_compact_schema_of_a_hand_written_spec():
         "properties": {
             "window": {"type": "string", "pattern": "^[0-9]+h$", "description": 'e.g. "3h".'},
             "cell_id": {"type": "string", "description": 'Cell id, e.g. "NR-URB-MACRO-000".'},
+            "account_id": {
+                "type": "string",
+                "description": 'Billing account id from get_customer, e.g. "A000000".',
+            },
+            "msisdn": {"type": "string", "description": "Line number from the customer, digits."},
+            "offset": {"type": "number", "description": "Steering from boresight, in degrees."},
             "kpi": {"type": "string", "enum": ["DL", "UL"], "description": "Family."},
             "ttt": {"type": "integer", "enum": [40, 64], "minimum": 0},
             "changes": {
@@ -86,9 +92,13 @@ def test_compact_schema_of_a_hand_written_spec():
         "properties": {
             "window": {"type": "string", "description": 'e.g. "3h"'},
             "cell_id": {"type": "string"},  # an id's example is never shown: models copy it
+            # ... but where an id comes from is (a tool or the counterpart), without the rest
+            "account_id": {"type": "string", "description": "Billing account id from get_customer"},
+            "msisdn": {"type": "string", "description": "Line number from the customer"},
+            "offset": {"type": "number"},  # "from boresight" names no source
             "kpi": {"enum": ["DL", "UL"]},
             "ttt": {"type": "integer"},
-            "changes": {"type": "object", "description": "any of: tilt, pci"},
+            "changes": {"type": "object", "description": "only the ones to change, of: tilt, pci"},
         },  # detail has a default: left out (the output says how to ask for the rest)
         "required": ["window"],
     }
@@ -166,3 +176,19 @@ def test_a_call_outside_the_full_schema_is_still_refused():
 def test_a_bad_tool_format_is_named(bad):
     with pytest.raises(EpisodeOptionError, match="tool_format"):
         telcoenv.make("beam_misalignment", embedder=None, tool_format=bad)
+
+
+def test_compact_care_tools_say_where_each_id_comes_from():
+    """A small model invented "1234567890" for customer_id when the compact schema named no
+    source; every id a care tool takes (but get_customer's own lookup key) now names one."""
+    tools = _first_request("bill_shock", "en", "compact")["tools"]
+    ids = {"customer_id", "account_id", "msisdn", "plan_id", "addon_id", "subscription_id"}
+    seen = 0
+    for tool in tools:
+        function = tool["function"]
+        for name, schema in function["parameters"].get("properties", {}).items():
+            if name in ids and (function["name"], name) != ("get_customer", "customer_id"):
+                assert " from " in schema.get("description", ""), (function["name"], name)
+                assert "e.g." not in schema["description"]
+                seen += 1
+    assert seen >= 15
