@@ -112,7 +112,8 @@ def _describe(error: jsonschema.ValidationError, optional: frozenset[str] = froz
     path = ".".join(str(p) for p in error.absolute_path)
     if path in optional and error.instance in ("", None):
         # Small models fill every parameter: an empty optional one is better left out.
-        return f"argument {path!r} is optional and was given empty ({json.dumps(error.instance)}): leave it out"
+        empty = json.dumps(error.instance)
+        return f"argument {path!r} is optional and was given empty ({empty}): leave it out"
     if error.validator == "required":
         missing = error.message.split("'")[1] if "'" in error.message else error.message
         where = f" in {path!r}" if path else ""
