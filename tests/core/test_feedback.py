@@ -92,8 +92,9 @@ def test_an_empty_optional_argument_is_told_to_be_left_out(empty):
     error = json.loads(env.step(call)[0])["error"]
     shown = '""' if empty == "" else "null"
     assert error["type"] == "invalid_arguments"
-    assert f"argument 'phone' is optional and was given empty ({shown}): leave it out" in (
-        error["message"]
+    assert (
+        f"argument 'phone' is optional and was given empty ({shown}): leave it out"
+        in (error["message"])
     )
     required = json.loads(env.step(tool_call("update_contact", customer_id="", email="a@b.sa"))[0])
     assert "optional" not in required["error"]["message"]
