@@ -27,6 +27,12 @@ the DBAPI cursor with the compiled SQL and bound parameters. SQLAlchemy's per-ex
 costs 30-80 µs per statement against 5 µs here, which decides whether a reset fits in a
 millisecond (see ``benchmarks/bench_core.py``). Tool arguments reach SQL only as bound
 parameters.
+
+An in-memory database opens SQLite directly: the schema's SQLite DDL and column lists
+(:class:`SchemaPlan`) and the statements compiled for SQLite are kept in the user's cache
+directory like the catalogue (:mod:`telcoenv.datafiles`), so a process that finds them there
+starts without importing SQLAlchemy (about a third of the first ``make`` + ``reset``). A
+statement missing from the cache is compiled by SQLAlchemy and added to it.
 """
 
 from __future__ import annotations
@@ -40,41 +46,98 @@ import uuid
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import (
-    MetaData,
-    bindparam,
-    create_engine,
-    delete,
-    event,
-    func,
-    insert,
-    select,
-    update,
-)
-from sqlalchemy.engine import Dialect, Engine
-from sqlalchemy.exc import ArgumentError, SQLAlchemyError
-from sqlalchemy.pool import StaticPool
-from sqlalchemy.sql import ClauseElement
-
+from telcoenv.datafiles import cached_build, load_cached, store_cached
 from telcoenv.errors import DatabaseError, ToolError
+
+if TYPE_CHECKING:  # SQLAlchemy is imported where a statement is compiled or a URL opened
+    from sqlalchemy import MetaData
+    from sqlalchemy.engine import Dialect
+    from sqlalchemy.sql import ClauseElement
 
 
 @dataclass(frozen=True, slots=True)
 class Prepared:
-    """A statement compiled for one dialect: its SQL and how to bind named parameters."""
+    """A statement compiled for one dialect: its SQL and the order of its named parameters
+    for a positional paramstyle (None: the driver takes names)."""
 
     sql: str
-    # Picks the parameters in order for positional paramstyles (None: the driver takes names).
-    _getter: Callable[[Mapping[str, Any]], Any] | None
+    order: tuple[str, ...] | None
+    _getter: Callable[[Mapping[str, Any]], Any] | None = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        getter = None
+        if self.order is not None:
+            getter = operator.itemgetter(*self.order) if self.order else (lambda _: ())
+        object.__setattr__(self, "_getter", getter)
 
     def bind(self, params: Mapping[str, Any]) -> Sequence[Any] | Mapping[str, Any]:
         if self._getter is None:
             return params
         values = self._getter(params)
         return values if isinstance(values, tuple) else (values,)
+
+
+@dataclass(frozen=True)
+class SchemaPlan:
+    """What an in-memory SQLite database needs of a schema, as plain data (cacheable)."""
+
+    name: str
+    system: str  # what a refused change's message calls the system ("the network")
+    columns: dict[str, tuple[str, ...]]  # per table, in column order; parents before children
+    primary_keys: dict[str, tuple[str, ...]]
+    booleans: dict[str, frozenset[str]]  # the Boolean columns per table
+    sqlite_ddl: tuple[str, ...]  # CREATE statements, as SQLAlchemy's create_all issues them
+
+    @classmethod
+    def of(cls, metadata: MetaData) -> SchemaPlan:
+        from sqlalchemy.schema import CreateIndex, CreateTable
+
+        dialect = _sqlite_dialect()
+        tables = metadata.sorted_tables
+        ddl: list[str] = []
+        for table in tables:
+            ddl.append(str(CreateTable(table).compile(dialect=dialect)))
+            ddl.extend(str(CreateIndex(index).compile(dialect=dialect)) for index in table.indexes)
+        # Plain str: SQLAlchemy's names are a str subclass that would import it when unpickled.
+        return cls(
+            name=str(metadata.info.get("name", id(metadata))),
+            system=str(metadata.info.get("system", "the database")),
+            columns={str(t.name): tuple(map(str, t.columns.keys())) for t in tables},
+            primary_keys={str(t.name): tuple(str(c.name) for c in t.primary_key) for t in tables},
+            booleans={
+                str(t.name): frozenset(str(c.name) for c in t.columns if c.type.python_type is bool)
+                for t in tables
+            },
+            sqlite_ddl=tuple(ddl),
+        )
+
+
+class Schema:
+    """A domain's tables: the SQLAlchemy ``MetaData`` (built by ``build`` when first needed: to
+    compile a statement or open a URL) and its :class:`SchemaPlan` (from the user's cache when
+    ``cached``: the schema is built from packaged files alone)."""
+
+    def __init__(self, name: str, build: Callable[[], MetaData], *, cached: bool = True) -> None:
+        self.name, self._build, self.cached = name, build, cached
+
+    @classmethod
+    def of(cls, metadata: MetaData) -> Schema:
+        """A schema of a ``MetaData`` at hand (a plugin's, a test's), its plan not cached."""
+        return cls(str(metadata.info.get("name", id(metadata))), lambda: metadata, cached=False)
+
+    @cached_property
+    def metadata(self) -> MetaData:
+        return self._build()
+
+    @cached_property
+    def plan(self) -> SchemaPlan:
+        if not self.cached:
+            return SchemaPlan.of(self.metadata)
+        return cached_build(f"schema-{self.name}", lambda: SchemaPlan.of(self.metadata))
 
 
 @dataclass(frozen=True, eq=False)  # identity hash: queries are constants, looked up per call
@@ -101,6 +164,8 @@ class Query:
         return repr((self.table, self.columns, self.keys, self.order, self.count))
 
     def build(self, metadata: MetaData) -> ClauseElement:
+        from sqlalchemy import bindparam, func, select
+
         t = metadata.tables[self.table]
         if self.count is not None:
             query = select(func.count(t.c[self.count].distinct()))
@@ -120,12 +185,13 @@ def prepare(statement: ClauseElement, dialect: Dialect) -> Prepared:
         names = statement.table.columns.keys()  # type: ignore[attr-defined]
         rows = range(len(order) // len(names))
         assert order == tuple(f"{n}_{i}" for i in rows for n in names), order
-    getter = operator.itemgetter(*order) if order else (lambda _: ())
-    return Prepared(compiled.string, getter)
+    return Prepared(compiled.string, order)
 
 
 def _multi_insert(metadata: MetaData, table: str, count: int) -> ClauseElement:
     """``INSERT INTO table VALUES`` with ``count`` rows of parameters named ``<column>_<row>``."""
+    from sqlalchemy import bindparam, insert
+
     table_object = metadata.tables[table]
     names = table_object.columns.keys()
     return insert(table_object).values(
@@ -137,18 +203,18 @@ def _multi_insert(metadata: MetaData, table: str, count: int) -> ClauseElement:
 # count, and re-preparing a statement costs more than running it (the default keeps 128).
 _STATEMENT_CACHE = 1024
 _TEMPLATE_LOCK = threading.Lock()
-_TEMPLATES: dict[int, sqlite3.Connection] = {}  # per schema (MetaData identity)
+_TEMPLATES: dict[tuple[str, ...], sqlite3.Connection] = {}  # per schema (its DDL)
 
 
-def _copy_of_template(metadata: MetaData) -> sqlite3.Connection:
+def _copy_of_template(plan: SchemaPlan) -> sqlite3.Connection:
     """A new in-memory SQLite database with the schema, copied from a per-process template."""
     with _TEMPLATE_LOCK:
-        template = _TEMPLATES.get(id(metadata))
+        template = _TEMPLATES.get(plan.sqlite_ddl)
         if template is None:
-            template = sqlite3.connect(":memory:", check_same_thread=False)
-            engine = create_engine("sqlite://", creator=lambda: template, poolclass=StaticPool)
-            metadata.create_all(engine)
-            _TEMPLATES[id(metadata)] = template
+            template = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
+            for statement in plan.sqlite_ddl:
+                template.execute(statement)
+            _TEMPLATES[plan.sqlite_ddl] = template
         connection = sqlite3.connect(
             ":memory:",
             check_same_thread=False,
@@ -159,7 +225,10 @@ def _copy_of_template(metadata: MetaData) -> sqlite3.Connection:
     return connection
 
 
-def _open_engine(metadata: MetaData, url: str) -> Engine:
+def _open_engine(metadata: MetaData, url: str) -> Any:
+    from sqlalchemy import create_engine, event
+    from sqlalchemy.exc import ArgumentError, SQLAlchemyError
+
     try:
         engine = create_engine(url)
     except (ArgumentError, ImportError, ValueError) as exc:
@@ -177,74 +246,90 @@ def _open_engine(metadata: MetaData, url: str) -> Engine:
 class _SharedMemory:
     """The in-memory database that a process's shared environments use (one per schema)."""
 
-    def __init__(self, metadata: MetaData) -> None:
-        connection = _copy_of_template(metadata)
-        self.engine = create_engine("sqlite://", creator=lambda: connection, poolclass=StaticPool)
-        self.connection = self.engine.connect()  # holds the pool's DBAPI connection
+    def __init__(self, plan: SchemaPlan) -> None:
+        self.connection = _copy_of_template(plan)
         self.lock = threading.RLock()
         self.serial = itertools.count(1)
-        # Children before parents; sorting the tables costs more than the deletes themselves.
-        self.delete_order = tuple(reversed(metadata.sorted_tables))
+        # Children before parents.
+        self.delete_order = tuple(reversed(plan.columns))
         # Row ids of environments dropped without close(): deleted at the next reset of any.
         self.abandoned: list[str] = []
 
 
 _SHARED_LOCK = threading.Lock()
-_SHARED: dict[int, _SharedMemory] = {}  # per schema (MetaData identity)
+_SHARED: dict[tuple[str, ...], _SharedMemory] = {}  # per schema (its DDL)
 
 
-def _shared_memory(metadata: MetaData) -> _SharedMemory:
+def _shared_memory(plan: SchemaPlan) -> _SharedMemory:
     with _SHARED_LOCK:
-        if id(metadata) not in _SHARED:
-            _SHARED[id(metadata)] = _SharedMemory(metadata)
-        return _SHARED[id(metadata)]
+        if plan.sqlite_ddl not in _SHARED:
+            _SHARED[plan.sqlite_ddl] = _SharedMemory(plan)
+        return _SHARED[plan.sqlite_ddl]
 
 
 class EpisodeDatabase:
-    """The database of one environment with the tables of ``metadata``: private and in memory,
-    ``shared`` in memory with the process's other environments, or kept at ``url``. One
-    environment uses it at a time."""
+    """The database of one environment with the tables of ``schema`` (a :class:`Schema`, or a
+    SQLAlchemy ``MetaData``): private and in memory, ``shared`` in memory with the process's
+    other environments, or kept at ``url``. One environment uses it at a time."""
 
-    def __init__(self, metadata: MetaData, url: str | None = None, *, shared: bool = False) -> None:
-        self.metadata, self.url = metadata, url
+    def __init__(
+        self, schema: Schema | MetaData, url: str | None = None, *, shared: bool = False
+    ) -> None:
+        self.schema = schema if isinstance(schema, Schema) else Schema.of(schema)
+        self.url = url
         self.persistent = url is not None
+        plan = self.schema.plan
         # Compiled statements are shared per dialect; the schema's name keeps two domains'
-        # tables of the same name apart.
-        self._namespace = str(metadata.info.get("name", id(metadata)))
-        self._shared = _shared_memory(metadata) if shared and url is None else None
+        # tables of the same name apart. Only a packaged schema's statements are kept in the
+        # user's cache: a schema at hand may change without the package changing.
+        self._namespace = plan.name if self.schema.cached else f"{_LOCAL}{plan.name}"
+        self._shared = _shared_memory(plan) if shared and url is None else None
+        self._engine: Any = None
         if self._shared is not None:
-            self._engine = self._shared.engine
-            self._connection = self._shared.connection
+            self._dbapi: Any = self._shared.connection
             self._serial = next(self._shared.serial)
             self._row_id: list[str | None] = [None]  # this environment's rows now (a cell: the
             # finaliser must not hold the database itself)
             weakref.finalize(self, _abandon, self._shared, self._row_id)
         elif url is None:
-            connection = _copy_of_template(metadata)
-            self._engine = create_engine(
-                "sqlite://", creator=lambda: connection, poolclass=StaticPool
-            )
-            self._connection = self._engine.connect()  # holds the pool's DBAPI connection
+            self._dbapi = _copy_of_template(plan)
         else:
-            self._engine = _open_engine(metadata, url)
+            self._engine = _open_engine(self.schema.metadata, url)
             self._connection = self._engine.connect()
-        self._dbapi: Any = self._connection.connection.driver_connection
+            self._dbapi = self._connection.connection.driver_connection
         self._cursor = self._dbapi.cursor()
-        self._dialect = self._engine.dialect
+        if self._engine is None:  # SQLite in memory, opened without SQLAlchemy
+            self._dialect_names, paramstyle = ("sqlite", "pysqlite"), "qmark"
+            self.integrity_error: type[Exception] = sqlite3.IntegrityError
+        else:
+            dialect = self._engine.dialect
+            self._dialect_names, paramstyle = (dialect.name, dialect.driver), dialect.paramstyle
+            #: What the driver raises when a constraint (a CHECK, a key) refuses a statement.
+            self.integrity_error = dialect.loaded_dbapi.IntegrityError
         self._lock = self._shared.lock if self._shared is not None else nullcontext()
-        self._sqlite = self._dialect.name == "sqlite"
+        self._sqlite = self._dialect_names[0] == "sqlite"
         self._prepared: dict[str, Prepared] = {}
         # Keyed by the query object, which the dict keeps alive (its id cannot be reused).
         self._queries: dict[Query, Prepared] = {}
         self._multi_sql: dict[tuple[str, int], str] = {}
         # With a positional paramstyle a multi-row insert repeats one compiled row group.
-        self._row_group = self._dialect.paramstyle in ("qmark", "format") or None
-        #: What the driver raises when a constraint (a CHECK, a key) refuses a statement.
-        self.integrity_error: type[Exception] = self._dialect.loaded_dbapi.IntegrityError
+        self._row_group = paramstyle in ("qmark", "format") or None
         #: What a refused change's message calls the system the tables hold.
-        self.system = str(metadata.info.get("system", "the database"))
+        self.system = plan.system
         self._open_episode = False
         self._changing = False  # inside change()
+
+    @property
+    def metadata(self) -> MetaData:
+        """The schema's SQLAlchemy ``MetaData`` (built, and SQLAlchemy imported, on first use)."""
+        return self.schema.metadata
+
+    def columns(self, table: str) -> tuple[str, ...]:
+        """The columns of ``table``, in order (``episode_id`` first)."""
+        return self.schema.plan.columns[table]
+
+    def _sqlalchemy_dialect(self) -> Dialect:
+        return self._engine.dialect if self._engine is not None else _sqlite_dialect()
 
     def row_id(self, episode_id: str) -> str | None:
         """The id to store an episode's rows under when ``episode_id`` alone could clash (a
@@ -262,9 +347,12 @@ class EpisodeDatabase:
         """The statement ``key``, compiled for this database's dialect on first use."""
         prepared = self._prepared.get(key)
         if prepared is None:
-            prepared = _prepared_for(self._dialect, f"{self._namespace}:{key}", build)
+            prepared = self._compiled(f"{self._namespace}:{key}", build)
             self._prepared[key] = prepared
         return prepared
+
+    def _compiled(self, key: str, build: Callable[[], ClauseElement]) -> Prepared:
+        return _prepared_for(self._dialect_names, key, build, self._sqlalchemy_dialect)
 
     def select(self, query: Query, values: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         """The rows of ``query`` for ``values`` (the episode id, then the keys' values)."""
@@ -279,11 +367,11 @@ class EpisodeDatabase:
             return self._cursor.execute(prepared.sql, params).fetchall()
 
     def _prepare_query(self, query: Query) -> Prepared:
-        build = functools.partial(query.build, self.metadata)
-        prepared = _prepared_for(self._dialect, f"{self._namespace}:query:{query.key}", build)
-        if prepared._getter is not None:  # positional: the values must come in this order
-            compiled = build().compile(dialect=self._dialect)
-            assert tuple(compiled.positiontup or ()) == query.parameters, query
+        prepared = self._compiled(
+            f"{self._namespace}:query:{query.key}", lambda: query.build(self.metadata)
+        )
+        # Positional: the values must come in this order (checked when it was compiled).
+        assert prepared.order is None or prepared.order == query.parameters, query
         return prepared
 
     def fetch_all(
@@ -314,6 +402,8 @@ class EpisodeDatabase:
         """
 
         def build() -> ClauseElement:
+            from sqlalchemy import bindparam, update
+
             t = self.metadata.tables[table]
             return (
                 update(t)
@@ -327,7 +417,7 @@ class EpisodeDatabase:
     def insert(self, table: str, rows: Sequence[Mapping[str, Any]]) -> None:
         """Insert rows given as mappings of column names to values."""
         if rows:
-            columns = self.metadata.tables[table].columns.keys()
+            columns = self.columns(table)
             self.insert_values(table, [tuple(row[c] for c in columns) for row in rows])
 
     def insert_values(self, table: str, rows: Sequence[tuple[Any, ...]]) -> None:
@@ -354,7 +444,7 @@ class EpisodeDatabase:
         prepared = self.statement(
             f"insert:{table}:{count}", lambda: _multi_insert(self.metadata, table, count)
         )
-        names = self.metadata.tables[table].columns.keys()
+        names = self.columns(table)
         self._cursor.execute(
             prepared.sql,
             {
@@ -428,12 +518,16 @@ class EpisodeDatabase:
         assert self._shared is not None
         for table in self._shared.delete_order:
             prepared = self.statement(
-                f"delete:{table.name}",
-                lambda table=table: delete(table).where(
-                    table.c.episode_id == bindparam("episode_id")
-                ),
+                f"delete:{table}", functools.partial(self.delete_statement, table)
             )
             self._cursor.execute(prepared.sql, prepared.bind({"episode_id": row_id}))
+
+    def delete_statement(self, table: str) -> ClauseElement:
+        """``DELETE FROM table WHERE episode_id = :episode_id``."""
+        from sqlalchemy import bindparam, delete
+
+        t = self.metadata.tables[table]
+        return delete(t).where(t.c.episode_id == bindparam("episode_id"))
 
     @contextmanager
     def change(self) -> Iterator[None]:
@@ -488,6 +582,9 @@ class EpisodeDatabase:
         if self._open_episode:
             self._dbapi.rollback()
             self._open_episode = False
+        if self._engine is None:
+            self._dbapi.close()
+            return
         self._connection.close()
         self._engine.dispose()
 
@@ -500,13 +597,56 @@ def _abandon(shared: _SharedMemory, row_id: list[str | None]) -> None:
 
 _PREPARED_LOCK = threading.Lock()
 _PREPARED: dict[tuple[str, str, str], Prepared] = {}
+_SQLITE = ("sqlite", "pysqlite")
+_SQLITE_CACHE = "sqlite-statements"  # the statements compiled for SQLite, in the user's cache
+_LOCAL = "local:"  # the namespace of schemas not from the package: never kept in the cache
+_sqlite_loaded = False
 
 
-def _prepared_for(dialect: Dialect, key: str, build: Callable[[], ClauseElement]) -> Prepared:
-    """Compiled statements are shared by every database of the same dialect in the process."""
-    cache_key = (dialect.name, dialect.driver, key)
+def _prepared_for(
+    names: tuple[str, str],
+    key: str,
+    build: Callable[[], ClauseElement],
+    dialect: Callable[[], Dialect],
+) -> Prepared:
+    """Compiled statements are shared by every database of the same dialect (``names``: its
+    name and driver) in the process; SQLite's are also kept in the user's cache."""
+    cache_key = (*names, key)
     prepared = _PREPARED.get(cache_key)
-    if prepared is None:
-        with _PREPARED_LOCK:
-            prepared = _PREPARED.setdefault(cache_key, prepare(build(), dialect))
+    if prepared is not None:
+        return prepared
+    with _PREPARED_LOCK:
+        if names == _SQLITE:
+            _load_sqlite_statements()
+        prepared = _PREPARED.get(cache_key)
+        if prepared is None:
+            prepared = _PREPARED[cache_key] = prepare(build(), dialect())
+            if names == _SQLITE and not key.startswith(_LOCAL):
+                kept = {
+                    k[2]: (p.sql, p.order)
+                    for k, p in _PREPARED.items()
+                    if k[:2] == _SQLITE and not k[2].startswith(_LOCAL)
+                }
+                store_cached(_SQLITE_CACHE, kept)
     return prepared
+
+
+def _load_sqlite_statements() -> None:
+    global _sqlite_loaded
+    if not _sqlite_loaded:
+        _sqlite_loaded = True
+        stored = load_cached(_SQLITE_CACHE)
+        if isinstance(stored, dict):
+            for key, (sql, order) in stored.items():
+                _PREPARED.setdefault((*_SQLITE, key), Prepared(sql, order))
+
+
+@functools.cache
+def _sqlite_dialect() -> Dialect:
+    """The dialect SQLAlchemy uses for ``sqlite://``, initialised as on a first connection."""
+    from sqlalchemy import create_engine
+
+    engine = create_engine("sqlite://")
+    with engine.connect():
+        pass
+    return engine.dialect

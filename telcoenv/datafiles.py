@@ -101,20 +101,37 @@ def cached_build(name: str, build: Callable[[], T]) -> T:
     """``build()``'s result, from the cache when no packaged file has changed since it was
     stored (``name``: a word naming what is built). Only for results built from the packaged
     files alone; ``TELCOENV_NO_CACHE=1`` always builds."""
+    found = load_cached(name)
+    if found is not None:
+        return found  # type: ignore[no-any-return]
+    result = build()
+    store_cached(name, result)
+    return result
+
+
+def load_cached(name: str) -> Any:
+    """The value stored as ``name`` for the packaged files as they are now, else None."""
     if os.environ.get("TELCOENV_NO_CACHE"):
-        return build()
-    path = cache_dir() / f"{name}.{content_hash()}.pickle"
+        return None
+    path = _cached_path(name)
     try:
         result = pickle.loads(path.read_bytes())
     except Exception:  # absent, truncated or from another Python: build it again
-        pass
-    else:
-        with suppress(OSError):
-            os.utime(path)  # in use: not stale for another checkout's clean-up
-        return result
-    result = build()
-    _store(path, result)
+        return None
+    with suppress(OSError):
+        os.utime(path)  # in use: not stale for another checkout's clean-up
     return result
+
+
+def store_cached(name: str, value: Any) -> None:
+    """Keep ``value`` as ``name`` for the packaged files as they are now (unless
+    ``TELCOENV_NO_CACHE`` is set); a failure only loses the cache."""
+    if not os.environ.get("TELCOENV_NO_CACHE"):
+        _store(_cached_path(name), value)
+
+
+def _cached_path(name: str) -> Path:
+    return cache_dir() / f"{name}.{content_hash()}.pickle"
 
 
 def _store(path: Path, result: Any) -> None:

@@ -13,7 +13,7 @@ import pytest
 from telcoenv.database import EpisodeDatabase
 from telcoenv.domains import get_domain
 from telcoenv.domains.bss.generator import Focal, generate
-from telcoenv.domains.bss.schema import bss_metadata
+from telcoenv.domains.bss.schema import bss_schema
 from telcoenv.domains.bss.state import BssState
 from telcoenv.domains.bss.tools import (
     BILL_ITEMS,
@@ -53,7 +53,7 @@ class Ctx:
 @pytest.fixture(params=range(3))
 def large_family(request):
     data = generate(np.random.default_rng(request.param), "ep-bounded", LARGE_FAMILY)
-    db = EpisodeDatabase(bss_metadata())
+    db = EpisodeDatabase(bss_schema())
     yield Ctx(BssState(db, data, "ep-bounded")), data
     db.close()
 

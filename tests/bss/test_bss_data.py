@@ -8,7 +8,7 @@ import pytest
 
 from telcoenv.database import EpisodeDatabase
 from telcoenv.domains.bss.generator import Focal, generate, products
-from telcoenv.domains.bss.schema import bss_metadata
+from telcoenv.domains.bss.schema import bss_metadata, bss_schema
 
 FOCAL = Focal(
     family_size=3, duplicate_month="2026-09", roaming_month="2026-10", failed_payment=True
@@ -18,7 +18,7 @@ FOCAL = Focal(
 @pytest.fixture(scope="module")
 def loaded():
     data = generate(np.random.default_rng(7), "ep-bss", FOCAL)
-    db = EpisodeDatabase(bss_metadata())
+    db = EpisodeDatabase(bss_schema())
     db.start_episode(lambda d: [d.insert_values(t, rows) for t, rows in data.rows.items()])
 
     def one(sql: str, *params):

@@ -14,7 +14,7 @@ import pytest
 from telcoenv.catalog import load_tools
 from telcoenv.database import EpisodeDatabase
 from telcoenv.domains.bss.generator import Focal, generate
-from telcoenv.domains.bss.schema import bss_metadata
+from telcoenv.domains.bss.schema import bss_metadata, bss_schema
 from telcoenv.domains.bss.state import BssState, table_queries
 from telcoenv.domains.bss.tools import CREDIT_LIMIT
 from telcoenv.domains.bss.tools import TOOLS as BSS_TOOLS
@@ -48,7 +48,7 @@ class Ctx:
 @pytest.fixture
 def env():
     data = generate(np.random.default_rng(11), "ep-tools", FOCAL)
-    db = EpisodeDatabase(bss_metadata())
+    db = EpisodeDatabase(bss_schema())
     ctx = Ctx(BssState(db, data, "ep-tools"))
     yield ctx, data
     db.close()
@@ -373,7 +373,7 @@ def test_change_plan_and_its_rules(env):
 
 def rows_now(ctx: Ctx, table: str) -> list[dict]:
     """The table's current rows (every column but the episode id)."""
-    return ctx.state.rows(table_queries(bss_metadata())[table])
+    return ctx.state.rows(table_queries(bss_schema())[table])
 
 
 def test_suspended_lines_and_internal_accounts_are_refused(env):

@@ -26,7 +26,7 @@ from telcoenv.database import EpisodeDatabase, Query
 from telcoenv.domains.bss import bss_domain
 from telcoenv.domains.bss.generator import BssData, generate
 from telcoenv.domains.bss.scenario import sample_scenario
-from telcoenv.domains.bss.schema import bss_metadata
+from telcoenv.domains.bss.schema import bss_metadata, bss_schema
 from telcoenv.domains.bss.state import BssState
 from telcoenv.domains.bss.tools import TOOLS
 from telcoenv.env import TelcoEnv
@@ -113,7 +113,7 @@ def _expected(data: BssData, episode_id: str, gold_chain: Iterable[GoldCall]) ->
     writes = [call for call in gold_chain if call.tool in WRITE_TOOLS]
     if not writes:
         return []
-    database = EpisodeDatabase(bss_metadata())
+    database = EpisodeDatabase(bss_schema())
     try:
         replay = BssState(database, data, episode_id)
         for call in writes:

@@ -24,7 +24,7 @@ from telcoenv.domains.bss.blueprints import care_catalog, load_care_catalog
 from telcoenv.domains.bss.generator import BssData, generate
 from telcoenv.domains.bss.models import CareBlueprint, CareIntent
 from telcoenv.domains.bss.scenario import gold_values, sample_scenario
-from telcoenv.domains.bss.schema import bss_metadata
+from telcoenv.domains.bss.schema import bss_schema
 from telcoenv.domains.bss.state import BssState
 from telcoenv.domains.bss.tools import TOOLS
 from telcoenv.domains.bss.verification import verify
@@ -101,7 +101,7 @@ class BssDomain:
 
     def connect(self, url: str | None = None) -> EpisodeDatabase:
         """A BSS database for one environment: private and in memory unless ``url``."""
-        return EpisodeDatabase(bss_metadata(), url)
+        return EpisodeDatabase(bss_schema(), url)
 
     def start_episode(
         self,

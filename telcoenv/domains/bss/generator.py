@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from telcoenv.datafiles import parse_yaml
-from telcoenv.domains.bss.schema import bss_metadata
+from telcoenv.domains.bss.schema import bss_schema
 
 _FIRST = ("Omar", "Layla", "Khalid", "Noura", "Faisal", "Sara", "Yousef", "Huda", "Tariq", "Reem")
 _LAST = ("Al-Harbi", "Al-Qahtani", "Al-Otaibi", "Al-Shammari", "Al-Dossary", "Al-Zahrani")
@@ -139,7 +139,7 @@ class _Ids:
 class _Builder:
     def __init__(self, rng: np.random.Generator, episode_id: str, months: list[str]) -> None:
         self.rng, self.episode, self.months = rng, episode_id, months
-        self.rows: dict[str, list[tuple[Any, ...]]] = {t: [] for t in bss_metadata().tables}
+        self.rows: dict[str, list[tuple[Any, ...]]] = {t: [] for t in bss_schema().plan.columns}
         self.plans = {p["plan_id"]: p for p in products()["plans"]}
         self.addons = {a["addon_id"]: a for a in products()["addons"]}
         self.vat = products()["vat_rate"]

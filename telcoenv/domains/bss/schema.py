@@ -15,19 +15,27 @@ Tables: ``customers``, ``accounts``, ``lines`` (subscriptions), ``rate_plans``, 
 from __future__ import annotations
 
 from functools import cache
+from typing import TYPE_CHECKING
 
-from sqlalchemy import CheckConstraint, Column, Float, Integer, MetaData, String, Table
+from telcoenv.database import Schema
+
+if TYPE_CHECKING:  # imported when the schema is built: a cached one needs no SQLAlchemy
+    from sqlalchemy import Column, MetaData
 
 _ID = 40
 
 
 def _key(name: str) -> Column[str]:
+    from sqlalchemy import Column, String
+
     return Column(name, String(_ID), primary_key=True)
 
 
 @cache
 def bss_metadata() -> MetaData:
     """The BSS schema (built once per process)."""
+    from sqlalchemy import CheckConstraint, Column, Float, Integer, MetaData, String, Table
+
     metadata = MetaData(info={"name": "bss", "system": "the BSS"})
     Table(
         "customers",
@@ -220,3 +228,10 @@ def bss_metadata() -> MetaData:
     for table in metadata.tables.values():
         table.dialect_options["sqlite"]["with_rowid"] = False
     return metadata
+
+
+@cache
+def bss_schema() -> Schema:
+    """The schema as environments use it: its plan from the user's cache, its ``MetaData``
+    (:func:`bss_metadata`) built only when a statement must be compiled."""
+    return Schema("bss", bss_metadata)

@@ -19,10 +19,7 @@ from collections.abc import Sequence
 from functools import cache
 from typing import Any
 
-from sqlalchemy import MetaData, bindparam, delete
-from sqlalchemy.sql import ClauseElement
-
-from telcoenv.database import EpisodeDatabase, Query
+from telcoenv.database import EpisodeDatabase, Query, Schema
 from telcoenv.domains.bss.generator import BssData
 from telcoenv.errors import ToolError
 
@@ -60,7 +57,7 @@ class BssState:
 
     def insert(self, table: str, **values: Any) -> None:
         """Insert one row (the episode id is added); use inside ``db.change()``."""
-        columns = self.db.metadata.tables[table].columns.keys()
+        columns = self.db.columns(table)
         row = {"episode_id": self.episode_id, **values}
         self.written.add(table)
         self.db.insert_values(table, [tuple(row.get(c) for c in columns)])
@@ -78,22 +75,18 @@ class BssState:
 
     def current_rows(self) -> dict[str, list[tuple[Any, ...]]]:
         """Every table's rows as stored now, episode id first (the generator's row format)."""
-        return {name: self.table_rows(name) for name in table_queries(self.db.metadata)}
+        return {name: self.table_rows(name) for name in table_queries(self.db.schema)}
 
     def table_rows(self, table: str) -> list[tuple[Any, ...]]:
         """One table's rows as stored now, episode id first (the generator's row format)."""
-        query = table_queries(self.db.metadata)[table]
+        query = table_queries(self.db.schema)[table]
         return [(self.episode_id, *row) for row in self.db.select(query, (self.episode_id,))]
 
     def reload(self, table: str, rows: Sequence[tuple[Any, ...]]) -> None:
         """Replace the episode's rows of ``table`` by ``rows`` (generator format); use inside
         ``db.change()``. Not noted as written: a verification puts the generated rows back."""
 
-        def build() -> ClauseElement:
-            t = self.db.metadata.tables[table]
-            return delete(t).where(t.c.episode_id == bindparam("episode_id"))
-
-        prepared = self.db.statement(f"reload:{table}", build)
+        prepared = self.db.statement(f"reload:{table}", lambda: self.db.delete_statement(table))
         self.db.execute(prepared, {"episode_id": self.episode_id})
         self.db.insert_values(table, rows)
 
@@ -101,19 +94,16 @@ class BssState:
         """Every table's rows as canonical JSON (for state diffs in tests and verification)."""
         tables = {
             table: sorted(json.dumps(row, sort_keys=True) for row in self.rows(query))
-            for table, query in table_queries(self.db.metadata).items()
+            for table, query in table_queries(self.db.schema).items()
         }
         return json.dumps(tables, sort_keys=True)
 
 
 @cache
-def table_queries(metadata: MetaData) -> dict[str, Query]:
+def table_queries(schema: Schema) -> dict[str, Query]:
     """One query per table, every column but the episode id (built once: queries are cached
     per object by the database)."""
-    return {
-        name: Query(name, tuple(table.columns.keys())[1:])
-        for name, table in metadata.tables.items()
-    }
+    return {name: Query(name, columns[1:]) for name, columns in schema.plan.columns.items()}
 
 
 # --- the tools' queries (module constants: compiled once, cached by identity) -----------------

@@ -23,9 +23,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from telcoenv.database import EpisodeDatabase
+from telcoenv.database import EpisodeDatabase, SchemaPlan
 from telcoenv.domains.bss.generator import BssData
-from telcoenv.domains.bss.schema import bss_metadata
+from telcoenv.domains.bss.schema import bss_schema
 from telcoenv.domains.bss.state import BssState
 from telcoenv.metrics.answers import answers_match
 from telcoenv.trace import GoldCall
@@ -61,14 +61,13 @@ def _normal(value: Any) -> Any:
 
 
 def _table_rows(
-    metadata: Any, rows: Mapping[str, Iterable[tuple[Any, ...]]]
+    plan: SchemaPlan, rows: Mapping[str, Iterable[tuple[Any, ...]]]
 ) -> dict[str, dict[tuple, dict[str, Any]]]:
     """Rows per table, keyed by primary key (the episode id left out)."""
     out: dict[str, dict[tuple, dict[str, Any]]] = {}
     for name, table_rows in rows.items():
-        table = metadata.tables[name]
-        columns = list(table.columns.keys())
-        keys = [c.name for c in table.primary_key.columns if c.name != "episode_id"]
+        columns = plan.columns[name]
+        keys = [c for c in plan.primary_keys[name] if c != "episode_id"]
         indexed: dict[tuple, dict[str, Any]] = {}
         for row in table_rows:
             record = {c: _normal(v) for c, v in zip(columns, row, strict=True)}
@@ -82,8 +81,8 @@ def diff(
     before: Mapping[str, Iterable[tuple[Any, ...]]], after: Mapping[str, Iterable[tuple[Any, ...]]]
 ) -> list[dict[str, Any]]:
     """The changes from ``before`` to ``after``: inserted and deleted rows, updated columns."""
-    metadata = bss_metadata()
-    old, new = _table_rows(metadata, before), _table_rows(metadata, after)
+    plan = bss_schema().plan
+    old, new = _table_rows(plan, before), _table_rows(plan, after)
     changes: list[dict[str, Any]] = []
     for table in sorted(new):
         rows_before, rows_after = old.get(table, {}), new[table]

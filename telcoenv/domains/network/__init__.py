@@ -19,7 +19,7 @@ from telcoenv.domains.network.loading import load_catalog, network_catalog
 from telcoenv.domains.network.models import Blueprint, Intent
 from telcoenv.domains.network.parameters import KPI_TO_CELL_PARAMETER, legal_values
 from telcoenv.domains.network.sampling import SamplingPlan, compile_plan, sample_kpis
-from telcoenv.domains.network.schema import network_metadata
+from telcoenv.domains.network.schema import network_schema
 from telcoenv.domains.network.state import NetworkState
 from telcoenv.domains.network.summaries import gold_summaries
 from telcoenv.domains.network.tools import TOOLS, ToolContext
@@ -139,7 +139,7 @@ class NetworkDomain:
     def connect(self, url: str | None = None) -> EpisodeDatabase:
         """A network database for one environment: in memory, shared with the process's other
         environments (each episode under its own row id), unless ``url``."""
-        return EpisodeDatabase(network_metadata(), url, shared=True)
+        return EpisodeDatabase(network_schema(), url, shared=True)
 
     def start_episode(
         self,

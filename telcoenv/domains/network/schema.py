@@ -17,23 +17,9 @@ measurement time: a new set after every change, so series continue after it),
 from __future__ import annotations
 
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import (
-    BigInteger,
-    Boolean,
-    CheckConstraint,
-    Column,
-    Float,
-    ForeignKeyConstraint,
-    Integer,
-    MetaData,
-    String,
-    Table,
-    Text,
-    or_,
-)
-
+from telcoenv.database import Schema
 from telcoenv.domains.network.parameters import (
     BACKHAUL_PARAMETERS,
     CELL_PARAMETERS,
@@ -41,16 +27,21 @@ from telcoenv.domains.network.parameters import (
     change_schemas,
 )
 
+if TYPE_CHECKING:  # imported when the schema is built: a cached one needs no SQLAlchemy
+    from sqlalchemy import Column, MetaData
+
 _ID = 80  # length of identifier columns
-_TYPES = {"number": Float, "integer": Integer, "string": String(_ID), "boolean": Boolean}
 
 
 def _parameter_columns(names: tuple[str, ...], table: str) -> list[Any]:
     """Typed, NOT NULL columns for configuration parameters, with CHECKs from their spec."""
+    from sqlalchemy import Boolean, CheckConstraint, Column, Float, Integer, String, or_
+
+    types = {"number": Float, "integer": Integer, "string": String(_ID), "boolean": Boolean}
     items: list[Any] = []
     for name in names:
         schema = change_schemas()[name]
-        column = Column(name, _TYPES[schema["type"]], nullable=False)
+        column = Column(name, types[schema["type"]], nullable=False)
         items.append(column)
         if "enum" in schema:
             # An OR chain, not IN: SQLite builds a temporary table for every IN list it checks,
@@ -65,6 +56,8 @@ def _parameter_columns(names: tuple[str, ...], table: str) -> list[Any]:
 
 
 def _episode_key() -> Column[str]:
+    from sqlalchemy import Column, String
+
     return Column("episode_id", String(_ID), primary_key=True)
 
 
@@ -75,6 +68,20 @@ def network_metadata() -> MetaData:
     On SQLite the tables are WITHOUT ROWID: rows live in their primary key's B-tree, which
     made an episode's inserts about a fifth cheaper.
     """
+    from sqlalchemy import (
+        BigInteger,
+        Boolean,
+        CheckConstraint,
+        Column,
+        Float,
+        ForeignKeyConstraint,
+        Integer,
+        MetaData,
+        String,
+        Table,
+        Text,
+    )
+
     metadata = MetaData(info={"name": "network", "system": "the network"})
     Table(
         "sites",
@@ -190,3 +197,10 @@ def network_metadata() -> MetaData:
     for table in metadata.tables.values():
         table.dialect_options["sqlite"]["with_rowid"] = False
     return metadata
+
+
+@cache
+def network_schema() -> Schema:
+    """The schema as environments use it: its plan from the user's cache, its ``MetaData``
+    (:func:`network_metadata`) built only when a statement must be compiled."""
+    return Schema("network", network_metadata)

@@ -22,7 +22,7 @@ from telcoenv.domains.network.parameters import (
     RETENTION,
     SLICE_PARAMETERS,
 )
-from telcoenv.domains.network.schema import network_metadata
+from telcoenv.domains.network.schema import network_schema
 from telcoenv.domains.network.topology import (
     InitialNetwork,
     baseline_id,
@@ -56,11 +56,11 @@ _CELL_COLUMNS = (
     "kpi_seed",
     *CELL_PARAMETERS,
 )
-_BOOLEAN = frozenset(
-    c.name
-    for table in ("cells", "config_baselines", "slices", "transport_links")
-    for c in network_metadata().tables[table].columns
-    if c.type.python_type is bool
+_BOOLEAN = frozenset().union(
+    *(
+        network_schema().plan.booleans[table]
+        for table in ("cells", "config_baselines", "slices", "transport_links")
+    )
 )
 
 
@@ -155,8 +155,8 @@ def latest(history: History) -> dict[str, float]:
     return dict(history[-1][1]) if history else {}
 
 
-def _table(name: str) -> Any:
-    return network_metadata().tables[name]
+def _columns(table: str) -> tuple[str, ...]:
+    return network_schema().plan.columns[table]
 
 
 _CELLS = Query("cells", _CELL_COLUMNS)
@@ -518,7 +518,7 @@ class NetworkState:
 
     def _update(self, object_type: str, object_id: str, values: dict[str, Any]) -> None:
         table, key = _OBJECT_TABLES[object_type]
-        columns = _table(table).c
+        columns = _columns(table)
         unknown = sorted(n for n in values if n not in columns or n in ("episode_id", key))
         if unknown:
             raise ToolError(f"a {object_type} has no parameter(s) {unknown}", kind="bad_args")
