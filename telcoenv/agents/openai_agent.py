@@ -1,5 +1,6 @@
 """An agent backed by any OpenAI-compatible chat-completions endpoint, on the official ``openai``
-SDK (sync and async clients, connection pooling, the SDK's retries and timeouts).
+SDK (sync and async clients, connection pooling, the SDK's retries and timeouts; each request
+goes through the client's generic ``post``, see :meth:`OpenAIAgent._request`).
 
 Works with vLLM, Ollama, llama.cpp servers and hosted APIs. Settings come from the constructor or
 from the environment: ``OPENAI_BASE_URL`` (default ``http://127.0.0.1:8000/v1``),
@@ -44,6 +45,7 @@ TOOL_CALL_PARSERS = ("auto", "native", "hermes", "json")
 DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
 # A custom transport brings its own pool: as large as the SDK's, so many episodes in flight
 # share keep-alive connections.
+CHAT_PATH = "/chat/completions"  # relative to the client's base URL
 POOL = httpx2.Limits(max_connections=1000, max_keepalive_connections=100)
 #: A text reply that repeats one of the agent's last this-many text replies is sampled again.
 REPEAT_WINDOW = 4
@@ -136,22 +138,22 @@ class OpenAIAgent:
     def act(self, observation: str, info: dict[str, Any]) -> dict[str, Any]:
         self._receive(observation, info)
         started = time.perf_counter()
-        create = self._client().chat.completions.with_raw_response.create
-        reply, attempt = self._reply(create, 0), 0
+        post = self._client().post
+        reply, attempt = self._reply(post, 0), 0
         while self._stuck(reply) and attempt < self.empty_retries:
             attempt += 1
-            reply = self._reply(create, attempt)
+            reply = self._reply(post, attempt)
         return self._answer(reply, started)
 
     async def aact(self, observation: str, info: dict[str, Any]) -> dict[str, Any]:
         """:meth:`act` on the async client, for many episodes in flight in one process."""
         self._receive(observation, info)
         started = time.perf_counter()
-        create = self._client(asynchronous=True).chat.completions.with_raw_response.create
+        post = self._client(asynchronous=True).post
         attempt = 0
         while True:
             try:
-                raw = await create(**self._request(attempt))
+                raw = await post(CHAT_PATH, body=self._request(attempt), cast_to=httpx2.Response)
             except Exception as exc:  # mapped to one ModelServerError with the server's words
                 raise self._failure(exc) from None
             reply = self._parsed(raw)
@@ -280,17 +282,19 @@ class OpenAIAgent:
     # -- the server ---------------------------------------------------------------------------
 
     def _request(self, attempt: int = 0) -> dict[str, Any]:
-        """The request; an empty reply's ``attempt`` samples again, warmer and seeded.
+        """The request body; an empty reply's ``attempt`` samples again, warmer and seeded.
 
-        The conversation and the tool schemas are sent as they are, in ``extra_body`` (which
-        replaces the empty ``messages``): they are plain JSON already, and the SDK would walk
-        every message and schema against its typed parameters on each request: a third to a
-        half of the client's CPU per request, which bounds the episodes one process keeps in
-        flight (docs/performance.md). The JSON sent is the same.
+        It goes out through the SDK client's generic ``post`` (its retries, timeouts and
+        connection pool), not ``chat.completions.create``: the conversation and the tool
+        schemas are plain JSON already, and ``create`` walks every parameter against its typed
+        definitions on each request (hashing the union of every OpenAI model name for
+        ``model``) and builds typed models of the response: about a third of the client's CPU
+        per request, which bounds the episodes one process keeps in flight
+        (docs/performance.md). The JSON sent is the same.
         """
         request: dict[str, Any] = {
             "model": self.model,
-            "messages": [],
+            "messages": self.messages,
             "tool_choice": "auto",
             "temperature": self.temperature if attempt == 0 else self.retry_temperature,
         }
@@ -298,29 +302,34 @@ class OpenAIAgent:
             request["seed"] = attempt
         if self.max_tokens is not None:
             request["max_tokens"] = self.max_tokens
-        request["extra_body"] = {"messages": self.messages, "tools": self.tools, **self.extra_body}
+        request["tools"] = self.tools
+        request.update(self.extra_body)
         return request
 
-    def _reply(self, create: Any, attempt: int) -> dict[str, Any]:
+    def _reply(self, post: Any, attempt: int) -> dict[str, Any]:
         try:
-            raw = create(**self._request(attempt))
+            raw = post(CHAT_PATH, body=self._request(attempt), cast_to=httpx2.Response)
         except Exception as exc:  # mapped to one ModelServerError with the server's words
             raise self._failure(exc) from None
         return self._parsed(raw)
 
-    def _parsed(self, raw: Any) -> dict[str, Any]:
-        self.usage["requests"] += 1 + raw.retries_taken
-        self.usage["retries"] += raw.retries_taken
+    def _parsed(self, raw: httpx2.Response) -> dict[str, Any]:
+        # The SDK numbers the attempts of a request in this header.
+        retries = int(raw.request.headers.get("x-stainless-retry-count") or 0)
+        self.usage["requests"] += 1 + retries
+        self.usage["retries"] += retries
         try:
-            completion = raw.parse()
-            message = completion.choices[0].message.model_dump(exclude_none=True)
+            completion = raw.json()
+            message = _without_none(completion["choices"][0]["message"])
+            if not isinstance(message, dict):
+                raise TypeError(f"the message is {type(message).__name__}, not an object")
         except Exception as exc:
-            text = str(getattr(raw, "text", ""))[:300]
             raise ModelServerError(
                 f"{self.base_url} sent a malformed chat-completions response "
-                f"({type(exc).__name__}): {text!r}"
+                f"({type(exc).__name__}): {raw.text[:300]!r}"
             ) from None
-        self._account(completion.usage.model_dump() if completion.usage else {})
+        usage = completion.get("usage")
+        self._account(usage if isinstance(usage, dict) else {})
         return message
 
     def _failure(self, exc: Exception) -> ModelServerError:
@@ -387,6 +396,15 @@ def calls_in_text(text: str, parser: str, tool_names: set[str]) -> dict[str, Any
         if parser != "auto" or all(c["function"].get("name") in tool_names for c in calls):
             return action
     return None
+
+
+def _without_none(value: Any) -> Any:
+    """JSON without its null members (as the SDK's typed message left them out)."""
+    if isinstance(value, dict):
+        return {k: _without_none(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_none(v) for v in value]
+    return value
 
 
 def _empty_usage() -> dict[str, float]:
