@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import subprocess
 import sys
 import textwrap
@@ -318,9 +319,9 @@ def test_a_postgresql_database_keeps_episodes_and_refuses_like_sqlite():
     assert stored == len(state.cell_ids)
 
 
-def _ledger() -> EpisodeDatabase:
+def _ledger(name: str = "test-ledger") -> EpisodeDatabase:
     """A one-table database of no domain: balances that must not go negative."""
-    metadata = MetaData(info={"name": "test-ledger", "system": "the ledger"})
+    metadata = MetaData(info={"name": name, "system": "the ledger"})
     Table(
         "accounts",
         metadata,
@@ -362,3 +363,16 @@ def test_a_change_the_schema_refuses_is_a_rejected_tool_error_and_undoes_all_of_
     with db.change():  # the database still takes changes
         _set_balance(db, "A2", 0.0)
     assert db.select(balances, ("E1",))[1] == ("A2", 0.0)
+
+
+def test_a_schema_at_hand_is_never_kept_in_the_cache(tmp_path, monkeypatch) -> None:
+    """A MetaData passed directly (a plugin's, a test's) may change without the package
+    changing: its statements stay in the process, even under a packaged schema's name."""
+    monkeypatch.setenv("TELCOENV_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("TELCOENV_NO_CACHE", raising=False)
+    db = _ledger(name="network")
+    assert not db.schema.cached
+    assert _set_balance(db, "A1", 7.5) == 1
+    db.close()
+    for kept in tmp_path.glob("sqlite-statements.*.pickle"):  # other statements may be kept
+        assert not any("accounts" in key for key in pickle.loads(kept.read_bytes()))

@@ -12,11 +12,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from sqlalchemy import CheckConstraint, Column, Float, MetaData, String, Table, create_engine
+from sqlalchemy import MetaData, create_engine
 from sqlalchemy.pool import StaticPool
 
 from telcoenv import datafiles
-from telcoenv.database import EpisodeDatabase, Schema, SchemaPlan
+from telcoenv.database import Schema, SchemaPlan
 from telcoenv.domains.bss.schema import bss_metadata, bss_schema
 from telcoenv.domains.network.schema import network_metadata, network_schema
 
@@ -91,31 +91,6 @@ def test_the_plan_is_what_sqlalchemy_builds(schema, metadata) -> None:
     assert list(plan.columns) == [t.name for t in metadata().sorted_tables]
     assert "tilt_deg" not in plan.booleans.get("cells", set())
     assert all(type(name) is str for columns in plan.columns.values() for name in columns)
-
-
-def test_a_schema_at_hand_is_never_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A MetaData passed directly (a plugin's, a test's) may change without the package
-    changing: its statements stay in the process."""
-    monkeypatch.setenv("TELCOENV_CACHE_DIR", str(tmp_path))
-    monkeypatch.delenv("TELCOENV_NO_CACHE", raising=False)
-    metadata = MetaData(info={"name": "network", "system": "the ledger"})  # a clashing name
-    Table(
-        "accounts",
-        metadata,
-        Column("episode_id", String(10), primary_key=True),
-        Column("account_id", String(10), primary_key=True),
-        Column("balance", Float, CheckConstraint("balance >= 0"), nullable=False),
-    )
-    db = EpisodeDatabase(metadata)
-    assert not db.schema.cached
-    db.start_episode(lambda d: d.insert_values("accounts", [("E1", "A1", 10.0)]))
-    assert db.update_column(
-        "accounts", "balance", 5.0, episode_id="E1", key="account_id", key_value="A1"
-    )
-    db.close()
-    kept = list(tmp_path.glob("sqlite-statements.*.pickle"))
-    if kept:  # other statements of this process may have been kept, never the ledger's
-        assert not any("accounts" in key for key in pickle.loads(kept[0].read_bytes()))
 
 
 def test_a_schema_builds_its_metadata_only_when_asked(
