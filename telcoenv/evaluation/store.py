@@ -39,6 +39,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    bindparam,
     create_engine,
     delete,
     event,
@@ -124,6 +125,17 @@ class ClaimRow(Base):
 
 
 _RUNS, _EPISODES, _CLAIMS = RunRow.__table__, EpisodeRow.__table__, ClaimRow.__table__
+# The statements of storing an episode, built once with bound parameters: building them per call
+# (``insert(...).values(**record)``) cost more than running them, in the process that stores
+# what 64 episodes in flight finish.
+_EPISODE_KEY = (_EPISODES.c.run == bindparam("run"), _EPISODES.c.key == bindparam("key"))
+_DROP_FAILED = delete(_EPISODES).where(*_EPISODE_KEY, _EPISODES.c.status == "failed")
+_INSERT_EPISODE = insert(_EPISODES)
+_DROP_CLAIM = delete(_CLAIMS).where(
+    _CLAIMS.c.run == bindparam("run"),
+    _CLAIMS.c.key == bindparam("key"),
+    _CLAIMS.c.owner == bindparam("owner"),
+)
 COLUMNS = [c.name for c in _EPISODES.columns if c.name != "id"]
 # Columns added after the first release: an older database gets them (nullable) when opened.
 ADDED_COLUMNS = ("domain", "resolved", "args", "answer", "difficulty")
@@ -492,22 +504,14 @@ class ResultStore:
         False when it was already stored (by any process)."""
         values = {k: record[k] for k in record if k in COLUMNS}
         values.update(run=run, finished_at=_now())
-        episode = (_EPISODES.c.run == run, _EPISODES.c.key == values["key"])
+        episode = {"run": run, "key": values["key"]}
         try:
             with self.engine.begin() as connection:
                 # A failed result gives way to the new one; a stored success makes the insert fail.
-                connection.execute(
-                    delete(_EPISODES).where(*episode, _EPISODES.c.status == "failed")
-                )
-                connection.execute(insert(_EPISODES).values(**values))
+                connection.execute(_DROP_FAILED, episode)
+                connection.execute(_INSERT_EPISODE, values)
                 if owner is not None:
-                    connection.execute(
-                        delete(_CLAIMS).where(
-                            _CLAIMS.c.run == run,
-                            _CLAIMS.c.key == values["key"],
-                            _CLAIMS.c.owner == owner.id,
-                        )
-                    )
+                    connection.execute(_DROP_CLAIM, {**episode, "owner": owner.id})
         except IntegrityError:
             return False
         except OperationalError as exc:
