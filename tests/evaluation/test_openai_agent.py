@@ -168,6 +168,35 @@ def test_an_unreachable_server_is_named():
         run_episode(env, agent, seed=0)
 
 
+def _first_async_action(agent: OpenAIAgent) -> dict:
+    env = TelcoEnv("beam_misalignment", embedder=None)
+    observation, info = env.reset(seed=0)
+    agent.reset(observation, info)
+
+    async def act() -> dict:
+        try:
+            return await agent.aact(observation, info)
+        finally:
+            await agent.aclose()
+
+    return asyncio.run(act())
+
+
+def test_the_async_client_keeps_the_timeout_rules_and_names_an_unreachable_server(server):
+    """The async client runs on the SDK's aiohttp backend: a generation timeout is not resent
+    unless asked, and a refused connection reads as one (the SDK's aiohttp adapter calls it a
+    connect timeout)."""
+    with pytest.raises(ModelServerError, match=r"within 1 s; not resent"):
+        _first_async_action(_agent(server, "slow", max_retries=3))
+    assert len(server.requests) == 1
+    with pytest.raises(ModelServerError, match=r"within 0\.5 s"):
+        _first_async_action(_agent(server, "slow", max_retries=1, retry_timeouts=True, timeout=0.5))
+    assert len(server.requests) == 3
+    agent = OpenAIAgent("m", base_url="http://127.0.0.1:9/v1", max_retries=0, connect_timeout=1)
+    with pytest.raises(ModelServerError, match=r"cannot reach .* after 1 attempts: ConnectError"):
+        _first_async_action(agent)
+
+
 def test_async_client_plays_the_same_episode(server):
     async def play(agent: OpenAIAgent) -> list[str]:
         env = TelcoEnv("beam_misalignment", embedder=None)
