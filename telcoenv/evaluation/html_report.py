@@ -182,12 +182,26 @@ def markdown_tables(markdown: str) -> list[dict[str, Any]]:
         elif line.startswith("|---"):
             continue
         elif line.startswith("| "):
-            cells = line[2:-2].split(" | ")
+            cells = _cells(line[2:-2])
             if tables and tables[-1]["title"] == title:
                 tables[-1]["rows"].append(cells)
             else:
                 tables.append({"title": title, "header": cells, "rows": []})
     return tables
+
+
+def _cells(row: str) -> list[str]:
+    """The cells of a table row between its outer bars, as :func:`report.cell` escaped them."""
+    cells, current, chars = [], [], iter(row)
+    for char in chars:
+        if char == "\\":
+            current.append(next(chars, ""))
+        elif char == "|":
+            cells.append("".join(current).strip())
+            current = []
+        else:
+            current.append(char)
+    return [*cells, "".join(current).strip()]
 
 
 def _plots(report: Mapping[str, Any]) -> list[dict[str, str]]:

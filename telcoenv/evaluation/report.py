@@ -219,11 +219,17 @@ def _fmt(value: Any) -> str:
     return "-" if value is None else f"{value:.3f}" if isinstance(value, float) else str(value)
 
 
+def cell(text: str) -> str:
+    """``text`` as a Markdown table cell: ``|`` and ``\\`` escaped, on one line (a run's name is
+    the user's own and may hold either)."""
+    return " ".join(text.replace("\\", "\\\\").replace("|", "\\|").split())
+
+
 def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
     return [
-        "| " + " | ".join(header) + " |",
+        "| " + " | ".join(map(cell, header)) + " |",
         "|" + "---|" * len(header),
-        *("| " + " | ".join(_fmt(v) for v in row) + " |" for row in rows),
+        *("| " + " | ".join(cell(_fmt(v)) for v in row) + " |" for row in rows),
     ]
 
 

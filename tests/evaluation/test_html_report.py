@@ -134,6 +134,19 @@ def test_the_page_embeds_the_numbers_of_build_report(page, records):
     assert {r["status"] for r in rows if r["run"] == "crashing"} == {"failed"}
 
 
+def test_a_run_name_with_bars_keeps_its_tables_whole(records):
+    """A run's name is the user's: ``|`` and ``\\`` in it are escaped in the Markdown report
+    and read back whole by the page (they used to split its row into extra cells)."""
+    name = "qwen | 1.5b \\ compact"
+    report = build_report({name: records["oracle"], "random": records["random"]})
+    markdown = to_markdown(report)
+    assert "| qwen \\| 1.5b \\\\ compact |" in markdown
+    runs = markdown_tables(markdown)[0]
+    assert [row[0] for row in runs["rows"]] == [name, "random"]
+    for table in markdown_tables(markdown):
+        assert all(len(row) == len(table["header"]) for row in table["rows"]), table
+
+
 def test_reasons_follow_the_metrics_on_every_evaluated_episode(records):
     for record in (r for rows in records.values() for r in rows if r["status"] == "ok"):
         trace = EpisodeTrace.model_validate_json(record["trace"])
