@@ -12,8 +12,9 @@ computing the abandoned one) unless ``retry_timeouts=True``. Connection errors, 
 and 5xx are retried by the SDK with its backoff (it honours ``Retry-After``).
 
 Small models often write a tool call in the message text instead of as a native call: a
-``<tool_call>`` block, a fenced or bare ``{"name": ..., "arguments": ...}`` object.
-``tool_call_parser`` (``auto``, ``native``, ``hermes`` or ``json``) turns those into real calls
+``<tool_call>`` block, a ``<function name=... arguments=.../>`` element, a fenced or bare
+``{"name": ..., "arguments": ...}`` object. ``tool_call_parser`` (``auto``, ``native``,
+``hermes``, ``function_tags`` or ``json``) turns those into real calls
 with :mod:`telcoenv.wrappers.parsers`; ``auto`` accepts them only when every call names one of
 the episode's tools, so a message that merely contains braces stays a message.
 
@@ -45,7 +46,7 @@ from openai._vendor.httpx_aiohttp.transport import AiohttpTransport
 from telcoenv.errors import ModelServerError, TelcoEnvError
 from telcoenv.wrappers.parsers import PARSERS
 
-TOOL_CALL_PARSERS = ("auto", "native", "hermes", "json")
+TOOL_CALL_PARSERS = ("auto", "native", "hermes", "function_tags", "json")
 DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
 # A custom transport brings its own pool: as large as the SDK's, so many episodes in flight
 # share keep-alive connections.
@@ -70,8 +71,9 @@ class OpenAIAgent:
         max_retries: the SDK's retries of connection errors, HTTP 408/409/429 and 5xx.
         retry_timeouts: also resend a request that timed out while the server was generating.
         tool_call_parser: how tool calls written in the message text become calls: ``auto``
-            (``<tool_call>`` blocks, then JSON objects, only for the episode's tool names),
-            ``hermes``, ``json`` or ``native`` (text is always a message).
+            (``<tool_call>`` blocks, then ``<function>`` elements, then JSON objects, only for
+            the episode's tool names), ``hermes``, ``function_tags``, ``json`` or ``native``
+            (text is always a message).
         empty_retries: how many times an empty reply (no text, no call), or a message that
             repeats the previous one word for word, is asked again, at ``retry_temperature``
             with a fixed ``seed`` (reproducible where the server honours it): small models at
@@ -387,12 +389,13 @@ class OpenAIAgent:
 
 def calls_in_text(text: str, parser: str, tool_names: set[str]) -> dict[str, Any] | None:
     """The assistant message with ``tool_calls`` that ``text`` writes out, or ``None`` when it
-    is a plain message. ``auto`` tries ``<tool_call>`` blocks, then JSON, and accepts a parse
+    is a plain message. ``auto`` tries ``<tool_call>`` blocks, then ``<function>`` elements,
+    then JSON, and accepts a parse
     only when every call names one of ``tool_names``; a named parser's calls are taken as they
     are (the environment then names an unknown tool)."""
     if not text.strip():
         return None
-    for name in ("hermes", "json") if parser == "auto" else (parser,):
+    for name in ("hermes", "function_tags", "json") if parser == "auto" else (parser,):
         action = PARSERS[name](text)
         calls = action.get("tool_calls") if isinstance(action, dict) else None
         if not calls:

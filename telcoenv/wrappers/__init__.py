@@ -5,7 +5,7 @@ owner per stack (the recorder records the parsed calls)."""
 
 from telcoenv.wrappers.budget import ToolBudget
 from telcoenv.wrappers.chat import ChatMessages, ChatTranscript
-from telcoenv.wrappers.parsers import PARSERS, parse_hermes, parse_json_call
+from telcoenv.wrappers.parsers import PARSERS, parse_function_tags, parse_hermes, parse_json_call
 from telcoenv.wrappers.recorder import TrajectoryRecorder, load_trajectories, replay
 from telcoenv.wrappers.text_action import RawTextAction
 
@@ -17,6 +17,7 @@ __all__ = [
     "ToolBudget",
     "TrajectoryRecorder",
     "load_trajectories",
+    "parse_function_tags",
     "parse_hermes",
     "parse_json_call",
     "replay",

@@ -19,6 +19,16 @@ Parser = Callable[[str], Any]
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 _HERMES = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)
 _NAME = re.compile(r'"name"\s*:\s*"([^"]*)"')
+# <function name="X" arguments='{...}'/> (what Qwen2.5-Coder wrote inside <tools>) and
+# <function=X>{...}</function> (Llama 3.1's custom format): the name, then the arguments as an
+# attribute or as the element's body.
+_FUNCTION_TAG = re.compile(
+    r"""<function(?:\s+name\s*=\s*(?P<quote>["'])(?P<name>[^"']+)(?P=quote)|=(?P<bare>[\w.-]+))"""
+    r"""(?:\s+(?:arguments|parameters)\s*=\s*(?P<aquote>["'])(?P<attribute>.*?)(?P=aquote))?"""
+    r"""\s*(?:/>|>(?P<body>.*?)</function>)""",
+    re.DOTALL,
+)
+_TOOLS_WRAPPER = re.compile(r"</?tools>")
 
 
 def _assistant(content: str | None, calls: list[dict[str, Any]]) -> dict[str, Any]:
@@ -111,4 +121,25 @@ def parse_hermes(text: str) -> Any:
     return _assistant(content, calls)
 
 
-PARSERS: dict[str, Parser] = {"json": parse_json_call, "hermes": parse_hermes}
+def parse_function_tags(text: str) -> Any:
+    """Calls written as XML-like ``<function>`` elements, one or more, optionally inside
+    ``<tools>``: ``<function name="X" arguments='{"a": 1}'/>`` or
+    ``<function=X>{"a": 1}</function>`` (the text outside them is the message content).
+    Without such an element, the text is a message to the engineer."""
+    calls = []
+    for match in _FUNCTION_TAG.finditer(text):
+        name = match.group("name") or match.group("bare")
+        raw = (match.group("attribute") or match.group("body") or "").strip() or "{}"
+        arguments, ok = _decoded(raw)
+        calls.append({"name": name, "arguments": arguments if ok else raw})
+    if not calls:
+        return text
+    content = _TOOLS_WRAPPER.sub("", _FUNCTION_TAG.sub("", text)).strip()
+    return _assistant(content, calls)
+
+
+PARSERS: dict[str, Parser] = {
+    "json": parse_json_call,
+    "hermes": parse_hermes,
+    "function_tags": parse_function_tags,
+}

@@ -19,6 +19,7 @@ from telcoenv.wrappers import (
     ToolBudget,
     TrajectoryRecorder,
     load_trajectories,
+    parse_function_tags,
     parse_hermes,
     parse_json_call,
     replay,
@@ -213,6 +214,32 @@ def test_parsers_leave_plain_text_as_a_message_and_split_hermes_blocks():
     )
     assert action["content"] == "Checking."
     assert [c["function"]["name"] for c in action["tool_calls"]] == ["a", ""]
+
+
+def test_the_function_tag_parser_reads_both_element_forms():
+    """Qwen2.5-Coder-1.5B wrote every call of two Arabic episodes as ``<function .../>``
+    elements inside ``<tools>``, which were then lost as messages to the engineer."""
+    written = (
+        '<tools>\n  <function name="kpi_timeseries" arguments=\'{"cell_id": "C-1", '
+        '"window": "4h"}\'/>\n  <function name="traffic_forecast" '
+        'arguments=\'{"cell_id": "C-1"}\'/>\n</tools>'
+    )
+    action = parse_function_tags(written)
+    assert action["content"] is None
+    assert [c["function"] for c in action["tool_calls"]] == [
+        {"name": "kpi_timeseries", "arguments": {"cell_id": "C-1", "window": "4h"}},
+        {"name": "traffic_forecast", "arguments": {"cell_id": "C-1"}},
+    ]
+    action = parse_function_tags('Looking. <function=oss_query>{"cell_id": "C-1"}</function>')
+    assert action["content"] == "Looking."
+    assert action["tool_calls"][0]["function"] == {
+        "name": "oss_query",
+        "arguments": {"cell_id": "C-1"},
+    }
+    # Undecodable arguments stay raw (the environment names the problem); no element: a message.
+    broken = parse_function_tags('<function name="oss_query" arguments="{oops"/>')
+    assert broken["tool_calls"][0]["function"]["arguments"] == "{oops"
+    assert parse_function_tags("Use the <function> field.") == "Use the <function> field."
 
 
 def test_raw_text_and_chat_wrappers_keep_the_conversation_in_openai_format():

@@ -100,3 +100,23 @@ def test_an_arabic_episode_runs_the_fenced_calls():
     trace = info["trace"]
     assert trace.predicted_chain[:2] == ["coverage_map", "kpi_timeseries"]
     assert all(a.valid for a in trace.actions if a.tool == "coverage_map")
+
+
+def test_calls_written_as_function_elements_are_run():
+    """The model wrote every call of this Arabic episode as ``<function name=... arguments=...
+    />`` inside ``<tools>``; they went to the engineer as 12 messages and no tool ran. Now its
+    first two replies (20 calls) run until the 12 steps are used, and a KPI family it made up
+    gets the environment's own error."""
+    info, agent, _ = replay("compact_beam_misalignment_ar_function_tags")
+    trace = info["trace"]
+    assert trace.predicted_chain[:3] == [
+        "complaint_trend_analysis",
+        "coverage_map",
+        "kpi_timeseries",
+    ]
+    assert agent.usage["text_tool_calls"] == 20 and agent.usage["requests"] == 2
+    ran = [a for a in trace.actions if a.kind == "tool_call"]
+    assert len(ran) == 12 and trace.truncated
+    assert sum(a.valid for a in ran) == 11
+    (refused,) = [json.loads(a.observation)["error"] for a in ran if not a.valid]
+    assert refused["type"] == "invalid_arguments" and "'SINR' is not one of" in refused["message"]
