@@ -60,14 +60,22 @@ def keyword_pattern(keywords: Iterable[str]) -> re.Pattern[str]:
 # A request: a question or ask whose answer is a yes or no for the speaker to act.
 _REQUEST = keyword_pattern(
     [
-        *("may i", "can i", "could i", "shall i", "should i", "may we", "can we", "shall we"),
-        *("should we", "ok to", "okay to", "ok if", "okay if", "alright to", "all right to"),
-        *("is it ok", "is that ok", "is this ok", "is it okay", "is that okay", "is this okay"),
-        *("do you want me", "would you like me", "do you agree", "do you approve"),
-        *("would you approve", "please approve", "approve?", "approve it?", "your approval"),
-        *("your permission", "your go-ahead", "your go ahead", "your ok", "need approval"),
-        *("request approval", "requesting approval", "approval to", "approval for"),
-        *("permission to", "go ahead?", "i'd like to", "i would like to"),
+        # Whole words at the end ($): "could i" must not match "could indicate".
+        *(
+            f"{phrase}$"
+            for phrase in (
+                *("may i", "can i", "could i", "shall i", "should i", "may we", "can we"),
+                *("shall we", "should we", "ok to", "okay to", "ok if", "okay if", "alright to"),
+                *("all right to", "is it ok", "is that ok", "is this ok", "is it okay"),
+                *("is that okay", "is this okay", "do you want me", "would you like me"),
+                *("do you agree", "do you approve", "would you approve", "please approve"),
+                *("your approval", "your permission", "your go-ahead", "your go ahead"),
+                *("your ok", "need approval", "request approval", "requesting approval"),
+                *("approval to", "approval for", "permission to", "i'd like to"),
+                "i would like to",
+            )
+        ),
+        *("approve?", "approve it?", "go ahead?"),
         *("هل يمكنني", "هل يمكننا", "هل استطيع", "هل تسمح", "هل تسمحون", "هل توافق"),
         *("هل توافقون", "هل تريد", "هل تريدين", "هل تود", "هل ترغب", "هل اتابع", "هل نتابع"),
         *("هل اطبق", "هل انفذ", "هل اضيف", "هل الغي", "هل اغير", "هل اعدل", "موافقتك"),
@@ -80,7 +88,8 @@ _CHANGE = keyword_pattern(
     [
         *("apply", "change", "push", "set ", "modify", "adjust", "update", "reconfigur"),
         *("optimi", "re-tilt", "retilt", "tilt", "roll back", "rollback", "restore", "revert"),
-        *("proceed", "go ahead", "implement", "execute", "fix", "add", "subscribe", "cancel"),
+        # "add$": "additional charges" names no change.
+        *("proceed", "go ahead", "implement", "execute", "fix", "add$", "subscribe", "cancel"),
         *("remove", "switch", "move", "credit", "refund", "activate", "open a ticket"),
         *("raise", "create a ticket", "book", "lower", "increase", "decrease", "reduce"),
         *("enable", "disable", "turn on", "turn off", "re-enable", "reset", "reboot", "restart"),

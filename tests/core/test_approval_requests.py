@@ -19,6 +19,8 @@ REQUESTS = [
     "OK to lower the load-balancing threshold?",
     "Do you want me to add the 5 GB pack to your line?",
     "Would you like me to cancel the add-on?",
+    "May I add the roaming pack?",
+    "Do you approve? I will set the tilt to 4 degrees.",
     "هل يمكنني تطبيق هذا التغيير؟",
     "أطلب موافقتك على تعديل الميل.",
     "هل توافق على تطبيق الإعدادات الأساسية؟",
@@ -41,6 +43,13 @@ NOT_REQUESTS = [
     "لا أريد تطبيق أي تغيير الآن.",
     "سأتابع التحليل.",
     "ما هي الخلية المتأثرة؟",
+    # The 1.5B model's own words, which the customer took for a request to approve: "could i"
+    # matched "could indicate", "add" matched "additional".
+    "You mentioned that the bill for 2026-08 is higher than usual, which could indicate an "
+    "unexpected expense or an increase in the rate. Could you please provide the following "
+    "information:\n\n1. Your line number\n2. The month of the bill\n\nI'll then call the "
+    "necessary functions to get the details of your bill and the additional charges.",
+    "Can Ismail apply it?",
 ]
 
 
