@@ -127,7 +127,23 @@ def _describe(error: jsonschema.ValidationError, optional: frozenset[str] = froz
         names = ", ".join(sorted(error.schema.get("properties", {}))) or "none"
         unexpected = error.message.split("(")[-1].rstrip(")")
         return f"unexpected argument(s): {unexpected}; this tool takes: {names}"
+    if error.validator == "pattern" and path and error.schema.get("description"):
+        # A regex means little to a model; the parameter's own description says what is
+        # expected and where the value comes from ("Customer id from get_customer").
+        return f"argument {path!r}: {_short(error.instance)} is not {_expected(error.schema)}"
     return f"argument {path!r}: {_problem(error)}" if path else _problem(error)
+
+
+#: Characters of a parameter's description quoted when a value has the wrong form.
+_DESCRIBED = 120
+
+
+def _expected(schema: Mapping[str, Any]) -> str:
+    """'of the expected form (<the parameter's description>)', the description shortened."""
+    text = str(schema["description"]).strip().rstrip(".")
+    if len(text) > _DESCRIBED:
+        text = text[:_DESCRIBED].rsplit(" ", 1)[0] + "…"
+    return f"of the expected form ({text})"
 
 
 def _crowded(errors: list[jsonschema.ValidationError], arguments: Mapping[str, Any]) -> str:

@@ -13,6 +13,7 @@ import pytest
 
 from telcoenv.catalog import load_tools
 from telcoenv.database import EpisodeDatabase
+from telcoenv.domains.bss import bss_domain
 from telcoenv.domains.bss.generator import Focal, generate
 from telcoenv.domains.bss.schema import bss_metadata, bss_schema
 from telcoenv.domains.bss.state import BssState, table_queries
@@ -266,9 +267,9 @@ def test_subscribe_cancel_and_realtime_charges(env):
         ctx,
         "cancel_addon",
         "not_found",
-        "unknown subscription_id 'SUB999'",
+        "unknown subscription_id 'SUB999999'",
         msisdn=msisdn,
-        subscription_id="SUB999",
+        subscription_id="SUB999999",
     )
 
 
@@ -440,11 +441,11 @@ def test_apply_credit_inserts_a_negative_note_within_limits(env):
         ctx,
         "apply_credit",
         "not_found",
-        "unknown invoice_id 'INV0'",
+        "unknown invoice_id 'INV999999'",
         account_id=account,
         amount=5.0,
         reason="dispute",
-        invoice_id="INV0",
+        invoice_id="INV999999",
     )
     foreign = next(i for i in rows(data, "invoices") if i["account_id"] != account)
     refused(
@@ -609,12 +610,23 @@ FORMATTED_CALLS = {
     "get_device_offers": {"msisdn": "{line}"},
     "change_plan": {"msisdn": "{line}", "plan_id": "POST-PLUS"},
     "subscribe_addon": {"msisdn": "{line}", "addon_id": "DATA-1GB", "start_date": "2026-12-01"},
-    "cancel_addon": {"msisdn": "{line}", "subscription_id": "SUB999"},
+    "cancel_addon": {"msisdn": "{line}", "subscription_id": "SUB999999"},
     "update_contact": {
         "customer_id": "{customer}",
         "email": "new.mail@example.sa",
         "phone": "+966512345678",
     },
+    "get_payment_history": {"account_id": "{account}"},
+    "apply_credit": {
+        "account_id": "{account}",
+        "amount": 10,
+        "reason": "goodwill",
+        "invoice_id": "INV999999",
+    },
+    "open_care_ticket": {"customer_id": "{customer}", "category": "other", "summary": "a note"},
+    # The other one of two exclusive arguments.
+    ("get_customer", "customer_id"): {"customer_id": "{customer}"},
+    ("get_family_usage", "group_id"): {"group_id": "FG999999", "period": "2026-09"},
 }
 # Values that miss an argument's pattern by one detail.
 NEAR_MISSES = {
@@ -623,6 +635,12 @@ NEAR_MISSES = {
     "start_date": ["2026-12-1", "26-12-01", "2026/12/01", "2026-12-01\n"],
     "email": ["new.mail@example.s", "new mail@example.sa", "new.mail.example.sa", "a@b.sa\n"],
     "phone": ["966512345678", "+0966512345678", "+966 512 345 678", "+9665123", "+966512345678\n"],
+    # Generated ids: made-up numbers, lower case, a missing or an extra digit, spaces.
+    "customer_id": ["1234567890", "c{customer_digits}", "C12345", "{customer}7", " {customer}"],
+    "account_id": ["1234567890", "a{account_digits}", "A12345", "{account}\n", "{customer}"],
+    "invoice_id": ["INV12345", "inv123456", "IN123456", "INV1234567", "INV-123456"],
+    "subscription_id": ["SUB999", "SUB-999999", "LA12345", "sub999999", "XX999999"],
+    "group_id": ["FG12345", "fg123456", "G123456", "FG 123456", "{account}"],
 }
 
 
@@ -631,25 +649,35 @@ def test_spec_patterns_are_the_implementation_patterns(env):
     nothing) what its spec's pattern refuses, and the format checks let through what it
     matches."""
     ctx, data = env
-    ids = {"line": data.msisdns[0], "account": data.account_id, "customer": data.customer_id}
+    ids = {
+        "line": data.msisdns[0],
+        "account": data.account_id,
+        "customer": data.customer_id,
+        "account_digits": data.account_id[1:],
+        "customer_digits": data.customer_id[1:],
+    }
     seen = set()
     for spec in load_tools(TOOLS, domain="bss").values():
         properties = spec.parameters["properties"]
         patterns = {name: p["pattern"] for name, p in properties.items() if "pattern" in p}
         if not patterns:
             continue
-        valid = {name: value.format(**ids) for name, value in FORMATTED_CALLS[spec.name].items()}
         for argument, pattern in patterns.items():
+            call_of = FORMATTED_CALLS.get((spec.name, argument), FORMATTED_CALLS[spec.name])
+            valid = {
+                name: value.format(**ids) if isinstance(value, str) else value
+                for name, value in call_of.items()
+            }
             assert pattern.startswith("^") and pattern.endswith("$"), (spec.name, argument)
             assert re.fullmatch(pattern, valid[argument]), (spec.name, argument)
             for miss in (value.format(**ids) for value in NEAR_MISSES[argument]):
                 assert not re.fullmatch(pattern, miss), (argument, miss)
                 refused(ctx, spec.name, "bad_args", None, **{**valid, argument: miss})
             seen.add(argument)
-        try:  # unknown ids and business rules may refuse it, the formats do not
-            call(ctx, spec.name, **valid)
-        except ToolError as error:
-            assert error.kind != "bad_args", (spec.name, error)
+            try:  # unknown ids and business rules may refuse it, the formats do not
+                call(ctx, spec.name, **valid)
+            except ToolError as error:
+                assert error.kind != "bad_args", (spec.name, error)
     assert seen == set(NEAR_MISSES)
 
 
@@ -737,18 +765,22 @@ def test_hostile_ids_are_unknown_and_change_nothing(env, bad):
     }
     for name, args in line_calls.items():
         refused(ctx, name, "bad_args", "msisdn must be .*" + _quoted(bad), **args)
-    calls = {
+    id_calls = {  # so are generated ids
         "get_bill": {"account_id": bad, "period": "2026-09"},
-        "get_plan": {"plan_id": bad},
         "get_family_usage": {"group_id": bad},
         "get_payment_history": {"account_id": bad},
-        "subscribe_addon": {"msisdn": data.msisdns[0], "addon_id": bad, "start_date": "2026-11-30"},
         "cancel_addon": {"msisdn": data.msisdns[0], "subscription_id": bad},
         "apply_credit": {"account_id": bad, "amount": 5.0, "reason": "dispute"},
         "update_contact": {"customer_id": bad, "email": "a@b.sa"},
         "open_care_ticket": {"customer_id": bad, "category": "other", "summary": "x"},
     }
-    for name, args in calls.items():
+    for name, args in id_calls.items():
+        refused(ctx, name, "bad_args", "_id must be an id from .*" + _quoted(bad), **args)
+    catalogue_calls = {  # catalogue ids are looked up
+        "get_plan": {"plan_id": bad},
+        "subscribe_addon": {"msisdn": data.msisdns[0], "addon_id": bad, "start_date": "2026-11-30"},
+    }
+    for name, args in catalogue_calls.items():
         refused(ctx, name, "not_found", "unknown .*" + _quoted(bad), **args)
     assert call(ctx, "get_customer", customer_id=data.customer_id)["accounts"]
     refused_contact(env, "not a valid email", email=bad)
@@ -774,3 +806,40 @@ def test_hostile_free_text_is_stored_verbatim(env, bad):
     )
     assert credit["reason"] == bad
     assert {t: rows_now(ctx, t) for t in before} == before
+
+
+def test_every_id_an_episode_holds_has_the_form_its_spec_asks_for():
+    """An id argument's spec pattern refuses no id that an episode holds, before or after the
+    gold chain's writes (subscriptions made in the episode have their own prefix)."""
+    patterns = {
+        argument: re.compile(schema["pattern"])
+        for spec in load_tools(TOOLS, domain="bss").values()
+        for argument, schema in spec.parameters["properties"].items()
+        if argument.endswith("_id") and "pattern" in schema
+    }
+    assert set(patterns) == {
+        "customer_id",
+        "account_id",
+        "invoice_id",
+        "subscription_id",
+        "group_id",
+    }
+    env = make_env(domain="bss")
+    blueprints = [b for family in bss_domain().catalog.blueprints.values() for b in family]
+    seen: dict[str, int] = dict.fromkeys(patterns, 0)
+    for index, blueprint in enumerate(blueprints * 2):
+        _, info = env.reset(seed=index, options={"blueprint": blueprint.blueprint_id})
+        for call in info["privileged"]["gold_chain"]:
+            env.step({"name": call["tool"], "arguments": call["arguments"]})
+        database, episode = env.unwrapped.database, env.unwrapped.episode
+        for table in database.metadata.tables.values():
+            for column in (c.name for c in table.columns if c.name in patterns):
+                rows = database.fetch_all(
+                    f"SELECT {column} FROM {table.name} WHERE episode_id = ?",
+                    (episode.row_id or episode.episode_id,),
+                )
+                for (value,) in rows:
+                    if value is not None:
+                        assert patterns[column].fullmatch(value), (blueprint.blueprint_id, value)
+                        seen[column] += 1
+    assert all(seen.values()), seen

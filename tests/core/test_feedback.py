@@ -101,6 +101,25 @@ def test_an_empty_optional_argument_is_told_to_be_left_out(empty):
     assert "customer_id" in required["error"]["message"]
 
 
+def test_a_value_of_the_wrong_form_is_told_what_is_expected_all_problems_at_once():
+    """The 1.5B model's first call: a made-up customer id and an empty optional phone. Both are
+    named in one message, each id by its description (where it comes from), not by a regex."""
+    env = make_env("contact_update", domain="bss")
+    env.reset(seed=0)
+    call = tool_call("update_contact", customer_id="1234567890", email="a@b", phone="")
+    error = json.loads(env.step(call)[0])["error"]
+    assert error["type"] == "invalid_arguments"
+    assert error["message"] == (
+        "invalid arguments for update_contact: "
+        "argument 'customer_id': '1234567890' is not of the expected form "
+        '(Customer id from get_customer, e.g. "C000000"); '
+        "argument 'email': 'a@b' is not of the expected form "
+        '(New email address, ASCII, e.g. "name@mail.example.sa"); '
+        "argument 'phone' is optional and was given empty (\"\"): leave it out"
+    )
+    assert "[0-9]" not in error["message"]
+
+
 def test_a_call_in_another_shape_is_named_not_taken_for_silence():
     """``{"tool": ..., "args": ...}`` (another framework's call) is a malformed action that names
     its keys and the expected shape, not an empty message."""

@@ -184,7 +184,7 @@ def test_nan_and_out_of_range_numbers_are_refused_by_the_schema_not_a_database_c
     ]:
         call = {
             "name": "apply_credit",
-            "arguments": {"account_id": "A1", "amount": amount, "reason": "a reason"},
+            "arguments": {"account_id": "A123456", "amount": amount, "reason": "a reason"},
         }
         message = error_of(care.step(call)[0])["message"]
         assert message.startswith(f"invalid arguments for apply_credit: {expected}"), message

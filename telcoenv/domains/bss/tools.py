@@ -85,6 +85,19 @@ _PERIOD = spec_pattern("get_bill", "period")
 _DATE = spec_pattern("subscribe_addon", "start_date")
 _EMAIL = spec_pattern("update_contact", "email")
 _PHONE = spec_pattern("update_contact", "phone")
+# Generated ids: a prefix and six digits. A value of another form is refused as malformed
+# before any lookup, saying where the id comes from (small models invent "1234567890").
+_ID_FORMS = {  # argument: (its spec pattern, the tool whose output lists it)
+    "customer_id": (spec_pattern("update_contact", "customer_id"), "get_customer"),
+    "account_id": (spec_pattern("get_bill", "account_id"), "get_customer"),
+    "invoice_id": (spec_pattern("apply_credit", "invoice_id"), "get_bill"),
+    "subscription_id": (
+        spec_pattern("cancel_addon", "subscription_id"),
+        "get_customer or subscribe_addon",
+    ),
+    "group_id": (spec_pattern("get_family_usage", "group_id"), "get_family_usage"),
+}
+_ID_PATTERN = re.compile(r"\^\(?([A-Z|]+)\)?\[0-9\]\{(\d+)\}\$")
 # Never part of an identifier or a contact detail: controls (NUL, newline), format characters
 # (zero-width spaces and joiners, bidirectional overrides and isolates, BOM), surrogates,
 # private use, line and paragraph separators.
@@ -176,12 +189,27 @@ def _line(state: BssState, msisdn: str) -> dict[str, Any]:
     return state.one(LINE, msisdn, missing=f"unknown msisdn {msisdn!r}")
 
 
+def _id_form(pattern: re.Pattern[str]) -> str:
+    """An id pattern in words: ``^(LA|SUB)[0-9]{6}$`` is "LA or SUB and 6 digits"."""
+    prefixes, digits = _ID_PATTERN.fullmatch(pattern.pattern).groups()  # type: ignore[union-attr]
+    return f"{prefixes.replace('|', ' or ')} and {digits} digits"
+
+
+def _known(state: BssState, query: Query, name: str, value: str) -> dict[str, Any]:
+    """The row of the id ``value`` of argument ``name``: ``bad_args`` when it is not of the
+    id's form, ``not_found`` when no row has it."""
+    pattern, source = _ID_FORMS[name]
+    problem = f"{name} must be an id from {source}: {_id_form(pattern)}, got {value!r}"
+    _formatted(value, pattern, problem)
+    return state.one(query, value, missing=f"unknown {name} {value!r}")
+
+
 def _account(state: BssState, account_id: str) -> dict[str, Any]:
-    return state.one(ACCOUNT, account_id, missing=f"unknown account_id {account_id!r}")
+    return _known(state, ACCOUNT, "account_id", account_id)
 
 
 def _customer(state: BssState, customer_id: str) -> dict[str, Any]:
-    return state.one(CUSTOMER, customer_id, missing=f"unknown customer_id {customer_id!r}")
+    return _known(state, CUSTOMER, "customer_id", customer_id)
 
 
 def _owner(state: BssState, line: dict[str, Any]) -> dict[str, Any]:
@@ -404,7 +432,7 @@ def list_addons(
 def _group(state: BssState, account_id: str | None, group_id: str | None) -> dict[str, Any]:
     name, value = _exactly_one(account_id=account_id, group_id=group_id)
     if name == "group_id":
-        return state.one(GROUP, value, missing=f"unknown group_id {value!r}")
+        return _known(state, GROUP, "group_id", value)
     _account(state, value)
     return state.one(GROUPS_OF_OWNER, value, missing=f"account {value!r} owns no family group")
 
@@ -577,9 +605,7 @@ def cancel_addon(ctx: BssContext, msisdn: str, subscription_id: str) -> dict[str
     """Cancel an active subscription of this line (no refund)."""
     state = ctx.state
     line = _line(state, msisdn)
-    subscription = state.one(
-        SUBSCRIPTION, subscription_id, missing=f"unknown subscription_id {subscription_id!r}"
-    )
+    subscription = _known(state, SUBSCRIPTION, "subscription_id", subscription_id)
     if subscription["msisdn"] != msisdn:
         raise ToolError(
             f"subscription {subscription_id} does not belong to line {msisdn}", kind="rejected"
@@ -664,7 +690,7 @@ def _credit_amount(amount: float) -> float:
 
 def _check_invoice_credit(state: BssState, account_id: str, invoice_id: str, value: float) -> None:
     """The invoice is the account's, and its credits stay within its amount."""
-    invoice = state.one(INVOICE, invoice_id, missing=f"unknown invoice_id {invoice_id!r}")
+    invoice = _known(state, INVOICE, "invoice_id", invoice_id)
     if invoice["account_id"] != account_id:
         raise ToolError(
             f"invoice {invoice_id} belongs to account {invoice['account_id']}, not {account_id}",
