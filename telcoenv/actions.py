@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import reprlib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -32,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from telcoenv.tooling import canonical_json
+from telcoenv.tooling import RESERVED_SUBMIT, canonical_json
 
 #: Deepest nesting of lists and objects an action may have (real tool calls need 4 or 5).
 MAX_DEPTH = 32
@@ -368,11 +369,46 @@ def _from_dict(action: dict[str, Any]) -> Parsed:
             f'{keys}); send {{"name": <tool>, "arguments": {{...}}}} or {{"content": <text>}}',
         )
     if isinstance(content, str) and content.strip():
-        return PlainMessage(content)
+        return _message(content)
     if content is None or (isinstance(content, str) and not content.strip()):
         return ParseError("empty_action", "the message is empty: no tool call and no text")
     return ParseError(
         "malformed_action", "the action has neither tool_calls, a tool name nor text content"
+    )
+
+
+# A submission written as text: "submit_resolution: The intent is ..." (a 1.5B model wrote
+# this in 11 of 12 steps, copying "Finish with submit_resolution: ..." of its instructions), or
+# a bare {"intent": ..., "summary": ...} object in the text. The counterpart could not act on
+# either; the agent is told how to submit instead.
+_SUBMISSION_PROSE = re.compile(rf"[\W_]*{RESERVED_SUBMIT}\b", re.IGNORECASE)
+
+
+def _message(content: str) -> PlainMessage | ParseError:
+    """A text for the counterpart, unless it is a submission written as text."""
+    text = content.strip()
+    if _SUBMISSION_PROSE.match(text) is None and not _submission_object(text):
+        return PlainMessage(content)
+    start = text if len(text) <= _SHOWN else text[: _SHOWN - 1] + "…"
+    return ParseError(
+        "submission_as_text",
+        f"this message is a submission written as text ({start!r}): nothing was submitted and "
+        f"it was not passed on; call the tool {RESERVED_SUBMIT} with its arguments intent and "
+        "summary",
+    )
+
+
+def _submission_object(text: str) -> bool:
+    """Whether ``text`` is a JSON object with a submission's ``intent`` and ``summary`` and no
+    tool name."""
+    if not text.startswith("{") or '"summary"' not in text:
+        return False
+    decoded, problem = decode_json(text)
+    return (
+        problem is None
+        and isinstance(decoded, dict)
+        and {"intent", "summary"} <= decoded.keys()
+        and "name" not in decoded
     )
 
 
@@ -387,7 +423,7 @@ def _parse_data(data: dict[str, Any] | str | BadValue) -> Parsed:
     if not text:
         return ParseError("empty_action", "the action is an empty string")
     if text[0] not in "{[":
-        return PlainMessage(data)
+        return _message(data)
     decoded, problem = decode_json(text)
     if problem is not None:
         return ParseError(

@@ -35,6 +35,12 @@ NEXT_STEPS: dict[str, dict[str, str]] = {
         "en": "Call a tool by the exact name it has in your tool list, or write to the {who}.",
         "ar": "استدعِ الأداة باسمها كما يرد في قائمة أدواتك، أو اكتب إلى {who}.",
     },
+    "submission_as_text": {
+        "en": "To finish, call the tool submit_resolution (a tool call, not text) with the intent "
+        "and a summary; to write to the {who}, do not start with the tool's name.",
+        "ar": "لإنهاء الحالة، استدعِ الأداة submit_resolution (استدعاء أداة وليس نصاً) مع نوع "
+        "المشكلة وملخص؛ وللكتابة إلى {who} لا تبدأ رسالتك باسم الأداة.",
+    },
     "invalid_arguments": _FIX_ARGUMENTS,
     "malformed_arguments": _FIX_ARGUMENTS,
     "bad_args": _FIX_ARGUMENTS,

@@ -147,3 +147,51 @@ def test_a_crowded_settings_object_is_told_to_carry_only_the_changes():
         env.step(tool_call("optimize_cell", cell_id="X", changes={"max_ue_per_tti": 100}))[0]
     )
     assert "only the parameters" not in single["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    "action",
+    [
+        "submit_resolution: The intent is PCI collision. The summary is ...",
+        {"role": "assistant", "content": "**Submit_Resolution** intent: PCI collision"},
+        {"content": '{"intent": "PCI Collision", "summary": "PCI changed on the cell"}'},
+        '  submit_resolution(intent="PCI Collision", summary="...")',
+    ],
+)
+@pytest.mark.parametrize("lang", ["en", "ar"])
+def test_a_submission_written_as_text_is_refused_not_sent_to_the_engineer(action, lang):
+    env = make_env("pci_collision", lang=lang)
+    env.reset(seed=2)
+    before = env.unwrapped.episode.counterpart_messages
+    observation, reward, terminated, truncated, info = env.step(action)
+    error = json.loads(observation)["error"]
+    assert error["type"] == "submission_as_text"
+    assert "call the tool submit_resolution" in error["message"]
+    assert "submit_resolution" in error["next"] and bool(ARABIC.search(error["next"])) == (
+        lang == "ar"
+    )
+    assert env.unwrapped.episode.counterpart_messages == before
+    assert info["invalid_actions"] == 1 and not terminated and not truncated
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Before I call submit_resolution: which time window should I check?",
+        "submitting the resolution now? Which cell is it?",
+    ],
+)
+def test_a_message_that_only_mentions_the_submission_reaches_the_engineer(text):
+    env = make_env("pci_collision")
+    env.reset(seed=2)
+    observation, *_ = env.step(text)
+    assert not observation.startswith('{"error"')
+    assert env.unwrapped.episode.counterpart_messages == 1
+
+
+def test_an_object_without_an_intent_is_no_submission():
+    env = make_env("pci_collision")
+    env.reset(seed=2)
+    observation, *_ = env.step({"content": '{"summary": "a summary and no intent"}'})
+    assert env.unwrapped.episode.counterpart_messages == 1
+    assert not observation.startswith('{"error"')

@@ -122,3 +122,24 @@ def test_calls_written_as_function_elements_are_run():
     assert sum(a.valid for a in ran) == 11
     (refused,) = [json.loads(a.observation)["error"] for a in ran if not a.valid]
     assert refused["type"] == "invalid_arguments" and "'SINR' is not one of" in refused["message"]
+
+
+def test_submissions_written_as_prose_are_refused_with_how_to_submit():
+    """The model wrote "submit_resolution: The intent is ..." in reply after reply, and each
+    went to the engineer, who answered as to a message. Now each is refused as a submission
+    written as text, the engineer hears none of them, and the error says how to submit."""
+    info, _, requests = replay("compact_pci_collision_en_prose_submission")
+    trace = info["trace"]
+    prose = [a for a in trace.actions if "'submit_resolution: The intent" in str(a.raw)]
+    assert len(prose) == 10
+    for action in prose:
+        error = json.loads(action.observation)["error"]
+        assert error["type"] == "submission_as_text" and not action.valid
+        assert "call the tool submit_resolution" in error["next"]
+    # Only the reply that echoed a tool result reached the engineer (the replay does not sample
+    # again).
+    assert info["engineer_messages"] == 1 and trace.submission is None
+    assert trace.truncated and not trace.terminated
+    # The refusal reaches the model as the user turn after its reply.
+    last = requests[-1]["messages"]
+    assert any("submission_as_text" in str(m.get("content")) for m in last if m["role"] == "user")

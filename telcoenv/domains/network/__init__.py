@@ -53,8 +53,8 @@ INSTRUCTIONS = (
 COMPACT_INSTRUCTIONS = (
     "You are a NOC agent. An engineer reports a radio network problem. Diagnose it with the "
     "tools (results are JSON) and apply or escalate a fix. Text without a tool call goes to the "
-    "engineer (cell, time window, approval). Finish with submit_resolution: the intent and a "
-    "summary (root cause, evidence, actions) in {language}.{intent_list}"
+    "engineer (cell, time window, approval). Finish by calling the tool submit_resolution with "
+    "the intent and a summary (root cause, evidence, actions) in {language}.{intent_list}"
 )
 
 
