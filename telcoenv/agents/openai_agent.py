@@ -189,9 +189,26 @@ class OpenAIAgent:
             for m in self.messages
             if m["role"] == "assistant" and not m.get("tool_calls")
         ]
-        repeated = content in texts[-REPEAT_WINDOW:] or content.startswith("<tool_response>")
+        repeated = (
+            content in texts[-REPEAT_WINDOW:]
+            or content.startswith("<tool_response>")
+            or self._passes_on_advice(content)
+        )
         self.usage["repeated_replies"] += repeated
         return repeated
+
+    def _passes_on_advice(self, content: str) -> bool:
+        """Whether a text reply repeats the ``next`` advice of an error the environment sent
+        since the model's last reply ("Ok, please correct the argument the message names and
+        call the tool again.", said to the customer): advice meant for the agent."""
+        said = " ".join(content.casefold().split())
+        for message in reversed(self.messages):
+            if message["role"] == "assistant":
+                return False
+            advice = _advice(message.get("content"))
+            if advice and advice in said:
+                return True
+        return False
 
     def _written_calls(self, content: str) -> list[dict[str, Any]]:
         """The calls a text reply writes (as :meth:`_action` will read them)."""
@@ -443,6 +460,20 @@ def _check_options(
             raise TelcoEnvError(f"{name} must be a positive number of seconds, not {value!r}")
     if not isinstance(retries, int) or retries < 0:
         raise TelcoEnvError(f"max_retries must be a non-negative integer, not {retries!r}")
+
+
+def _advice(content: Any) -> str | None:
+    """The ``next`` advice of an error observation, case-folded, without its final stop."""
+    text = str(content or "")
+    if not text.startswith('{"error"'):
+        return None
+    try:
+        advice = json.loads(text)["error"].get("next")
+    except (ValueError, KeyError, AttributeError, TypeError):
+        return None
+    if not isinstance(advice, str):
+        return None
+    return " ".join(advice.casefold().split()).rstrip(".") or None
 
 
 def _call_key(call: dict[str, Any]) -> str:

@@ -351,3 +351,31 @@ def test_a_call_the_environment_just_refused_is_not_sent_again_unchanged(server)
     arguments = [a.arguments for a in info["trace"].actions]
     assert arguments == [{"cell_id": 5}, {"cell_id": "X"}]
     assert info["trace"].actions[0].error_kind == "invalid_arguments"
+
+
+def test_a_reply_that_passes_the_advice_on_to_the_customer_is_sampled_again(server):
+    """Recorded from Qwen2.5-Coder-1.5B: after a refused call it told the customer "Ok, please
+    correct the argument the message names and call the tool again." (the error's advice,
+    meant for the agent). Such a reply is sampled again, warmer; other text is sent."""
+    bad = {
+        "role": "assistant",
+        "content": '{"name": "update_contact", "arguments": {"customer_id": "1234567890"}}',
+    }
+    parrot = {
+        "role": "assistant",
+        "content": "Ok, please correct the argument the message names and call the tool again.",
+    }
+    ask = {"role": "assistant", "content": "What is your line number?"}
+    stub = StubServer(replays={"parrot": [bad, parrot, ask]})
+    try:
+        env = TelcoEnv("contact_update", domain="bss", embedder=None, max_steps=2)
+        agent = OpenAIAgent("replay:parrot", base_url=stub.base_url)
+        _, info = run_episode(env, agent, seed=0)
+        temperatures = [r["temperature"] for r in stub.requests]
+    finally:
+        stub.close()
+    assert temperatures == [0.0, 0.0, 0.7]
+    assert agent.usage["repeated_replies"] == 1
+    actions = info["trace"].actions
+    assert [a.kind for a in actions] == ["tool_call", "message"]
+    assert actions[1].raw == "What is your line number?"
