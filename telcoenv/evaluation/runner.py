@@ -33,7 +33,7 @@ import traceback
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from functools import partial
 from typing import Any, Protocol
 
@@ -42,7 +42,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from telcoenv import __version__
 from telcoenv.agents import Agent, check_domains, load_agent
 from telcoenv.domains import DEFAULT_DOMAIN, domain_names, get_domain
-from telcoenv.embeddings import MULTILINGUAL, USEEmbedder, get_embedder
+from telcoenv.embeddings import get_embedder
 from telcoenv.env import TelcoEnv
 from telcoenv.errors import (
     EpisodeOptionError,
@@ -50,7 +50,16 @@ from telcoenv.errors import (
     UnknownEnvironmentError,
     UnknownIntentError,
 )
+from telcoenv.evaluation.scoring import (
+    EMBEDDER_THREADS,
+    MAX_WAITING,
+    METRICS,
+    PAIRS,
+    Scorer,
+    make_embedder,
+)
 from telcoenv.evaluation.store import HEARTBEAT_S, Owner, ResultStore, StoreError, without_secrets
+from telcoenv.metrics.scoring import text_pairs
 from telcoenv.options import GUIDED, check_difficulty, check_tool_format
 from telcoenv.registration import env_id, list_envs
 from telcoenv.trace import EpisodeTrace
@@ -63,15 +72,11 @@ LOST_WORKER_GRACE_S = 60.0
 _POLL_S = 1.0
 # Episodes claimed in one transaction: fewer commits, while other processes still find work.
 CLAIM_BATCH = 8
-# BLAS threads of a worker's embedder, whatever the cores: an episode's texts are small matrix
-# products, which a second thread slows down (about ten times the time per episode with two).
-EMBEDDER_THREADS = 1
 # The HTTP/2 client connection preface, then an empty SETTINGS frame (type 4).
 _HTTP2_SETTINGS = 0x04
 _HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes(
     [0, 0, 0, _HTTP2_SETTINGS, 0, 0, 0, 0, 0]
 )
-_METRICS = ("ira", "msc", "eap", "sas", "ra", "args", "answer", "embedder")
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +124,9 @@ class RunConfig:
     max_steps: int = 20
     episode_timeout: float = 300.0
     tool_format: str = "full"  # "compact": short tool specs and instructions (small models)
+    # Set by evaluate, not part of a run's settings: the workers leave IRA and RA to the
+    # runner's scoring process (telcoenv.evaluation.scoring) and hand over the texts.
+    deferred_scoring: bool = False
 
 
 def run_settings(config: RunConfig, grid: Sequence[EpisodeSpec]) -> dict[str, Any]:
@@ -299,9 +307,11 @@ class _Worker:
     def __init__(self, config: RunConfig, threads: int) -> None:
         self.config = config
         self.agent: Agent = load_agent(config.agent, **config.agent_options)
-        self.embedder: Any = config.embedder
-        if self.embedder == MULTILINGUAL:  # its own instance, with ``threads`` BLAS threads
-            self.embedder = USEEmbedder(threads=threads)
+        # The name every score is recorded under (resolving it loads no model).
+        self.embedder_name = get_embedder(config.embedder).name if config.embedder else None
+        self.embedder: Any = None
+        if not config.deferred_scoring and config.embedder is not None:
+            self.embedder = make_embedder(config.embedder, threads)
         self.envs: dict[str, TelcoEnv] = {}
         self.trace: EpisodeTrace | None = None  # of the running episode, once it is reset
         self.steps = 0
@@ -406,7 +416,7 @@ class _Worker:
         trace, problem = _trace_json(info["trace"])
         if problem is not None:
             raise _TraceError(problem)
-        scored = {k: metrics[k] for k in _METRICS}
+        scored = {k: metrics[k] for k in METRICS}
         scored.update(
             predicted_chain=list(metrics["predicted_chain"]),
             gold_chain=list(metrics["gold_chain"]),
@@ -415,6 +425,8 @@ class _Worker:
             trace=trace,
             error=info.get("metrics_error"),
         )
+        if self.config.deferred_scoring and self.config.embedder is not None:
+            scored[PAIRS] = text_pairs(info["trace"])  # IRA and RA: the runner's scorer
         return scored
 
     def _failure(self, spec: EpisodeSpec, error: str) -> dict[str, Any]:
@@ -426,7 +438,7 @@ class _Worker:
             "error": error,
             "steps": self.steps,
             # IRA and RA of this run are measured with this embedder: a failure scores 0 on them.
-            "embedder": getattr(getattr(env, "embedder", None), "name", None),
+            "embedder": self.embedder_name if env is not None else None,
         }
         if self.trace is None:
             return failure
@@ -778,6 +790,17 @@ def _check_run_inputs(
         _check_reachable(address)
 
 
+def _scorer(config: RunConfig, backend: str) -> Scorer | None:
+    """The run's scoring process: for an embedder and local workers (a Ray cluster's workers
+    score their own episodes: one process here would hold back many machines)."""
+    if config.embedder is None or backend != "local":
+        return None
+    try:
+        return Scorer(config.embedder)
+    except (AssertionError, OSError):  # no child process here (a daemonic one): in the workers
+        return None
+
+
 @dataclass
 class RunSummary:
     run: str
@@ -829,12 +852,32 @@ def evaluate(
     db_seconds = 0.0
     started = time.perf_counter()
     interrupted = False
+    scorer = _scorer(config, backend) if pending else None
+    if scorer is not None:
+        config = replace(config, deferred_scoring=True)
+
+    def keep(finished: _Finished) -> None:
+        nonlocal stored, failed, db_seconds
+        for spec, record in finished:
+            if scorer is not None and PAIRS in record:
+                scorer.submit(spec, record)
+                continue
+            tick = time.perf_counter()
+            kept = _store(store, run, spec, record, owner)
+            if kept is not None:
+                stored += 1
+                failed += kept["status"] == "failed"
+            db_seconds += time.perf_counter() - tick
+
     try:
         with (
             _executor(backend, config, workers, address, concurrency) as executor,
             _claims_kept(store, owner),
         ):
-            while todo or ready or executor.busy:
+            while todo or ready or executor.busy or (scorer and scorer.pending):
+                if scorer is not None:
+                    # Scores that came in; past MAX_WAITING records, wait for some first.
+                    keep(scorer.finished(block=scorer.pending >= MAX_WAITING or not executor.busy))
                 while (todo or ready) and executor.busy < executor.capacity:
                     if not ready:  # claim a batch ahead: one commit for several episodes
                         batch = [todo.popleft() for _ in range(min(CLAIM_BATCH, len(todo)))]
@@ -849,17 +892,20 @@ def evaluate(
                         elsewhere += len(batch) - len(keys)
                         continue
                     executor.submit(ready.popleft())
-                for spec, record in executor.wait() if executor.busy else []:
-                    tick = time.perf_counter()
-                    kept = _store(store, run, spec, record, owner)
-                    if kept is not None:
-                        stored += 1
-                        failed += kept["status"] == "failed"
-                    db_seconds += time.perf_counter() - tick
+                keep(executor.wait() if executor.busy else [])
                 if progress is not None:
-                    progress(len(pending) - len(todo) - len(ready) - executor.busy, len(pending))
+                    waiting = executor.busy + (scorer.pending if scorer else 0)
+                    progress(len(pending) - len(todo) - len(ready) - waiting, len(pending))
+            if scorer is not None:
+                keep(scorer.drain())
     except KeyboardInterrupt:
         interrupted = True
+        if scorer is not None:  # what finished playing is stored with its scores
+            with suppress(KeyboardInterrupt):
+                keep(scorer.drain())
+    finally:
+        if scorer is not None:
+            scorer.close()
     return RunSummary(
         run,
         len(grid),

@@ -19,7 +19,7 @@ from telcoenv.domains.network.loading import network_catalog
 from telcoenv.embeddings import CachedEmbedder, USEEmbedder
 from telcoenv.env import TelcoEnv
 from telcoenv.errors import EmbedderUnavailableError
-from telcoenv.evaluation import runner
+from telcoenv.evaluation import scoring
 from telcoenv.evaluation.runner import RunConfig, build_grid, evaluate
 from telcoenv.metrics import score_episode, score_episodes
 from tests.conftest import result_store
@@ -92,8 +92,8 @@ class _ThreadsEmbedder(HashEmbedder):
 
 
 @pytest.mark.parametrize("workers", [1, 2])
-def test_each_worker_embeds_with_one_blas_thread(tmp_path, monkeypatch, workers):
-    monkeypatch.setattr(runner, "USEEmbedder", _ThreadsEmbedder)  # the workers are forked
+def test_the_scoring_process_embeds_with_one_blas_thread(tmp_path, monkeypatch, workers):
+    monkeypatch.setattr(scoring, "USEEmbedder", _ThreadsEmbedder)  # the processes are forked
     store, _ = result_store(tmp_path)
     grid = build_grid(["beam_misalignment"], samples=2, languages=("en",))
     summary = evaluate(store, "r", grid, RunConfig("oracle", {}), workers=workers)
@@ -121,7 +121,7 @@ class _FailingEmbedder(HashEmbedder):
 def test_an_embedder_failing_in_the_middle_of_a_run_loses_no_episode(
     tmp_path, monkeypatch, workers
 ):
-    monkeypatch.setattr(runner, "USEEmbedder", _FailingEmbedder)
+    monkeypatch.setattr(scoring, "USEEmbedder", _FailingEmbedder)
     store, _ = result_store(tmp_path)
     grid = build_grid(
         ["beam_misalignment", "pci_collision", "coverage_hole"], samples=2, languages=("en",)

@@ -1,0 +1,223 @@
+"""IRA and RA of an evaluation's episodes, computed beside the episodes instead of inside them.
+
+IRA and RA embed texts: on a CPU that is most of an oracle episode's cost. When ``evaluate``
+runs on this machine, its workers play their episodes with no embedder and hand over each
+episode's text pairs (:func:`telcoenv.metrics.scoring.text_pairs`); one scoring process embeds
+them while the next episodes are played, on another core, and the runner stores each record once
+its scores are in. The scores are those the environment computes: the same pairs, one episode
+per call, through the same :func:`~telcoenv.metrics.semantic.similarities`. The model is loaded
+once per run instead of once per worker.
+
+A record waiting for its scores is in flight like a running episode: a run killed meanwhile
+loses it (its claim expires and a resumed run plays it again), so at most
+:data:`MAX_WAITING` wait; Ctrl-C waits for them. If the scoring process dies, the runner scores
+what it was given itself.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import signal
+import sys
+import traceback
+from collections import deque
+from contextlib import suppress
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from typing import Any
+
+from telcoenv.embeddings import MULTILINGUAL, Embedder, USEEmbedder, get_embedder
+from telcoenv.errors import EmbedderUnavailableError
+from telcoenv.metrics.semantic import similarities
+
+#: The key under which a worker hands over an episode's (text, reference) pairs.
+PAIRS = "_pairs"
+#: Records that may wait for their scores before the runner stops handing out episodes.
+MAX_WAITING = 64
+# BLAS threads of an embedder in a worker or the scoring process, whatever the cores: an
+# episode's texts are small matrix products, which a second thread slows down (about ten times
+# the time per episode with two).
+EMBEDDER_THREADS = 1
+
+#: The scores of a record (the runner stores them; a failed episode has none).
+METRICS = ("ira", "msc", "eap", "sas", "ra", "args", "answer", "embedder")
+
+Pairs = list[tuple[str, str]]
+
+
+@dataclass(frozen=True, slots=True)
+class Scores:
+    """IRA and RA of one episode with the embedder's name; ``error`` when the embedder was
+    unavailable (the episode is kept without them) or, with ``failed``, when it broke (the
+    episode fails, as it would have inside the environment)."""
+
+    ira: float | None
+    ra: float | None
+    embedder: str | None
+    error: str | None = None
+    failed: bool = False
+
+
+def make_embedder(spec: Any, threads: int = EMBEDDER_THREADS) -> Embedder:
+    """The run's embedder: the multilingual one with ``threads`` BLAS threads, else
+    :func:`~telcoenv.embeddings.get_embedder`'s."""
+    return USEEmbedder(threads=threads) if spec == MULTILINGUAL else get_embedder(spec)
+
+
+def score_pairs(pairs: Pairs, embedder: Embedder) -> Scores:
+    """IRA and RA of one episode's pairs, as :func:`~telcoenv.metrics.score_episode` computes
+    them: an unavailable embedder leaves both unset with its error, as the environment does;
+    any other exception fails the episode (never raises)."""
+    try:
+        scores = similarities(pairs, embedder)
+    except EmbedderUnavailableError as exc:
+        return Scores(None, None, None, str(exc))
+    except Exception as exc:  # the embedder broke: the episode's failure, not the run's
+        error = f"{type(exc).__name__}: {exc}\n" + traceback.format_exc(limit=3)
+        return Scores(None, None, getattr(embedder, "name", None), error, failed=True)
+    return Scores(scores[0], scores[1] if len(pairs) > 1 else None, embedder.name)
+
+
+def with_scores(record: dict[str, Any], scores: Scores) -> dict[str, Any]:
+    """``record`` with its IRA, RA and embedder (the pairs taken out); with failed scores, the
+    record of a failed episode (its trace, chains and steps kept, no metrics)."""
+    record.pop(PAIRS, None)
+    if scores.failed:
+        answer = record.get("answer")
+        for name in METRICS:
+            record.pop(name, None)
+        record.update(status="failed", error=scores.error, embedder=scores.embedder)
+        if answer is not None:  # a question left unanswered
+            record["answer"] = False
+        return record
+    record.update(ira=scores.ira, ra=scores.ra, embedder=scores.embedder)
+    if scores.error is not None:
+        record["error"] = scores.error
+    return record
+
+
+def _serve(connection: Connection, spec: Any) -> None:
+    """The scoring process: lists of (token, pairs) in, lists of (token, scores) out; what
+    arrived while it was busy is scored together."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the runner's: it waits for us
+    embedder = make_embedder(spec)
+    done = False
+    while not done:
+        batch, done = _received(connection)
+        if len(batch) > 1 and getattr(embedder, "batch_invariant", False):
+            _encode_together(embedder, [pairs for _, pairs in batch])
+        if batch:
+            connection.send([(token, score_pairs(pairs, embedder)) for token, pairs in batch])
+
+
+def _received(connection: Connection) -> tuple[list[tuple[int, Pairs]], bool]:
+    """Everything sent so far (waiting for the first message), and whether the runner is done
+    (it sent None or closed its end)."""
+    batch: list[tuple[int, Pairs]] = []
+    try:
+        while not batch or connection.poll(0):
+            message = connection.recv()
+            if message is None:
+                return batch, True
+            batch.extend(message)
+    except EOFError:
+        return batch, True
+    return batch, False
+
+
+def _encode_together(embedder: Embedder, episodes: list[Pairs]) -> None:
+    """Encode the texts of several episodes in one call, which fills the embedder's cache: an
+    embedder whose vectors do not depend on their batch (``batch_invariant``) then scores each
+    episode from the cache, with the vectors it would have computed alone, at a fraction of the
+    cost (one matrix product per stage for all the texts)."""
+    texts = list(dict.fromkeys(t for pairs in episodes for p in pairs for t in p if t.strip()))
+    with suppress(Exception):  # an embedder that fails here fails each episode on its own
+        embedder.encode(texts)
+
+
+class Scorer:
+    """The scoring process of one run, and the records waiting for it (in submission order)."""
+
+    def __init__(self, spec: Any) -> None:
+        self.spec = spec
+        context = multiprocessing.get_context("fork" if sys.platform == "linux" else "spawn")
+        self.connection, child = context.Pipe()
+        self.process = context.Process(
+            target=_serve, args=(child, spec), name="telcoenv-scorer", daemon=True
+        )
+        self.process.start()
+        child.close()
+        self.waiting: dict[int, tuple[Any, dict[str, Any]]] = {}
+        self.unsent: deque[int] = deque()
+        self.done: list[tuple[Any, dict[str, Any]]] = []
+        self._tokens = 0
+        self._fallback: Embedder | None = None
+
+    @property
+    def pending(self) -> int:
+        return len(self.waiting)
+
+    def submit(self, spec: Any, record: dict[str, Any]) -> None:
+        """Score ``record`` (it carries :data:`PAIRS`)."""
+        self._tokens += 1
+        self.waiting[self._tokens] = (spec, record)
+        self.unsent.append(self._tokens)
+        self._send()
+
+    def finished(self, block: bool = False) -> list[tuple[Any, dict[str, Any]]]:
+        """The records scored since the last call; with ``block``, at least one while any
+        waits."""
+        self._receive(timeout=None if block else 0.0)
+        done, self.done = self.done, []
+        return done
+
+    def drain(self) -> list[tuple[Any, dict[str, Any]]]:
+        """Every waiting record, scored."""
+        done = []
+        while self.waiting:
+            done.extend(self.finished(block=True))
+        return done
+
+    def close(self) -> None:
+        if self.process.is_alive():
+            with suppress(OSError, ValueError):
+                self.connection.send(None)
+            self.process.join(timeout=5)
+            if self.process.is_alive():
+                self.process.kill()
+        self.connection.close()
+
+    # --- the pipe ------------------------------------------------------------------------------
+
+    def _send(self) -> None:
+        if not self.unsent or self._fallback is not None:
+            return
+        batch = [(token, self.waiting[token][1][PAIRS]) for token in self.unsent]
+        try:
+            self.connection.send(batch)
+        except (OSError, ValueError):  # the process is gone: score here
+            self._score_here()
+            return
+        self.unsent.clear()
+
+    def _receive(self, timeout: float | None) -> None:
+        if self._fallback is not None:
+            self._score_here()
+            return
+        try:
+            while self.waiting and self.connection.poll(timeout):
+                for token, scores in self.connection.recv():
+                    spec, record = self.waiting.pop(token)
+                    self.done.append((spec, with_scores(record, scores)))
+                timeout = 0.0  # after the first batch, only what is already there
+        except (EOFError, OSError):  # the process died: what it had is scored here
+            self._score_here()
+
+    def _score_here(self) -> None:
+        if self._fallback is None:
+            self._fallback = make_embedder(self.spec)
+        for token in list(self.waiting):
+            spec, record = self.waiting.pop(token)
+            scores = score_pairs(record[PAIRS], self._fallback)
+            self.done.append((spec, with_scores(record, scores)))
+        self.unsent.clear()
