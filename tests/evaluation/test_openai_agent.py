@@ -294,19 +294,25 @@ def test_evaluate_in_the_compact_format(server, tmp_path):
         evaluate(store, "bad", grid, RunConfig("openai", options, tool_format="tiny"))
 
 
+def _replayed(env_name: str, replies: list[dict], domain: str = "network", **options):
+    """A 2-step episode of ``env_name`` whose model replies are ``replies``, in order: its
+    info, the agent and the temperature of each request."""
+    stub = StubServer(replays={"replayed": replies})
+    try:
+        env = TelcoEnv(env_name, domain=domain, embedder=None, max_steps=2)
+        agent = OpenAIAgent("replay:replayed", base_url=stub.base_url, **options)
+        _, info = run_episode(env, agent, seed=0)
+        return info, agent, [r["temperature"] for r in stub.requests]
+    finally:
+        stub.close()
+
+
 def test_a_reply_that_repeats_the_last_message_is_sampled_again(server):
     """Recorded from Qwen2.5-Coder-1.5B: the same question again and again, whatever the
     customer answered; the second time, it is asked again, warmer."""
     loop = {"role": "assistant", "content": "Please provide your line number."}
     call = {"role": "assistant", "content": '{"name": "get_customer", "arguments": {}}'}
-    stub = StubServer(replays={"loop": [loop, loop, call]})
-    try:
-        env = TelcoEnv("contact_update", domain="bss", embedder=None, max_steps=2)
-        agent = OpenAIAgent("replay:loop", base_url=stub.base_url)
-        _, info = run_episode(env, agent, seed=0)
-        temperatures = [r["temperature"] for r in stub.requests]
-    finally:
-        stub.close()
+    info, agent, temperatures = _replayed("contact_update", [loop, loop, call], domain="bss")
     assert temperatures[:3] == [0.0, 0.0, 0.7]
     assert agent.usage["repeated_replies"] == 1
     assert [a.kind for a in info["trace"].actions][:2] == ["message", "tool_call"]
@@ -319,14 +325,8 @@ def test_a_reply_that_cycles_or_echoes_a_tool_result_is_sampled_again(server):
     ask = {"role": "assistant", "content": "Can you please provide your line number?"}
     call = {"role": "assistant", "content": '{"name": "get_customer", "arguments": {}}'}
     # ask; echo (sampled again) -> ask (repeats the first: sampled again) -> call
-    stub = StubServer(replays={"cycle": [ask, echo, ask, call]})
-    try:
-        env = TelcoEnv("contact_update", domain="bss", embedder=None, max_steps=2)
-        agent = OpenAIAgent("replay:cycle", base_url=stub.base_url, empty_retries=2)
-        _, info = run_episode(env, agent, seed=0)
-        temperatures = [r["temperature"] for r in stub.requests]
-    finally:
-        stub.close()
+    replies = [ask, echo, ask, call]
+    info, agent, temperatures = _replayed("contact_update", replies, "bss", empty_retries=2)
     assert temperatures == [0.0, 0.0, 0.7, 0.7]
     assert agent.usage["repeated_replies"] == 2
     assert [a.kind for a in info["trace"].actions] == ["message", "tool_call"]
@@ -338,14 +338,7 @@ def test_a_call_the_environment_just_refused_is_not_sent_again_unchanged(server)
     sent."""
     bad = {"role": "assistant", "content": '{"name": "oss_query", "arguments": {"cell_id": 5}}'}
     good = {"role": "assistant", "content": '{"name": "oss_query", "arguments": {"cell_id": "X"}}'}
-    stub = StubServer(replays={"again": [bad, bad, good]})
-    try:
-        env = TelcoEnv("beam_misalignment", embedder=None, max_steps=2)
-        agent = OpenAIAgent("replay:again", base_url=stub.base_url)
-        _, info = run_episode(env, agent, seed=0)
-        temperatures = [r["temperature"] for r in stub.requests]
-    finally:
-        stub.close()
+    info, agent, temperatures = _replayed("beam_misalignment", [bad, bad, good])
     assert temperatures == [0.0, 0.0, 0.7]
     assert agent.usage["repeated_replies"] == 1
     arguments = [a.arguments for a in info["trace"].actions]
@@ -366,14 +359,7 @@ def test_a_reply_that_passes_the_advice_on_to_the_customer_is_sampled_again(serv
         "content": "Ok, please correct the argument the message names and call the tool again.",
     }
     ask = {"role": "assistant", "content": "What is your line number?"}
-    stub = StubServer(replays={"parrot": [bad, parrot, ask]})
-    try:
-        env = TelcoEnv("contact_update", domain="bss", embedder=None, max_steps=2)
-        agent = OpenAIAgent("replay:parrot", base_url=stub.base_url)
-        _, info = run_episode(env, agent, seed=0)
-        temperatures = [r["temperature"] for r in stub.requests]
-    finally:
-        stub.close()
+    info, agent, temperatures = _replayed("contact_update", [bad, parrot, ask], domain="bss")
     assert temperatures == [0.0, 0.0, 0.7]
     assert agent.usage["repeated_replies"] == 1
     actions = info["trace"].actions
