@@ -876,8 +876,10 @@ def evaluate(
         ):
             while todo or ready or executor.busy or (scorer and scorer.pending):
                 if scorer is not None:
-                    # Scores that came in; past MAX_WAITING records, wait for some first.
-                    keep(scorer.finished(block=scorer.pending >= MAX_WAITING or not executor.busy))
+                    # Scores that came in; wait for some past MAX_WAITING waiting records, or
+                    # when nothing else is left to do.
+                    idle = not (todo or ready or executor.busy)
+                    keep(scorer.finished(block=idle or scorer.pending >= MAX_WAITING))
                 while (todo or ready) and executor.busy < executor.capacity:
                     if not ready:  # claim a batch ahead: one commit for several episodes
                         batch = [todo.popleft() for _ in range(min(CLAIM_BATCH, len(todo)))]
