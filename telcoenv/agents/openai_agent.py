@@ -33,6 +33,7 @@ import contextlib
 import copy
 import json
 import os
+import re
 import time
 from typing import Any
 
@@ -193,9 +194,17 @@ class OpenAIAgent:
             content in texts[-REPEAT_WINDOW:]
             or content.startswith("<tool_response>")
             or self._passes_on_advice(content)
+            or self._hands_over_a_tool(content)
         )
         self.usage["repeated_replies"] += repeated
         return repeated
+
+    def _hands_over_a_tool(self, content: str) -> bool:
+        """Whether a text reply asks the counterpart to call one of the agent's own tools
+        ("Please call the tool `kpi_timeseries` with the cell ID ...", 8 replies of one
+        episode): the engineer or the customer has no tools."""
+        names = self._tool_names()
+        return any(match.group(1) in names for match in _HANDED_OVER.finditer(content.casefold()))
 
     def _passes_on_advice(self, content: str) -> bool:
         """Whether a text reply repeats the ``next`` advice of an error the environment sent
@@ -460,6 +469,17 @@ def _check_options(
             raise TelcoEnvError(f"{name} must be a positive number of seconds, not {value!r}")
     if not isinstance(retries, int) or retries < 0:
         raise TelcoEnvError(f"max_retries must be a non-negative integer, not {retries!r}")
+
+
+# "please call ... <tool>", "you should run ... <tool>", "يرجى استدعاء ... <tool>": a request
+# to the counterpart (not "I will call <tool>", the agent's own plan) naming a tool.
+_HANDED_OVER = re.compile(
+    r"(?:\bplease\s+|\byou\s+(?:can|could|should|need\s+to|must|may)\s+|"
+    r"(?:يرجى|الرجاء|رجاءً|من\s+فضلك)\s+|^\s*)"
+    r"(?:call|run|use|invoke|execute|استدع\w*|شغ\w*|استخدم\w*)"
+    r"\b[^.\n]{0,40}?\b([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b",
+    re.MULTILINE,
+)
 
 
 def _advice(content: Any) -> str | None:

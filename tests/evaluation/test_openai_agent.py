@@ -365,3 +365,23 @@ def test_a_reply_that_passes_the_advice_on_to_the_customer_is_sampled_again(serv
     actions = info["trace"].actions
     assert [a.kind for a in actions] == ["tool_call", "message"]
     assert actions[1].raw == "What is your line number?"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Please call the tool `kpi_timeseries` with the cell ID and the window `12h`.",
+        "يرجى استدعاء الأداة kpi_timeseries للخلية",
+    ],
+)
+def test_a_reply_that_asks_the_counterpart_to_call_a_tool_is_sampled_again(server, text):
+    """Recorded from Qwen2.5-Coder-1.5B: "Please call the tool `kpi_timeseries` ..." to the
+    engineer, 8 times in one episode. The engineer has no tools: such a reply is sampled again;
+    the agent's own plan ("I will call ...") and a tool's name without a request are sent."""
+    hand_over = {"role": "assistant", "content": text}
+    plan = {"role": "assistant", "content": "I will call kpi_timeseries next: which window?"}
+    named = {"role": "assistant", "content": "The kpi_timeseries output is clear. Since when?"}
+    info, agent, temperatures = _replayed("beam_misalignment", [hand_over, plan, named])
+    assert temperatures == [0.0, 0.7, 0.0]
+    assert agent.usage["repeated_replies"] == 1
+    assert [a.raw for a in info["trace"].actions] == [plan["content"], named["content"]]
