@@ -20,7 +20,6 @@ import multiprocessing
 import signal
 import sys
 import traceback
-from collections import deque
 from contextlib import suppress
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
@@ -34,6 +33,9 @@ from telcoenv.metrics.semantic import similarities
 PAIRS = "_pairs"
 #: Records that may wait for their scores before the runner stops handing out episodes.
 MAX_WAITING = 64
+#: Seconds the runner waits for a batch of scores before it takes the scoring process for hung
+#: and scores itself (a batch takes well under a second; loading the model a few).
+PATIENCE_S = 300.0
 # BLAS threads of an embedder in a worker or the scoring process, whatever the cores: an
 # episode's texts are small matrix products, which a second thread slows down (about ten times
 # the time per episode with two).
@@ -148,7 +150,6 @@ class Scorer:
         self.process.start()
         child.close()
         self.waiting: dict[int, tuple[Any, dict[str, Any]]] = {}
-        self.unsent: deque[int] = deque()
         self.done: list[tuple[Any, dict[str, Any]]] = []
         self._tokens = 0
         self._fallback: Embedder | None = None
@@ -161,8 +162,12 @@ class Scorer:
         """Score ``record`` (it carries :data:`PAIRS`)."""
         self._tokens += 1
         self.waiting[self._tokens] = (spec, record)
-        self.unsent.append(self._tokens)
-        self._send()
+        if self._fallback is not None:
+            return  # scored at the next call of finished
+        try:
+            self.connection.send([(self._tokens, record[PAIRS])])
+        except (OSError, ValueError):  # the process is gone: score here
+            self._score_here()
 
     def finished(self, block: bool = False) -> list[tuple[Any, dict[str, Any]]]:
         """The records scored since the last call; with ``block``, at least one while any
@@ -189,28 +194,24 @@ class Scorer:
 
     # --- the pipe ------------------------------------------------------------------------------
 
-    def _send(self) -> None:
-        if not self.unsent or self._fallback is not None:
-            return
-        batch = [(token, self.waiting[token][1][PAIRS]) for token in self.unsent]
-        try:
-            self.connection.send(batch)
-        except (OSError, ValueError):  # the process is gone: score here
-            self._score_here()
-            return
-        self.unsent.clear()
-
     def _receive(self, timeout: float | None) -> None:
+        """Collect what the process scored; with ``timeout=None``, wait for a first batch, up
+        to :data:`PATIENCE_S` (then the process is taken for hung)."""
         if self._fallback is not None:
             self._score_here()
             return
+        first, received = (PATIENCE_S if timeout is None else timeout), False
         try:
-            while self.waiting and self.connection.poll(timeout):
+            while self.waiting and self.connection.poll(first):
                 for token, scores in self.connection.recv():
                     spec, record = self.waiting.pop(token)
                     self.done.append((spec, with_scores(record, scores)))
-                timeout = 0.0  # after the first batch, only what is already there
+                first, received = 0.0, True  # then only what is already there
         except (EOFError, OSError):  # the process died: what it had is scored here
+            self._score_here()
+            return
+        if timeout is None and self.waiting and not received:  # it hangs
+            self.process.kill()
             self._score_here()
 
     def _score_here(self) -> None:
@@ -220,4 +221,3 @@ class Scorer:
             spec, record = self.waiting.pop(token)
             scores = score_pairs(record[PAIRS], self._fallback)
             self.done.append((spec, with_scores(record, scores)))
-        self.unsent.clear()

@@ -140,3 +140,16 @@ def test_episodes_scored_together_get_the_scores_each_gets_alone():
     assert together.batch_invariant
     scoring._encode_together(together, episodes[1:])
     assert [scoring.score_pairs(pairs, together) for pairs in episodes] == expected
+
+
+def _hangs(connection: Any, spec: Any) -> None:
+    time.sleep(3600)  # as a process stuck in a deadlock would
+
+
+def test_a_scoring_process_that_hangs_is_given_up_and_replaced(tmp_path, reference, monkeypatch):
+    monkeypatch.setattr(scoring, "_serve", _hangs)
+    monkeypatch.setattr(scoring, "PATIENCE_S", 0.5)
+    store, _ = result_store(tmp_path)
+    summary = evaluate(store, "r", GRID, RunConfig("oracle", {}, embedder=HashEmbedder()))
+    assert (summary.stored, summary.failed) == (len(GRID), 0)
+    assert _records(store, "r") == reference
