@@ -356,7 +356,7 @@ class Episode:
         observation = (
             canonical_json(result.output)
             if result.ok
-            else self._error(result.error_kind or "execution", result.error or "")
+            else self._error(result.error_kind or "execution", result.error or "", result.advice)
         )
         self._record(
             kind="tool_call",
@@ -427,9 +427,13 @@ class Episode:
         )
         return observation
 
-    def _error(self, kind: str, message: str) -> str:
+    def _error(self, kind: str, message: str, advice_of: str | None = None) -> str:
+        """An error observation of ``kind``, with the advice of ``advice_of`` (default: of
+        ``kind``) in the episode's language."""
         overrides = getattr(self.domain, "next_steps", None)
-        advice = next_step(kind, self.trace.language, self.domain.counterpart, overrides)
+        advice = next_step(
+            advice_of or kind, self.trace.language, self.domain.counterpart, overrides
+        )
         return error_observation(kind, message, advice)
 
     def _record(self, **fields: Any) -> ActionRecord:

@@ -134,6 +134,12 @@ def _describe(error: jsonschema.ValidationError, optional: frozenset[str] = froz
     return f"argument {path!r}: {_problem(error)}" if path else _problem(error)
 
 
+def _wrong_id_form(error: jsonschema.ValidationError) -> bool:
+    """Whether ``error`` is an id argument (``customer_id``, ``cell_id``) of the wrong form."""
+    path = list(error.absolute_path)
+    return error.validator == "pattern" and bool(path) and str(path[-1]).endswith("_id")
+
+
 #: Characters of a parameter's description quoted when a value has the wrong form.
 _DESCRIBED = 120
 
@@ -160,11 +166,14 @@ def _crowded(errors: list[jsonschema.ValidationError], arguments: Mapping[str, A
 
 @dataclass(frozen=True, slots=True)
 class ToolResult:
-    """Outcome of one call: a JSON-ready output, or an error kind and message."""
+    """Outcome of one call: a JSON-ready output, or an error kind and message. ``advice`` names
+    the kind whose advice (:func:`telcoenv.feedback.next_step`) fits the error better than its
+    own: an id of the wrong form needs where ids come from, as an unknown one does."""
 
     output: dict[str, Any] | None
     error_kind: str | None = None
     error: str | None = None
+    advice: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -246,6 +255,13 @@ class Toolbox:
 
     def validate(self, name: str, arguments: Mapping[str, Any]) -> str | None:
         """None when the arguments satisfy the spec, else a precise description of the problem."""
+        checked = self._check(name, arguments)
+        return None if checked is None else checked[0]
+
+    def _check(self, name: str, arguments: Mapping[str, Any]) -> tuple[str, bool] | None:
+        """None when the arguments satisfy the spec, else the problem and whether an id
+        argument (``*_id``) has the wrong form (a made-up id: the agent needs to know where
+        the real ones come from, not only that this one is wrong)."""
         try:
             self._fast_checks[name](arguments)
             return None
@@ -257,12 +273,12 @@ class Toolbox:
             # compiled check refuses: the stricter verdict stands.
             where = str(fast_error.name or "").removeprefix("data").lstrip(".")
             problem = f"{fast_error.rule or 'schema'} not satisfied (the whole value must match)"
-            return f"argument {where!r}: {problem}" if where else problem
+            return (f"argument {where!r}: {problem}" if where else problem), False
         errors.sort(key=lambda e: (e.validator != "required", list(map(str, e.absolute_path))))
         parameters = self.specs[name].parameters
         optional = frozenset(parameters.get("properties", {})) - set(parameters.get("required", ()))
         problem = "; ".join(_describe(e, optional) for e in errors[:3])
-        return problem + _crowded(errors, arguments)
+        return problem + _crowded(errors, arguments), any(map(_wrong_id_form, errors))
 
     def run(self, name: str, arguments: dict[str, Any], context: Any) -> ToolResult:
         """Validate and execute a call; every failure is reported, none raised."""
@@ -273,9 +289,15 @@ class Toolbox:
                 "unknown_tool",
                 f"unknown tool {name!r}; available tools: {known}, {RESERVED_SUBMIT}",
             )
-        problem = self.validate(name, arguments)
-        if problem is not None:
-            return ToolResult(None, "invalid_arguments", f"invalid arguments for {name}: {problem}")
+        checked = self._check(name, arguments)
+        if checked is not None:
+            problem, made_up_id = checked
+            return ToolResult(
+                None,
+                "invalid_arguments",
+                f"invalid arguments for {name}: {problem}",
+                advice="not_found" if made_up_id else None,
+            )
         try:
             return ToolResult(self.implementations[name](context, **arguments))
         except ToolError as exc:

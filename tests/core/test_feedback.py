@@ -120,6 +120,29 @@ def test_a_value_of_the_wrong_form_is_told_what_is_expected_all_problems_at_once
     assert "[0-9]" not in error["message"]
 
 
+@pytest.mark.parametrize("lang", ["en", "ar"])
+def test_a_made_up_id_is_told_where_the_real_ids_come_from(lang):
+    """The 1.5B model's first call again: "correct the argument" left it guessing (it passed the
+    advice on to the customer). An id of the wrong form gets the advice of an unknown id, which
+    names the tool that lists the real ones; the error keeps its type."""
+    env = make_env("contact_update", domain="bss", lang=lang)
+    env.reset(seed=0)
+    made_up = tool_call("update_contact", customer_id="1234567890", email="a@mail.example.sa")
+    error = json.loads(env.step(made_up)[0])["error"]
+    unknown = json.loads(env.step(tool_call("get_customer", customer_id="C999999"))[0])["error"]
+    assert (error["type"], unknown["type"]) == ("invalid_arguments", "not_found")
+    assert error["next"] == unknown["next"] and "get_customer" in error["next"]
+    assert bool(ARABIC.search(error["next"])) == (lang == "ar")
+    # Other values of the wrong form (an email, a month) keep the advice to correct them.
+    for call in (
+        tool_call("update_contact", customer_id="C000001", email="a@b"),
+        tool_call("get_bill", account_id="A000001", period="August"),
+    ):
+        error = json.loads(env.step(call)[0])["error"]
+        assert error["type"] == "invalid_arguments"
+        assert error["next"] == NEXT_STEPS["invalid_arguments"][lang]
+
+
 def test_a_call_in_another_shape_is_named_not_taken_for_silence():
     """``{"tool": ..., "args": ...}`` (another framework's call) is a malformed action that names
     its keys and the expected shape, not an empty message."""

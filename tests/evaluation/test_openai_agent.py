@@ -352,7 +352,9 @@ def test_a_reply_that_passes_the_advice_on_to_the_customer_is_sampled_again(serv
     meant for the agent). Such a reply is sampled again, warmer; other text is sent."""
     bad = {
         "role": "assistant",
-        "content": '{"name": "update_contact", "arguments": {"customer_id": "1234567890"}}',
+        # A malformed email (a made-up id now gets the advice to call get_customer).
+        "content": '{"name": "update_contact", "arguments": {"customer_id": "C000001", '
+        '"email": "a@b"}}',
     }
     parrot = {
         "role": "assistant",
