@@ -5,9 +5,11 @@ and never volunteers their line number. Asked in a plain message, they supply wh
 and the agent cannot look up: the line number, the trip (destination and date), the budget, the
 extra data needed, the new email address, and the month or plan named in their opening. They
 never reveal an answer the agent has to find (a recommended plan, an amount). Asked for a
-change, they consent. What a message asks is routed by meaning (``questions.yaml``,
-:mod:`telcoenv.routing`); phrases live in ``customer.yaml``. A message that asks for nothing the
-customer can give gets the list of what they know.
+change, they consent. Told that the request is done, or offered more help, they say that is all
+(taking the agent at their word: verification judges the claim). What a message asks is
+routed by meaning (``questions.yaml``, :mod:`telcoenv.routing`); phrases live in
+``customer.yaml``. A message that asks for nothing the customer can give gets the list of what
+they know.
 
 In the ``symptom`` difficulty tier the customer opens with what they see instead
 (:func:`symptom_opening`, phrases in ``symptoms.yaml``), knows the same facts, also answers
@@ -143,6 +145,9 @@ def reply(
             return _follow_up(intent, values, kinds, asked, known, lang, rng)
     if "noticed" in asked:  # the guided opening already says what the customer sees
         asked.remove("noticed")
+    wrapped_up = "done" in asked  # "it is done" / "anything else?": answered if nothing else is
+    if wrapped_up:
+        asked.remove("done")
     if "trip" in asked and "destination" in known:  # a past trip: where they were
         asked.append("destination")
     info = [t for t in (*_ALWAYS_KNOWN, *_NAMED_IN_OPENING) if t in asked and t in known]
@@ -154,6 +159,8 @@ def reply(
         return _with_facts(_pick(bank["unknown"][lang], rng), known, lang, rng)
     if asked:
         return _pick(bank["answers"]["approval"][lang], rng)
+    if wrapped_up:
+        return _pick(bank["satisfied"][lang], rng)
     restated = intent.customer.in_lang(lang).format_map(values) if seen is None else seen
     return _with_facts(_pick(bank["unclear"][lang], rng).format(opening=restated), known, lang, rng)
 
