@@ -42,6 +42,12 @@ NEXT_STEPS: dict[str, dict[str, str]] = {
         "المشكلة وملخص؛ وللكتابة إلى {who} لا تبدأ رسالتك باسم الأداة.",
     },
     "invalid_arguments": _FIX_ARGUMENTS,
+    # Advice only (the error's type stays invalid_arguments): see tooling._advice.
+    "empty_optional": {
+        "en": "Call the tool again and leave out the arguments the message names; do not fill "
+        "them in.",
+        "ar": "استدعِ الأداة مرة أخرى دون الوسائط المذكورة في الرسالة، ولا تملأها بقيم.",
+    },
     "malformed_arguments": _FIX_ARGUMENTS,
     "bad_args": _FIX_ARGUMENTS,
     "not_found": {

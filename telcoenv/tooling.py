@@ -134,10 +134,18 @@ def _describe(error: jsonschema.ValidationError, optional: frozenset[str] = froz
     return f"argument {path!r}: {_problem(error)}" if path else _problem(error)
 
 
-def _wrong_id_form(error: jsonschema.ValidationError) -> bool:
-    """Whether ``error`` is an id argument (``customer_id``, ``cell_id``) of the wrong form."""
-    path = list(error.absolute_path)
-    return error.validator == "pattern" and bool(path) and str(path[-1]).endswith("_id")
+def _advice(errors: list[jsonschema.ValidationError], optional: frozenset[str]) -> str | None:
+    """The advice that fits argument errors better than "correct the argument", by kind
+    (:mod:`telcoenv.feedback`): ``not_found`` (where the real ids come from) when an id
+    argument (``customer_id``, ``cell_id``) has the wrong form, a made-up id; ``empty_optional``
+    (call again without them) when the only problems are optional arguments sent empty, which
+    the 1.5B model "corrected" by filling in a value nobody asked for."""
+    named = [(e, ".".join(map(str, e.absolute_path))) for e in errors]
+    if any(e.validator == "pattern" and path.endswith("_id") for e, path in named):
+        return "not_found"
+    if all(path in optional and e.instance in ("", None) for e, path in named):
+        return "empty_optional"
+    return None
 
 
 #: Characters of a parameter's description quoted when a value has the wrong form.
@@ -258,10 +266,9 @@ class Toolbox:
         checked = self._check(name, arguments)
         return None if checked is None else checked[0]
 
-    def _check(self, name: str, arguments: Mapping[str, Any]) -> tuple[str, bool] | None:
-        """None when the arguments satisfy the spec, else the problem and whether an id
-        argument (``*_id``) has the wrong form (a made-up id: the agent needs to know where
-        the real ones come from, not only that this one is wrong)."""
+    def _check(self, name: str, arguments: Mapping[str, Any]) -> tuple[str, str | None] | None:
+        """None when the arguments satisfy the spec, else the problem and the kind of advice
+        that fits it better than "correct the argument" (see :func:`_advice`)."""
         try:
             self._fast_checks[name](arguments)
             return None
@@ -273,12 +280,12 @@ class Toolbox:
             # compiled check refuses: the stricter verdict stands.
             where = str(fast_error.name or "").removeprefix("data").lstrip(".")
             problem = f"{fast_error.rule or 'schema'} not satisfied (the whole value must match)"
-            return (f"argument {where!r}: {problem}" if where else problem), False
+            return (f"argument {where!r}: {problem}" if where else problem), None
         errors.sort(key=lambda e: (e.validator != "required", list(map(str, e.absolute_path))))
         parameters = self.specs[name].parameters
         optional = frozenset(parameters.get("properties", {})) - set(parameters.get("required", ()))
         problem = "; ".join(_describe(e, optional) for e in errors[:3])
-        return problem + _crowded(errors, arguments), any(map(_wrong_id_form, errors))
+        return problem + _crowded(errors, arguments), _advice(errors, optional)
 
     def run(self, name: str, arguments: dict[str, Any], context: Any) -> ToolResult:
         """Validate and execute a call; every failure is reported, none raised."""
@@ -291,12 +298,9 @@ class Toolbox:
             )
         checked = self._check(name, arguments)
         if checked is not None:
-            problem, made_up_id = checked
+            problem, advice = checked
             return ToolResult(
-                None,
-                "invalid_arguments",
-                f"invalid arguments for {name}: {problem}",
-                advice="not_found" if made_up_id else None,
+                None, "invalid_arguments", f"invalid arguments for {name}: {problem}", advice
             )
         try:
             return ToolResult(self.implementations[name](context, **arguments))
