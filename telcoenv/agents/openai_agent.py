@@ -55,6 +55,9 @@ CHAT_PATH = "/chat/completions"  # relative to the client's base URL
 POOL = httpx2.Limits(max_connections=1000, max_keepalive_connections=100)
 #: A text reply that repeats one of the agent's last this-many text replies is sampled again.
 REPEAT_WINDOW = 4
+#: A text reply that contains the counterpart's last message, or is part of it, is sampled
+#: again when the shorter of the two has at least this many characters.
+ECHO_CHARS = 16
 
 
 class OpenAIAgent:
@@ -174,8 +177,9 @@ class OpenAIAgent:
         (``<tool_response>``, the tag of the Hermes chat template): a small model at temperature
         0 can loop on any of these, or cycle between two of them, for the rest of the budget.
         The same goes for calls that repeat, argument for argument, calls the environment has
-        just refused: it would refuse them again. Counted in ``empty_replies`` and
-        ``repeated_replies``."""
+        just refused (it would refuse them again), and for a reply that passes an error's
+        advice on, asks the counterpart to call a tool, or echoes the counterpart. Counted in
+        ``empty_replies`` and ``repeated_replies``."""
         content = str(reply.get("content") or "").strip()
         if not reply.get("tool_calls") and not content:
             self.usage["empty_replies"] += 1
@@ -195,6 +199,7 @@ class OpenAIAgent:
             or content.startswith("<tool_response>")
             or self._passes_on_advice(content)
             or self._hands_over_a_tool(content)
+            or self._echoes_counterpart(content)
         )
         self.usage["repeated_replies"] += repeated
         return repeated
@@ -205,6 +210,21 @@ class OpenAIAgent:
         episode): the engineer or the customer has no tools."""
         names = self._tool_names()
         return any(match.group(1) in names for match in _HANDED_OVER.finditer(content.casefold()))
+
+    def _echoes_counterpart(self, content: str) -> bool:
+        """Whether a text reply repeats the counterpart's last message, or is part of it
+        ("السلام عليكم، أرجو تحديث بريدي الإلكتروني ..." back to the customer who wrote it, for
+        all 12 steps of an episode): the model took the counterpart's role. Short replies
+        ("Thanks.") are not compared."""
+        said = " ".join(content.casefold().split())
+        for message in reversed(self.messages):
+            if message["role"] == "assistant":
+                return False
+            if message["role"] == "user":
+                theirs = " ".join(str(message.get("content") or "").casefold().split())
+                shorter = min(len(said), len(theirs))
+                return shorter >= ECHO_CHARS and (said in theirs or theirs in said)
+        return False
 
     def _passes_on_advice(self, content: str) -> bool:
         """Whether a text reply repeats the ``next`` advice of an error the environment sent

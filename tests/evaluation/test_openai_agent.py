@@ -294,12 +294,14 @@ def test_evaluate_in_the_compact_format(server, tmp_path):
         evaluate(store, "bad", grid, RunConfig("openai", options, tool_format="tiny"))
 
 
-def _replayed(env_name: str, replies: list[dict], domain: str = "network", **options):
+def _replayed(
+    env_name: str, replies: list[dict], domain: str = "network", lang: str = "en", **options
+):
     """A 2-step episode of ``env_name`` whose model replies are ``replies``, in order: its
     info, the agent and the temperature of each request."""
     stub = StubServer(replays={"replayed": replies})
     try:
-        env = TelcoEnv(env_name, domain=domain, embedder=None, max_steps=2)
+        env = TelcoEnv(env_name, domain=domain, embedder=None, max_steps=2, lang=lang)
         agent = OpenAIAgent("replay:replayed", base_url=stub.base_url, **options)
         _, info = run_episode(env, agent, seed=0)
         return info, agent, [r["temperature"] for r in stub.requests]
@@ -387,3 +389,22 @@ def test_a_reply_that_asks_the_counterpart_to_call_a_tool_is_sampled_again(serve
     assert temperatures == [0.0, 0.7, 0.0]
     assert agent.usage["repeated_replies"] == 1
     assert [a.raw for a in info["trace"].actions] == [plan["content"], named["content"]]
+
+
+def test_a_reply_that_echoes_the_counterpart_is_sampled_again(server):
+    """Recorded from Qwen2.5-Coder-1.5B (contact_update ar, all 12 steps): the customer's own
+    message sent back, with a greeting added, or a part of their last message. Such a reply is
+    sampled again; a short acknowledgement and a reply that only shares words are sent."""
+    opening = "السلام عليكم، أرجو تحديث بريدي الإلكتروني إلى inbox31@mail.example.sa."
+    env = TelcoEnv("contact_update", domain="bss", embedder=None, lang="ar")
+    observation, _ = env.reset(seed=0)
+    assert observation == opening  # the recorded episode's opening
+    echo = {"role": "assistant", "content": "مرحباً، " + opening}
+    part = {"role": "assistant", "content": "أرجو تحديث بريدي الإلكتروني"}
+    ask = {"role": "assistant", "content": "ما رقم جوالك المسجل لتحديث بريدك الإلكتروني؟"}
+    info, agent, temperatures = _replayed(
+        "contact_update", [echo, part, ask], "bss", "ar", empty_retries=2
+    )
+    assert temperatures[:3] == [0.0, 0.7, 0.7]  # the replay starts over for the second step
+    assert [a.raw for a in info["trace"].actions][:1] == [ask["content"]]
+    assert not OpenAIAgent("m")._echoes_counterpart("شكراً.")
