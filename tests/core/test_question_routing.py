@@ -12,7 +12,7 @@ import yaml
 import telcoenv
 from telcoenv.domains.bss import customer
 from telcoenv.domains.network import engineer
-from telcoenv.errors import CatalogError
+from telcoenv.errors import CatalogError, ToolError
 from telcoenv.routing import OTHER, QuestionRouter, load_prototypes, split_sentences
 
 # Written by someone who never saw the prototypes (telcoenv/domains/*/questions.yaml), as real
@@ -185,12 +185,13 @@ def test_the_customer_gives_both_facts_asked_with_and():
 @pytest.mark.parametrize("lang", ["en", "ar"])
 def test_the_customer_answers_a_wrap_up_as_a_customer_would(lang):
     """Told that the request is done, or asked whether there is anything else, the customer says
-    that is all (the 1.5B model's "Your email has been updated. Anything else?" used to get the
-    request restated, or the new address again, and it repeated the claim until the budget ran
-    out). A wrap-up that also asks for a fact gets the fact."""
-    env = telcoenv.make("contact_update", domain="bss", embedder=None, lang=lang)
-    env.reset(seed=2)
-    satisfied = customer.phrases()["satisfied"][lang]
+    that is all once the change they asked for was made (the 1.5B model's "Your email has been
+    updated. Anything else?" used to get the new address again, and it repeated the claim until
+    the budget ran out). Before any change was made, they say they have heard of none and
+    restate the request. A wrap-up that also asks for a fact gets the fact."""
+    env = telcoenv.make("contact_update", domain="bss", embedder=None, lang=lang, privileged=True)
+    _, info = env.reset(seed=2)
+    bank = customer.phrases()
     wrap_ups = {
         "en": [
             "Your email address has been updated. Is there anything else I can help with?",
@@ -199,10 +200,31 @@ def test_the_customer_answers_a_wrap_up_as_a_customer_would(lang):
         ],
         "ar": ["تم تحديث بريدك الإلكتروني. هل هناك أي شيء آخر؟", "أبشر، خلصنا طلبك."],
     }[lang]
-    for message in wrap_ups:
+    request = env.unwrapped.episode.setup.problem_statement.split(" ", 1)[1]  # no greeting
+    for message in wrap_ups:  # claimed, not made
         reply, *_ = env.step(message)
-        assert reply in satisfied, message
+        assert reply.startswith(tuple(bank["not_yet"][lang])) and reply.endswith(request)
     number = env.unwrapped.trace.start_state["msisdns"][0]
     ask = {"en": "Done. What is your line number?", "ar": "تم. ما رقم جوالك؟"}[lang]
-    reply, *_ = env.step(ask)
-    assert number in reply and reply not in satisfied
+    assert number in env.step(ask)[0]
+    for call in info["privileged"]["gold_chain"]:  # the change, made
+        env.step({"name": call["tool"], "arguments": call["arguments"]})
+    for message in wrap_ups:
+        assert env.step(message)[0] in bank["satisfied"][lang]
+
+
+def test_a_question_needs_no_change_and_an_undone_change_is_not_heard_of():
+    """A customer who asked a question is satisfied by a wrap-up (nothing to change); a change
+    that was undone sends no confirmation."""
+    env = telcoenv.make("bill_shock", domain="bss", embedder=None)
+    env.reset(seed=2)
+    assert env.step("Anything else I can help with?")[0] in customer.phrases()["satisfied"]["en"]
+    env = telcoenv.make("contact_update", domain="bss", embedder=None)
+    env.reset(seed=2)
+    state = env.unwrapped.episode.setup.state
+    with pytest.raises(ToolError), state.db.change():
+        state.update("customers", "customer_id", "C000000", email="undone@mail.example.sa")
+        assert state.kept_writes == 1
+        raise ToolError("refused", kind="rejected")
+    assert state.kept_writes == 0
+    assert env.step("All done!")[0].startswith(tuple(customer.phrases()["not_yet"]["en"]))

@@ -164,7 +164,13 @@ class BssDomain:
     ) -> str:
         intent = self.catalog.intent(blueprint.intent)
         seen = setup.counterpart_context.get("seen")  # the symptom tier's opening
-        return customer.reply(intent, setup.gold_values, message, lang, rng, ended=ended, seen=seen)
+        # A change the customer asked for and has not heard of (no write was kept).
+        waiting = not setup.state.kept_writes and any(
+            step.tool in self.write_tools for step in intent.gold_chain
+        )
+        return customer.reply(
+            intent, setup.gold_values, message, lang, rng, ended=ended, seen=seen, waiting=waiting
+        )
 
     def asks_approval(self, message: str) -> bool:
         return "approval" in customer.asked_topics(message)

@@ -5,8 +5,10 @@ and never volunteers their line number. Asked in a plain message, they supply wh
 and the agent cannot look up: the line number, the trip (destination and date), the budget, the
 extra data needed, the new email address, and the month or plan named in their opening. They
 never reveal an answer the agent has to find (a recommended plan, an amount). Asked for a
-change, they consent. Told that the request is done, or offered more help, they say that is all
-(taking the agent at their word: verification judges the claim). What a message asks is
+change, they consent. Told that the request is done, or offered more help, they say that is
+all, unless they asked for a change and none was made (a kept change sends them a
+confirmation): then they say they have not heard of it and restate the request. What a message
+asks is
 routed by meaning (``questions.yaml``, :mod:`telcoenv.routing`); phrases live in
 ``customer.yaml``. A message that asks for nothing the customer can give gets the list of what
 they know.
@@ -130,9 +132,11 @@ def reply(
     *,
     ended: bool,
     seen: str | None = None,
+    waiting: bool = False,
 ) -> str:
     """The customer's answer to a plain message from the agent; ``seen`` is the symptom the
-    customer opened with in the ``symptom`` tier (``None``: the guided tier)."""
+    customer opened with in the ``symptom`` tier (``None``: the guided tier); ``waiting``: a
+    change they asked for has not been made (told it is done, they say they have not heard)."""
     bank = phrases()
     values = _in_lang(values, lang)
     if ended:
@@ -159,9 +163,11 @@ def reply(
         return _with_facts(_pick(bank["unknown"][lang], rng), known, lang, rng)
     if asked:
         return _pick(bank["answers"]["approval"][lang], rng)
+    restated = intent.customer.in_lang(lang).format_map(values) if seen is None else seen
+    if wrapped_up and waiting:
+        return f"{_pick(bank['not_yet'][lang], rng)} {restated}"
     if wrapped_up:
         return _pick(bank["satisfied"][lang], rng)
-    restated = intent.customer.in_lang(lang).format_map(values) if seen is None else seen
     return _with_facts(_pick(bank["unclear"][lang], rng).format(opening=restated), known, lang, rng)
 
 

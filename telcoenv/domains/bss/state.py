@@ -36,6 +36,9 @@ class BssState:
         self.today = TODAY
         #: The tables written since the data was loaded (a superset of those that changed).
         self.written: set[str] = set()
+        #: Rows written by changes that were kept (an undone change takes its rows back): the
+        #: customer hears of a kept change (a confirmation SMS), not of a claimed one.
+        self.kept_writes = 0
 
         def load(db: EpisodeDatabase) -> None:
             for table, rows in data.rows.items():
@@ -59,12 +62,12 @@ class BssState:
         """Insert one row (the episode id is added); use inside ``db.change()``."""
         columns = self.db.columns(table)
         row = {"episode_id": self.episode_id, **values}
-        self.written.add(table)
+        self._written(table)
         self.db.insert_values(table, [tuple(row.get(c) for c in columns)])
 
     def update(self, table: str, key: str, key_value: Any, **values: Any) -> int:
         """Set ``values`` on the row whose ``key`` is ``key_value``; the number of rows changed."""
-        self.written.add(table)
+        self._written(table)
         changed = (
             self.db.update_column(
                 table, name, value, episode_id=self.episode_id, key=key, key_value=key_value
@@ -72,6 +75,14 @@ class BssState:
             for name, value in values.items()
         )
         return max(changed, default=0)
+
+    def _written(self, table: str) -> None:
+        self.written.add(table)
+        self.kept_writes += 1
+        self.db.on_undo(self._taken_back)
+
+    def _taken_back(self) -> None:
+        self.kept_writes -= 1
 
     def current_rows(self) -> dict[str, list[tuple[Any, ...]]]:
         """Every table's rows as stored now, episode id first (the generator's row format)."""
