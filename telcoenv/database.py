@@ -318,6 +318,7 @@ class EpisodeDatabase:
         self.system = plan.system
         self._open_episode = False
         self._changing = False  # inside change()
+        self._undo: list[Callable[[], None]] = []  # what to call if that change is undone
 
     @property
     def metadata(self) -> MetaData:
@@ -533,7 +534,7 @@ class EpisodeDatabase:
     def change(self) -> Iterator[None]:
         """All statements inside happen together or not at all (nested blocks join the
         outermost one). A change a constraint refuses is undone and raises a ``rejected``
-        ToolError."""
+        ToolError; an undone change also calls what :meth:`on_undo` registered."""
         if self._changing:
             yield
             return
@@ -542,13 +543,24 @@ class EpisodeDatabase:
             try:
                 with self._transaction():
                     yield
-            except self.integrity_error as exc:
-                raise ToolError(
-                    f"{self.system} refused the change: {exc} (nothing was changed)",
-                    kind="rejected",
-                ) from None
+            except BaseException as exc:
+                for undo in reversed(self._undo):
+                    undo()
+                if isinstance(exc, self.integrity_error):
+                    raise ToolError(
+                        f"{self.system} refused the change: {exc} (nothing was changed)",
+                        kind="rejected",
+                    ) from None
+                raise
             finally:
-                self._changing = False
+                self._changing, self._undo = False, []
+
+    def on_undo(self, undo: Callable[[], None]) -> None:
+        """Call ``undo`` if the change in progress is undone: for what a caller derives from
+        the rows and keeps in Python (see ``NetworkState``), which must not outlive the rows.
+        Outside a change there is nothing to undo."""
+        if self._changing:
+            self._undo.append(undo)
 
     @contextmanager
     def _transaction(self) -> Iterator[None]:

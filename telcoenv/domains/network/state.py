@@ -4,7 +4,9 @@
 the environment's :class:`~telcoenv.database.EpisodeDatabase` and offers the
 queries and changes the tools, the causal model and the verification need. The database is the
 one source of the current state; the initial network is kept as the starting state that
-:meth:`NetworkState.diff` compares it with.
+:meth:`NetworkState.diff` compares it with. The latest value of each KPI is also kept in Python
+as samples are written (an undone change restores it), so that reading the current KPIs costs
+the same at the first step and the hundredth.
 """
 
 from __future__ import annotations
@@ -172,15 +174,10 @@ _ALARMS = Query("alarms", ("alarm_id", "source", "name", "severity", "raised_at"
 _SAMPLES = Query(
     "kpi_samples", ("measured_at", "kpi", "value"), ("object_id",), ("measured_at", "kpi")
 )
-_LATEST = Query("kpi_samples", ("kpi", "value"), ("object_id",), ("measured_at", "kpi"))
-_KPI_VALUES = Query("kpi_samples", ("value",), ("object_id", "kpi"), ("measured_at",))
 _ALL_SAMPLES = Query(
     "kpi_samples",
     ("object_id", "measured_at", "kpi", "value"),
     order=("object_id", "measured_at", "kpi"),
-)
-_ALL_LATEST = Query(
-    "kpi_samples", ("object_id", "kpi", "value"), order=("object_id", "measured_at", "kpi")
 )
 _CONFIG_QUERIES = {table: Query(table, columns) for table, (_, columns) in _CONFIGURATION.items()}
 _TICKETS = Query(
@@ -221,6 +218,10 @@ class NetworkState:
         self.start = initial.configuration()
         self._owners: dict[str, str] = {}  # object id -> "cell:<id>" etc.
         self.collection_start = initial.now - RETENTION  # when the first KPI samples were taken
+        # The latest sample of each KPI per measured object, as kpi_samples holds them, kept
+        # as they are written (an undone change restores them): reading the current KPIs
+        # would otherwise scan an object's whole history, which grows with every change.
+        self._current: dict[str, dict[str, float]] = {}
         db.start_episode(self._load, episode_id)
 
     # --- loading ------------------------------------------------------------------------------
@@ -289,11 +290,14 @@ class NetworkState:
         )
         assert net.serving.measured is not None
         start = self.collection_start
-        samples = self._sample_rows(net.serving.cell_id, net.serving.measured, start)
-        samples += self._sample_rows(link.link_id, link.kpis, start)
-        for network_slice in net.slices.values():
-            samples += self._sample_rows(network_slice.slice_id, network_slice.kpis, start)
+        measured = {net.serving.cell_id: net.serving.measured, link.link_id: link.kpis}
+        measured.update({s.slice_id: s.kpis for s in net.slices.values()})
+        samples = []
+        for owner, kpis in measured.items():
+            samples += self._sample_rows(owner, kpis, start)
         db.insert_values("kpi_samples", samples)
+        self._current = {}
+        self._remember(measured)
 
     def _relations(self) -> list[tuple[Any, ...]]:
         """The serving cell and each neighbour relate both ways; a neighbour also relates to
@@ -405,6 +409,7 @@ class NetworkState:
                 self.db.insert_values(
                     "kpi_samples", self._sample_rows(object_id, kpis, self.collection_start)
                 )
+                self._remember({object_id: kpis})
             return [(self.collection_start, kpis)]
         return _regimes(rows)
 
@@ -416,22 +421,35 @@ class NetworkState:
         return {object_id: _regimes(rows) for object_id, rows in grouped.items()}
 
     def latest_kpis(self) -> dict[str, dict[str, float]]:
-        """The current KPIs of every object measured so far, in one query."""
-        rows = self._fetch(_ALL_LATEST)
-        current: dict[str, dict[str, float]] = {}
-        for object_id, name, value in rows:  # later samples overwrite earlier ones
-            current.setdefault(object_id, {})[name] = value
-        return current
+        """The current KPIs of every object measured so far (copies, by object id)."""
+        return {owner: dict(self._current[owner]) for owner in sorted(self._current)}
 
     def kpis(self, object_id: str) -> dict[str, float]:
         """The current KPI values of a cell, slice or link (the latest sample of each KPI)."""
-        rows = self._fetch(_LATEST, object_id)
-        return dict(rows) if rows else latest(self.kpi_history(object_id))
+        current = self._current.get(object_id)
+        return dict(current) if current else latest(self.kpi_history(object_id))
 
     def kpi_value(self, object_id: str, kpi: str) -> float | None:
         """The current value of one KPI of an object (its latest sample), or None."""
-        rows = self._fetch(_KPI_VALUES, object_id, kpi)
-        return rows[-1][0] if rows else None
+        return self._current.get(object_id, {}).get(kpi)
+
+    def _remember(self, samples: dict[str, dict[str, float]]) -> None:
+        """Note new samples as the current KPIs, in the order kpi_samples gives them back
+        (measurement time, then KPI name); an undone change restores what was before."""
+        before = {owner: self._current.get(owner) for owner in samples}
+        for owner, kpis in samples.items():
+            if kpis:
+                merged = dict(self._current.get(owner) or {})
+                merged.update(sorted(kpis.items()))
+                self._current[owner] = merged
+        self.db.on_undo(lambda: self._restore(before))
+
+    def _restore(self, before: dict[str, dict[str, float] | None]) -> None:
+        for owner, kpis in before.items():
+            if kpis is None:
+                self._current.pop(owner, None)
+            else:
+                self._current[owner] = kpis
 
     def configuration(self) -> Configuration:
         """Every configurable value now, per object, like ``InitialNetwork.configuration``."""
@@ -553,6 +571,7 @@ class NetworkState:
         ]
         with self.db.change():
             self.db.insert_values("kpi_samples", rows)
+            self._remember(samples)
 
     def set_load(self, cell_id: str, load: float) -> None:
         with self.db.change():
