@@ -228,3 +228,12 @@ def test_a_question_needs_no_change_and_an_undone_change_is_not_heard_of():
         raise ToolError("refused", kind="rejected")
     assert state.kept_writes == 0
     assert env.step("All done!")[0].startswith(tuple(customer.phrases()["not_yet"]["en"]))
+
+
+@pytest.mark.parametrize(
+    "message", ["Please enter your customer ID.", "من فضلك أدخل رقم العميل الخاص بك."]
+)
+def test_asked_for_an_id_they_do_not_know_the_customer_gives_their_line(message):
+    """The 1.5B model asked for the customer id (in English, of an Arabic speaker) and got the
+    new email address back; a caller gives the number they know."""
+    assert customer.question_router().route(message)[:1] == ["msisdn"]
