@@ -82,6 +82,9 @@ class OpenAIAgent:
             repeats the previous one word for word, is asked again, at ``retry_temperature``
             with a fixed ``seed`` (reproducible where the server honours it): small models at
             temperature 0 can fall silent, or loop, for good after an error.
+        drop_empty_optional: leave out of a call the optional arguments the model sent empty
+            (``""`` or ``null``; counted in ``usage["dropped_arguments"]``); required ones are
+            sent as they are.
         prompt_price / completion_price: cost per 1,000 tokens, used when the server reports no
             ``usage.cost``.
         extra_body: extra request fields passed through (e.g. ``{"top_k": 20}``).
@@ -105,6 +108,7 @@ class OpenAIAgent:
         tool_call_parser: str = "auto",
         empty_retries: int = 1,
         retry_temperature: float = 0.7,
+        drop_empty_optional: bool = True,
         prompt_price: float = 0.0,
         completion_price: float = 0.0,
         extra_body: dict[str, Any] | None = None,
@@ -127,6 +131,7 @@ class OpenAIAgent:
         self.max_retries, self.retry_timeouts = max_retries, retry_timeouts
         self.tool_call_parser = tool_call_parser
         self.empty_retries, self.retry_temperature = empty_retries, retry_temperature
+        self.drop_empty_optional = bool(drop_empty_optional)
         self.prices = (prompt_price, completion_price)
         self.extra_body = dict(extra_body or {})
         self.messages: list[dict[str, Any]] = []
@@ -326,7 +331,36 @@ class OpenAIAgent:
     def _with_id(self, call: dict[str, Any], index: int) -> dict[str, Any]:
         # The environment answers each call under this id; strict servers need one per call.
         call_id = call.get("id") or f"call_{self._turn}_{index}"
-        return {"id": call_id, "type": "function", "function": dict(call.get("function") or {})}
+        function = dict(call.get("function") or {})
+        if self.drop_empty_optional:
+            function = self._without_empty_optionals(function)
+        return {"id": call_id, "type": "function", "function": function}
+
+    def _without_empty_optionals(self, function: dict[str, Any]) -> dict[str, Any]:
+        """The call without its optional arguments sent empty (``""`` or ``null``), which
+        small models fill in for every parameter of the schema (the 1.5B model sent
+        update_contact's ``phone`` as ``""`` in every call, was told to leave it out, and did
+        not); required arguments are sent as they are, for the environment to judge."""
+        arguments, text = function.get("arguments"), None
+        if isinstance(arguments, str):
+            text = arguments
+            try:
+                arguments = json.loads(arguments)
+            except ValueError:
+                return function
+        spec = next(
+            (t["function"] for t in self.tools if t["function"]["name"] == function.get("name")),
+            None,
+        )
+        if not isinstance(arguments, dict) or spec is None:
+            return function
+        required = set((spec.get("parameters") or {}).get("required") or ())
+        kept = {k: v for k, v in arguments.items() if k in required or v not in ("", None)}
+        if len(kept) == len(arguments):
+            return function
+        self.usage["dropped_arguments"] += len(arguments) - len(kept)
+        dropped = json.dumps(kept, ensure_ascii=False) if text is not None else kept
+        return {**function, "arguments": dropped}
 
     def _tool_names(self) -> set[str]:
         return {tool["function"]["name"] for tool in self.tools}
@@ -473,6 +507,7 @@ def _empty_usage() -> dict[str, float]:
         "empty_replies": 0,
         "repeated_replies": 0,
         "text_tool_calls": 0,
+        "dropped_arguments": 0,
     }
 
 

@@ -4,6 +4,7 @@ server on loopback."""
 from __future__ import annotations
 
 import asyncio
+import json
 import pickle
 
 import pytest
@@ -408,3 +409,33 @@ def test_a_reply_that_echoes_the_counterpart_is_sampled_again(server):
     assert temperatures[:3] == [0.0, 0.7, 0.7]  # the replay starts over for the second step
     assert [a.raw for a in info["trace"].actions][:1] == [ask["content"]]
     assert not OpenAIAgent("m")._echoes_counterpart("شكراً.")
+
+
+@pytest.mark.parametrize("as_text", [True, False])
+def test_optional_arguments_sent_empty_are_left_out(server, as_text):
+    """Recorded from Qwen2.5-Coder-1.5B: update_contact with ``"phone": ""`` in every call,
+    refused each time although the error said to leave it out. The agent drops optional
+    arguments sent empty ("" or null); a required one sent empty reaches the environment, which
+    refuses it; ``drop_empty_optional=False`` sends the call as written."""
+    arguments = {"customer_id": "C000001", "email": "a@mail.example.sa", "phone": "", "x": None}
+    empty_id = {"customer_id": "", "email": "a@mail.example.sa"}
+
+    def call(args: dict) -> dict:
+        encoded = json.dumps(args) if as_text else args
+        function = {"name": "update_contact", "arguments": encoded}
+        return {"role": "assistant", "tool_calls": [{"id": "c", "function": function}]}
+
+    info, agent, _ = _replayed("contact_update", [call(arguments), call(empty_id)], "bss")
+    sent = [a.arguments for a in info["trace"].actions]
+    assert sent[0] == {"customer_id": "C000001", "email": "a@mail.example.sa"}
+    assert sent[1] == empty_id and info["trace"].actions[1].error_kind == "invalid_arguments"
+    # A null member of an arguments object is gone with the reply's other nulls already.
+    assert agent.usage["dropped_arguments"] == (2 if as_text else 1)
+    kept = agent.messages[2]["tool_calls"][0]["function"]["arguments"]  # the kept conversation
+    assert (json.loads(kept) if as_text else kept) == sent[0]
+    info, agent, _ = _replayed(
+        "contact_update", [call(arguments)], "bss", drop_empty_optional=False
+    )
+    sent = info["trace"].actions[0].arguments
+    assert sent == (arguments if as_text else {k: v for k, v in arguments.items() if k != "x"})
+    assert agent.usage["dropped_arguments"] == 0
