@@ -174,11 +174,6 @@ _ALARMS = Query("alarms", ("alarm_id", "source", "name", "severity", "raised_at"
 _SAMPLES = Query(
     "kpi_samples", ("measured_at", "kpi", "value"), ("object_id",), ("measured_at", "kpi")
 )
-_ALL_SAMPLES = Query(
-    "kpi_samples",
-    ("object_id", "measured_at", "kpi", "value"),
-    order=("object_id", "measured_at", "kpi"),
-)
 _CONFIG_QUERIES = {table: Query(table, columns) for table, (_, columns) in _CONFIGURATION.items()}
 _TICKETS = Query(
     "tickets", ("ticket_id", "status", "severity", "team", "cell_id", "summary", "created_at")
@@ -412,13 +407,6 @@ class NetworkState:
                 self._remember({object_id: kpis})
             return [(self.collection_start, kpis)]
         return _regimes(rows)
-
-    def kpi_histories(self) -> dict[str, History]:
-        """The KPI regimes of every object measured so far, in one query."""
-        grouped: dict[str, list[tuple[str, str, float]]] = {}
-        for object_id, *sample in self._fetch(_ALL_SAMPLES):
-            grouped.setdefault(object_id, []).append(tuple(sample))  # type: ignore[arg-type]
-        return {object_id: _regimes(rows) for object_id, rows in grouped.items()}
 
     def latest_kpis(self) -> dict[str, dict[str, float]]:
         """The current KPIs of every object measured so far (copies, by object id)."""

@@ -225,14 +225,10 @@ def kpi_timeseries(
         f"{s}Z"
         for s in np.datetime_as_string(first + np.arange(points) * np.timedelta64(step), unit="s")
     ]
+    history = state.kpi_history(cell_id)
+    pools = [latest(history)]
     if serving:  # the serving cell's series include its link's and slices' counters
-        histories = state.kpi_histories()
-        history = histories[cell_id]
-        owners = (state.link_id, *sorted(state.initial.slices))
-        pools = [latest(history), *(latest(histories.get(owner, [])) for owner in owners)]
-    else:
-        history = state.kpi_history(cell_id)
-        pools = [latest(history)]
+        pools += [state.kpis(owner) for owner in (state.link_id, *sorted(state.initial.slices))]
     values = _family_kpis(state, cell_id, pools, kpi)
     if not values:
         raise ToolError(f"no {kpi} counters are collected for {cell_id}", kind="not_found")
