@@ -183,8 +183,9 @@ class OpenAIAgent:
         0 can loop on any of these, or cycle between two of them, for the rest of the budget.
         The same goes for calls that repeat, argument for argument, calls the environment has
         just refused (it would refuse them again), and for a reply that passes an error's
-        advice on, asks the counterpart to call a tool, or echoes the counterpart. Counted in
-        ``empty_replies`` and ``repeated_replies``."""
+        advice on, asks the counterpart to call a tool, echoes the counterpart, or is a canned
+        refusal ("I'm sorry, but I can't assist with that."). Counted in ``empty_replies`` and
+        ``repeated_replies``."""
         content = str(reply.get("content") or "").strip()
         if not reply.get("tool_calls") and not content:
             self.usage["empty_replies"] += 1
@@ -205,6 +206,7 @@ class OpenAIAgent:
             or self._passes_on_advice(content)
             or self._hands_over_a_tool(content)
             or self._echoes_counterpart(content)
+            or _REFUSAL.match(content.casefold()) is not None
         )
         self.usage["repeated_replies"] += repeated
         return repeated
@@ -534,6 +536,17 @@ _HANDED_OVER = re.compile(
     r"(?:call|run|use|invoke|execute|استدع\w*|شغ\w*|استخدم\w*)"
     r"\b[^.\n]{0,40}?\b([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b",
     re.MULTILINE,
+)
+
+
+# A canned refusal of a plain task ("I'm sorry, but I can't assist with that.", 3 replies of one
+# episode, each ending the model's plan): sampled again.
+_REFUSAL = re.compile(
+    r"\s*(?:i['’]?m sorry|sorry|i apologi[sz]e)?[,.!]?\s*(?:but\s+)?"
+    r"i\s+(?:can(?:no|['’])t|am\s+(?:not\s+able|unable)\s+to|won['’]t\s+be\s+able\s+to)\s+"
+    r"(?:assist|help)(?:\s+you)?\s+with\s+(?:that|this)(?:\s+request)?\s*[.!]?\s*$"
+    r"|\s*(?:عذراً|آسف)?[،,]?\s*(?:لكن\s*)?(?:لا\s+أستطيع|لا\s+يمكنني)\s+(?:المساعدة|مساعدتك)"
+    r"(?:\s+في\s+(?:ذلك|هذا))?\s*[.!]?\s*$"
 )
 
 

@@ -439,3 +439,23 @@ def test_optional_arguments_sent_empty_are_left_out(server, as_text):
     sent = info["trace"].actions[0].arguments
     assert sent == (arguments if as_text else {k: v for k, v in arguments.items() if k != "x"})
     assert agent.usage["dropped_arguments"] == 0
+
+
+@pytest.mark.parametrize(
+    "refusal",
+    [
+        "I'm sorry, but I can't assist with that.",
+        "I’m sorry, but I can’t assist with that.",
+        "I cannot help with this request.",
+        "عذراً، لا أستطيع المساعدة في ذلك.",
+    ],
+)
+def test_a_canned_refusal_is_sampled_again(server, refusal):
+    """Recorded from Qwen2.5-Coder-1.5B: "I'm sorry, but I can't assist with that." after a
+    refused call, three times in one episode, instead of asking for the line number. A reply
+    that is only such a refusal is sampled again; one that goes on to ask something is sent."""
+    ask = {"role": "assistant", "content": "I can't help with that until I have your number."}
+    replies = [{"role": "assistant", "content": refusal}, ask]
+    info, agent, temperatures = _replayed("contact_update", replies, "bss")
+    assert temperatures[:2] == [0.0, 0.7]
+    assert info["trace"].actions[0].raw == ask["content"]
