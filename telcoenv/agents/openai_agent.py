@@ -222,11 +222,21 @@ class OpenAIAgent:
         """Whether a text reply repeats the counterpart's last message, or is part of it
         ("السلام عليكم، أرجو تحديث بريدي الإلكتروني ..." back to the customer who wrote it, for
         all 12 steps of an episode): the model took the counterpart's role. Short replies
-        ("Thanks.") are not compared."""
+        ("Thanks.") are not compared. So is a reply that writes out the message of an error the
+        environment just returned (a ```` ``` ```` block of the error's JSON, sent to the
+        customer three times in one episode)."""
         said = " ".join(content.casefold().split())
         for message in reversed(self.messages):
             if message["role"] == "assistant":
                 return False
+            if message["role"] == "tool":  # an error written back as text, JSON and all
+                error = _error_message(message.get("content"))
+                if (
+                    error is not None
+                    and len(error) >= ECHO_CHARS
+                    and _unquoted(error) in (_unquoted(said))
+                ):
+                    return True
             if message["role"] == "user":
                 theirs = " ".join(str(message.get("content") or "").casefold().split())
                 shorter = min(len(said), len(theirs))
@@ -552,16 +562,31 @@ _REFUSAL = re.compile(
 
 def _advice(content: Any) -> str | None:
     """The ``next`` advice of an error observation, case-folded, without its final stop."""
+    advice = _error_field(content, "next")
+    if advice is None:
+        return None
+    return advice.rstrip(".") or None
+
+
+def _unquoted(text: str) -> str:
+    """``text`` without quotes and backslashes: an error copied as JSON escapes its quotes."""
+    return text.replace("\\", "").replace('"', "")
+
+
+def _error_message(content: Any) -> str | None:
+    """The ``message`` of an error observation, case-folded."""
+    return _error_field(content, "message")
+
+
+def _error_field(content: Any, field: str) -> str | None:
     text = str(content or "")
     if not text.startswith('{"error"'):
         return None
     try:
-        advice = json.loads(text)["error"].get("next")
+        value = json.loads(text)["error"].get(field)
     except (ValueError, KeyError, AttributeError, TypeError):
         return None
-    if not isinstance(advice, str):
-        return None
-    return " ".join(advice.casefold().split()).rstrip(".") or None
+    return " ".join(value.casefold().split()) if isinstance(value, str) else None
 
 
 def _call_key(call: dict[str, Any]) -> str:

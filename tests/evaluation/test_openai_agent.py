@@ -459,3 +459,21 @@ def test_a_canned_refusal_is_sampled_again(server, refusal):
     info, agent, temperatures = _replayed("contact_update", replies, "bss")
     assert temperatures[:2] == [0.0, 0.7]
     assert info["trace"].actions[0].raw == ask["content"]
+
+
+def test_a_reply_that_writes_out_the_last_error_is_sampled_again(server):
+    """Recorded from Qwen2.5-Coder-1.5B: after a refused call, the error's JSON in a ``` block
+    as its message to the customer, three times in one episode. Such a reply is sampled
+    again; one that only names the problem is sent."""
+    function = {"name": "update_contact", "arguments": {"customer_id": "1", "email": "a@b.sa"}}
+    bad = {"role": "assistant", "tool_calls": [{"id": "c", "function": function}]}
+    error = (
+        '```\n{\n  "error": {\n    "message": "invalid arguments for update_contact: '
+        "argument 'customer_id': '1' is not of the expected form (Customer id from "
+        'get_customer, e.g. \\"C000000\\")"\n  }\n}\n```'
+    )
+    echo = {"role": "assistant", "content": error}
+    ask = {"role": "assistant", "content": "That id was wrong: what is your line number?"}
+    info, agent, temperatures = _replayed("contact_update", [bad, echo, ask], "bss")
+    assert temperatures == [0.0, 0.0, 0.7]
+    assert [a.raw for a in info["trace"].actions][1] == ask["content"]
