@@ -145,3 +145,21 @@ def test_submissions_written_as_prose_are_refused_with_how_to_submit():
     # The refusal reaches the model as the user turn after its reply.
     last = requests[-1]["messages"]
     assert any("submission_as_text" in str(m.get("content")) for m in last if m["role"] == "user")
+
+
+def test_the_empty_phone_left_out_the_recorded_replies_resolve_the_contact_update():
+    """Run s8d: the model found the customer and called update_contact with the right id and
+    address, always with ``"phone": ""`` (refused three times). Replayed through today's agent,
+    which leaves an optional argument sent empty out, the same replies make the change the
+    customer asked for and nothing else, and the customer, told it is done after it was kept,
+    says that is all. (In a live run the model's later replies would differ: see
+    docs/performance.md, run s8e.)"""
+    info, agent, _ = replay("compact_contact_update_en_empty_phone")
+    trace = info["trace"]
+    updates = [a for a in trace.actions if a.tool == "update_contact"]
+    assert [a.valid for a in updates] == [False, True, True]  # the first id was made up
+    assert all("phone" not in a.arguments for a in updates)
+    assert agent.usage["dropped_arguments"] == 3
+    assert info["resolved"] is True and info["verification"]["collateral_changes"] == []
+    said = [a.observation for a in trace.actions if a.kind == "message"]
+    assert "Great, thank you. That's all I needed." in said
