@@ -379,9 +379,10 @@ def _from_dict(action: dict[str, Any]) -> Parsed:
 
 # A submission written as text: "submit_resolution: The intent is ..." (a 1.5B model wrote
 # this in 11 of 12 steps, copying "Finish with submit_resolution: ..." of its instructions), or
-# a bare {"intent": ..., "summary": ...} object in the text. The counterpart could not act on
-# either; the agent is told how to submit instead.
+# a {"intent": ..., "summary": ...} object in the text, bare or fenced. The counterpart could
+# not act on any of them; the agent is told how to submit instead.
 _SUBMISSION_PROSE = re.compile(rf"[\W_]*{RESERVED_SUBMIT}\b", re.IGNORECASE)
+_LEADING_FENCE = re.compile(r"```(?:json)?\s*(.*?)(?:```|$)", re.DOTALL | re.IGNORECASE)
 
 
 def _message(content: str) -> PlainMessage | ParseError:
@@ -400,7 +401,12 @@ def _message(content: str) -> PlainMessage | ParseError:
 
 def _submission_object(text: str) -> bool:
     """Whether ``text`` is a JSON object with a submission's ``intent`` and ``summary`` and no
-    tool name."""
+    tool name, bare or as the message's leading ```` ```json ```` block (a 1.5B model wrote
+    ``{"intent": "submit_resolution", "summary": ...}`` in a fence eight times in one episode,
+    each answered by the engineer as a question about the cell)."""
+    fenced = _LEADING_FENCE.match(text)
+    if fenced is not None:
+        text = fenced.group(1).strip()
     if not text.startswith("{") or '"summary"' not in text:
         return False
     decoded, problem = decode_json(text)

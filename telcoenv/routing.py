@@ -7,14 +7,17 @@ library ships (offline, deterministic) and compares it with bilingual prototype 
 kind of fact; a kind's keywords in the sentence (``telcoenv.text`` matching, both scripts) add
 :data:`KEYWORD_BONUS` to its score, because the embedder knows colloquial Arabic less well
 than the words do. A sentence goes to the kind it scores best on, if that score is high enough
-and not below the ``other`` prototypes' (statements, thanks, diagnoses). A message that asks
-for nothing the counterpart knows is answered with the list of what it can tell.
+and not below the ``other`` prototypes' (statements, thanks, diagnoses). A sentence that has
+neither the form of a question nor of a request (:func:`asks`) asks for nothing, however close
+its words: "Your line 9665... is active and on Postpaid Plus." read out to a customer is about
+their line, but no question for its number. A message that asks for nothing the counterpart
+knows is answered with the list of what it can tell.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from functools import cached_property
 from pathlib import Path
 
@@ -44,6 +47,46 @@ _CLAUSE_END = re.compile(r"[,،]\s")
 _CONJUNCTION = re.compile(r"\s+and\s+|\s+و\s*", re.IGNORECASE)
 _WORD = re.compile(r"\w+")
 
+# What makes a sentence a question or a request (matched in normalize()-d text): a question
+# mark, a request's words anywhere, or a question word or imperative that opens the sentence or
+# one of its clauses (after a comma, or after "OK", "thanks", "hi" ...). Read-outs of an
+# account made up most sentences routed as questions before (46 of 70 written for the purpose).
+_REQUEST_WORDS = keyword_pattern(
+    [
+        *("please", "pls$", "plz$", "kindly", "could you", "can you", "would you", "will you"),
+        *("may i have", "may i get", "may i know", "can i have", "can i get", "could i have"),
+        *("could i get", "let me know", "let us know", "tell me", "give me", "send me"),
+        *("share with me", "share your", "provide", "confirm", "need your", "need the"),
+        *("need to know", "like to know", "mind sharing"),
+        *("لو سمحت", "لو تكرمت", "من فضلك", "فضلا", "رجاء", "الرجاء", "يرجي", "ارجو", "نرجو"),
+        *("ممكن", "بامكانك", "هل", "زودني", "زودنا", "اعطني", "اعطيني", "عطني", "شاركني"),
+        *("اخبرني", "خبرني", "نحتاج", "احتاج"),
+    ]
+)
+_OPENING_WORDS = keyword_pattern(
+    [
+        f"{word}$"
+        for word in (
+            *("what", "what's", "whats", "which", "when", "where", "who", "whom", "whose", "why"),
+            *("how", "do", "does", "did", "is", "are", "was", "were", "can", "could", "would"),
+            *("will", "shall", "should", "may", "might", "have", "has", "provide", "share"),
+            *("give", "tell", "send", "confirm", "enter", "type", "write", "specify", "verify"),
+            *("state", "need", "ما", "ماذا", "متي", "اين", "وين", "فين", "كيف", "كم", "اي"),
+            *("ايش", "وش", "شو", "لماذا", "ليش", "لمن", "ارسل", "شارك", "اكد", "قل", "قولي"),
+            *("حدد", "اذكر", "اكتب", "ادخل", "تقدر", "تقدرين", "ودي", "محتاج", "ابغي", "ابي"),
+            *("نبي", "نبغي", "عطنا", "علمني"),
+        )
+    ]
+)
+# The greetings and acknowledgements that may open a question before its question word ("OK,
+# what is ...", "Thanks which month ..."); after any other clause, "which" and "when" are
+# relative ("..., which is lower than usual.").
+_LEAD_IN = re.compile(
+    r"^(?:(?:ok|okay|great|thanks|thank you|sure|alright|also|so|now|first|hi|hello)\b"
+    r"[\s!.,،]*)+"
+)
+_FIRST_WORD = re.compile(r"\w[\w']*")
+
 
 class QuestionRouter:
     """Routes messages to kinds of fact by similarity to prototype questions.
@@ -55,6 +98,8 @@ class QuestionRouter:
         embedder: a factory of the sentence embedder (called at the first message).
         threshold: the least similarity of a sentence to its kind's prototypes.
         top: a kind's score is the mean of its ``top`` best similarities to the sentence.
+        statements: the kinds a sentence that is no question or request can route to (the
+            customer's wrap-up, "Your email has been updated."); every other kind needs one.
     """
 
     def __init__(
@@ -63,10 +108,15 @@ class QuestionRouter:
         embedder: Callable[[], Embedder] = multilingual_embedder,
         threshold: float = 0.4,
         top: int = 2,
+        statements: Collection[str] = (),
     ) -> None:
         if OTHER not in prototypes:
             raise ValueError(f"the prototypes need an {OTHER!r} kind")
+        unknown = set(statements) - set(prototypes)
+        if unknown:
+            raise ValueError(f"statement kinds without prototypes: {sorted(unknown)}")
         self.kinds = [kind for kind in prototypes if kind != OTHER]
+        self.statements = frozenset(statements)
         self._labels = [k for k, by_lang in prototypes.items() for q in _all(by_lang)]
         self._texts = [without_marks(q) for by_lang in prototypes.values() for q in _all(by_lang)]
         self._keywords = {
@@ -90,22 +140,33 @@ class QuestionRouter:
         sentences = split_sentences(message)
         # A request often ends a sentence after a comma ("To update your email, please give me
         # your line number."): its clauses may add kinds, after those of the whole sentences.
-        clauses = [c for s in sentences for c in split_clauses(s)]
+        clauses = [(i, c) for i, s in enumerate(sentences) for c in split_clauses(s)]
         # Two requests joined by "and" ("your line number and your new email address"): the
         # parts of a sentence that asks something add the kinds they name.
         conjuncts = [
             (i, c) for i, s in enumerate(sentences) for c in split_clauses(s, _CONJUNCTION)
         ]
-        texts = sentences + clauses + [c for _, c in conjuncts]
-        if not texts:
+        if not sentences:
             return []
+        parts = [*enumerate(sentences), *clauses, *conjuncts]  # (its sentence, text)
+        texts = [text for _, text in parts]
         vectors = self._embedder.encode([without_marks(t) for t in texts])
         rows = list(vectors @ self._prototype_vectors.T)
-        asked = [self._asked(row, normalize(text)) for text, row in zip(texts, rows, strict=True)]
+        normalized = [normalize(text) for text in texts]
+        # A clause or part has the form of its sentence ("..., which is lower than usual." is
+        # no question; "your new email" after "Please give me your number and" is a request).
+        form = [_asks(text) for text in normalized[: len(sentences)]]
+        asked = [
+            self._asked(row, text, asks_form=form[sentence])
+            for (sentence, _), text, row in zip(parts, normalized, rows, strict=True)
+        ]
         named = [
-            [(kind, score) for kind, score in kinds if self._names(kind, normalize(text))]
-            for (sentence, text), kinds in zip(
-                conjuncts, asked[len(sentences) + len(clauses) :], strict=True
+            [(kind, score) for kind, score in kinds if self._names(kind, text)]
+            for (sentence, _), text, kinds in zip(
+                conjuncts,
+                normalized[len(sentences) + len(clauses) :],
+                asked[len(sentences) + len(clauses) :],
+                strict=True,
             )
             if asked[sentence]  # a statement's parts ask nothing
         ]
@@ -114,17 +175,22 @@ class QuestionRouter:
         ranked = sorted(first, key=lambda k: (-first[k], k))
         return ranked + sorted(set(more) - set(ranked), key=lambda k: (-more[k], k))
 
-    def _asked(self, row: np.ndarray, text: str) -> list[tuple[str, float]]:
+    def _asked(self, row: np.ndarray, text: str, asks_form: bool) -> list[tuple[str, float]]:
         """The kinds one sentence asks: its best kind, and a runner-up within
         :data:`RUNNER_UP` of it ("To update your email, please give me your line number.");
-        none when a statement scores higher or the best is below the threshold."""
+        none when a statement scores higher or the best is below the threshold. A sentence
+        without the form of a question or request (``asks_form``) asks only statement kinds."""
         means = self._scores(row, text)
         other = means.pop(OTHER)
         best = max(means.values())
         if best < max(self.threshold, other):
             return []
         floor = max(self.threshold, other, best - RUNNER_UP)
-        return [(kind, score) for kind, score in means.items() if score >= floor]
+        return [
+            (kind, score)
+            for kind, score in means.items()
+            if score >= floor and (asks_form or kind in self.statements)
+        ]
 
     def _names(self, kind: str, text: str) -> bool:
         """Whether ``text`` has one of ``kind``'s keywords."""
@@ -141,6 +207,27 @@ class QuestionRouter:
             if pattern.search(text):
                 means[kind] += KEYWORD_BONUS
         return means
+
+
+def asks(sentence: str) -> bool:
+    """Whether a sentence has the form of a question or a request: a question mark, a
+    request's words ("please", "could you", "من فضلك", "هل" ...), or a question word or
+    imperative opening it or one of its clauses ("which month", "OK, what is", "provide",
+    "وش", "كم" ...). "Your bill for 2026-08 is 412.50 SAR." has none.
+
+    >>> asks("Which month is the bill for"), asks("Your line is active and postpaid.")
+    (True, False)
+    >>> asks("ممكن رقم جوالك"), asks("خطك فعال ومفوتر.")
+    (True, False)
+    """
+    return _asks(normalize(sentence))
+
+
+def _asks(text: str) -> bool:
+    if "?" in text or "؟" in text or _REQUEST_WORDS.search(text):
+        return True
+    first = _FIRST_WORD.search(_LEAD_IN.sub("", text.strip()))
+    return first is not None and _OPENING_WORDS.fullmatch(first.group()) is not None
 
 
 def split_sentences(message: str) -> list[str]:

@@ -185,6 +185,9 @@ def test_a_crowded_settings_object_is_told_to_carry_only_the_changes():
         {"role": "assistant", "content": "**Submit_Resolution** intent: PCI collision"},
         {"content": '{"intent": "PCI Collision", "summary": "PCI changed on the cell"}'},
         '  submit_resolution(intent="PCI Collision", summary="...")',
+        # A 1.5B model's reply, eight times in one episode (the tool's name as the intent).
+        '```json\n{\n  "intent": "submit_resolution",\n  "summary": "PCI clash."\n}\n```',
+        '```JSON {"intent": "PCI Collision", "summary": "PCI changed"}',  # the fence never closed
     ],
 )
 @pytest.mark.parametrize("lang", ["en", "ar"])

@@ -105,7 +105,9 @@ def _in_lang(values: Mapping[str, Any], lang: Language) -> Mapping[str, Any]:
 @cache
 def question_router() -> QuestionRouter:
     """The customer's router of questions (``questions.yaml``), built once per process."""
-    return QuestionRouter(load_prototypes(Path(__file__).with_name("questions.yaml")))
+    return QuestionRouter(
+        load_prototypes(Path(__file__).with_name("questions.yaml")), statements=("done",)
+    )
 
 
 def asked_topics(message: str) -> list[str]:
