@@ -29,12 +29,13 @@ from telcoenv.actions import ParseError, PlainMessage, Received, ToolCall
 from telcoenv.catalog import fill_gold_arguments
 from telcoenv.domains import Domain
 from telcoenv.errors import EmbedderUnavailableError
-from telcoenv.feedback import next_step, silence_reply
+from telcoenv.feedback import next_step, not_their_tool_reply, silence_reply
 from telcoenv.metrics.scoring import EpisodeMetrics, score_episode
 from telcoenv.options import GUIDED, EnvSettings
 from telcoenv.policies import ApprovalGate, Remeasurements, StepBudget
 from telcoenv.rewards import ShapingTracker, reward_from, terminal_components
 from telcoenv.specs import IntentModel, Language
+from telcoenv.text import handed_over_tool
 from telcoenv.tooling import RESERVED_SUBMIT, call_key, canonical_json
 from telcoenv.trace import ActionRecord, EpisodeTrace, GoldCall, Submission
 
@@ -265,10 +266,14 @@ class Episode:
 
     def _message(self, content: str) -> str:
         self.counterpart_messages += 1
-        rng = np.random.default_rng([*self.key, 1, self.turn])
-        observation = self.domain.reply(
-            self.setup, self.blueprint, content, self.trace.language, rng, ended=False
-        )
+        handed_over = handed_over_tool(content, self.domain.catalog.tools)
+        if handed_over is not None:  # the counterpart has no tools: the agent is told to call it
+            observation = not_their_tool_reply(handed_over, self.trace.language)
+        else:
+            rng = np.random.default_rng([*self.key, 1, self.turn])
+            observation = self.domain.reply(
+                self.setup, self.blueprint, content, self.trace.language, rng, ended=False
+            )
         self.approval.heard(self.domain.asks_approval(content))
         self._record(kind="message", raw=content, valid=True, observation=observation)
         return observation

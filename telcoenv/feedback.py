@@ -78,6 +78,12 @@ SILENCE = {
     "en": "I didn't get any message from you.",
     "ar": "لم تصلني منك أي رسالة.",
 }
+# What the counterpart says when asked to call one of the agent's tools or to give its output:
+# it has no tools (a 1.5B model asked the engineer for the output of kpi_timeseries for 8 steps).
+NOT_THEIR_TOOL = {
+    "en": "I can't run {tool}: the tools are yours, not mine. Call {tool} yourself.",
+    "ar": "لا أستطيع تشغيل {tool}، فالأدوات لديك وليست لدي. استدعِ {tool} بنفسك.",
+}
 # How the counterpart is named in Arabic; another domain's counterpart keeps its own name.
 _ARABIC_NAMES = {"engineer": "المهندس", "customer": "العميل", "subscriber": "المشترك"}
 
@@ -106,3 +112,8 @@ def silence_reply(lang: Language, counterpart: str) -> str:
     """The counterpart's answer to an empty message: that nothing came, and what to do."""
     advice = next_step("empty_action", lang, counterpart) or ""
     return f"{SILENCE.get(lang, SILENCE['en'])} {advice}".strip()
+
+
+def not_their_tool_reply(tool: str, lang: Language) -> str:
+    """The counterpart's answer to a request to call the agent's ``tool``: call it yourself."""
+    return NOT_THEIR_TOOL.get(lang, NOT_THEIR_TOOL["en"]).format(tool=tool)

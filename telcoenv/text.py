@@ -9,7 +9,7 @@ proclitics).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 _DIACRITICS = re.compile("[\u0610-\u061a\u064b-\u065f\u0670\u06d6-\u06ed\u0640]")
 _FOLD = str.maketrans({"أ": "ا", "إ": "ا", "آ": "ا", "ٱ": "ا", "ى": "ي", "ة": "ه", "’": "'"})
@@ -130,3 +130,37 @@ def asks_for_approval(message: str) -> bool:
         not _NEGATED.search(text[max(0, found.start() - 40) : found.start()])
         for found in _CHANGE.finditer(text)
     )
+
+
+# --- a tool handed over to the counterpart ------------------------------------------------------
+
+# "please call ... <tool>", "you should run ... <tool>", "please provide the output of the
+# <tool> function call", "يرجى استدعاء ... <tool>": a request to the counterpart (not "I will
+# call <tool>", the agent's own plan) naming a tool. A 1.5B model asked the engineer to run its
+# tools for 8 steps of one episode; the engineer has none.
+_HANDED_OVER = re.compile(
+    r"(?:\bplease\s+|\byou\s+(?:can|could|should|need\s+to|must|may)\s+|"
+    r"\bcan\s+you\s+|\bcould\s+you\s+|(?:يرجى|الرجاء|رجاءً|من\s+فضلك)\s+|^\s*)"
+    r"(?:call|run|use|invoke|execute|(?:provide|share|give\s+me|send\s+me|show\s+me)"
+    r"\s+(?:me\s+)?(?:with\s+)?the\s+(?:output|result|results|response)\s+of|"
+    r"استدع\w*|شغ\w*|استخدم\w*)"
+    r"\b[^.\n]{0,40}?\b([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b",
+    re.MULTILINE,
+)
+
+
+def handed_over_tool(message: str, tool_names: Collection[str]) -> str | None:
+    """The agent's tool that ``message`` asks the counterpart to call or to give the output of
+    ("Please call the tool `kpi_timeseries` ...", "Please provide the output of the
+    `neighbor_audit` function call"), or ``None``; the agent's own plan ("I will call
+    kpi_timeseries") hands nothing over.
+
+    >>> handed_over_tool("Please run `kpi_timeseries` for the cell.", {"kpi_timeseries"})
+    'kpi_timeseries'
+    >>> handed_over_tool("I will call kpi_timeseries now.", {"kpi_timeseries"}) is None
+    True
+    """
+    for match in _HANDED_OVER.finditer(message.casefold()):
+        if match.group(1) in tool_names:
+            return match.group(1)
+    return None

@@ -45,6 +45,7 @@ import openai
 from openai._vendor.httpx_aiohttp.transport import AiohttpTransport
 
 from telcoenv.errors import ModelServerError, TelcoEnvError
+from telcoenv.text import handed_over_tool
 from telcoenv.wrappers.parsers import PARSERS
 
 TOOL_CALL_PARSERS = ("auto", "native", "hermes", "function_tags", "json")
@@ -215,8 +216,7 @@ class OpenAIAgent:
         """Whether a text reply asks the counterpart to call one of the agent's own tools
         ("Please call the tool `kpi_timeseries` with the cell ID ...", 8 replies of one
         episode): the engineer or the customer has no tools."""
-        names = self._tool_names()
-        return any(match.group(1) in names for match in _HANDED_OVER.finditer(content.casefold()))
+        return handed_over_tool(content, self._tool_names()) is not None
 
     def _echoes_counterpart(self, content: str) -> bool:
         """Whether a text reply repeats the counterpart's last message, or is part of it
@@ -536,17 +536,6 @@ def _check_options(
             raise TelcoEnvError(f"{name} must be a positive number of seconds, not {value!r}")
     if not isinstance(retries, int) or retries < 0:
         raise TelcoEnvError(f"max_retries must be a non-negative integer, not {retries!r}")
-
-
-# "please call ... <tool>", "you should run ... <tool>", "يرجى استدعاء ... <tool>": a request
-# to the counterpart (not "I will call <tool>", the agent's own plan) naming a tool.
-_HANDED_OVER = re.compile(
-    r"(?:\bplease\s+|\byou\s+(?:can|could|should|need\s+to|must|may)\s+|"
-    r"(?:يرجى|الرجاء|رجاءً|من\s+فضلك)\s+|^\s*)"
-    r"(?:call|run|use|invoke|execute|استدع\w*|شغ\w*|استخدم\w*)"
-    r"\b[^.\n]{0,40}?\b([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b",
-    re.MULTILINE,
-)
 
 
 # A canned refusal of a plain task ("I'm sorry, but I can't assist with that.", 3 replies of one

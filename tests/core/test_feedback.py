@@ -7,6 +7,8 @@ import json
 
 import pytest
 
+import telcoenv
+from telcoenv import feedback
 from telcoenv.feedback import NEXT_STEPS, silence_reply
 from tests.conftest import ARABIC, HOSTILE_ACTIONS, make_env, tool_call
 
@@ -227,3 +229,44 @@ def test_an_object_without_an_intent_is_no_submission():
     observation, *_ = env.step({"content": '{"summary": "a summary and no intent"}'})
     assert env.unwrapped.episode.counterpart_messages == 1
     assert not observation.startswith('{"error"')
+
+
+@pytest.mark.parametrize(
+    ("env_name", "domain", "message", "tool"),
+    [
+        (
+            "pci_collision",
+            "network",
+            "Please provide the output of the `kpi_timeseries` function call for the cell.",
+            "kpi_timeseries",
+        ),
+        (
+            "pci_collision",
+            "network",
+            "Please call the tool `device_cap_lookup` to check the device capabilities.",
+            "device_cap_lookup",
+        ),
+        ("contact_update", "bss", "يرجى استدعاء get_customer برقمك", "get_customer"),
+    ],
+)
+@pytest.mark.parametrize("lang", ["en", "ar"])
+def test_asked_to_run_the_agents_tool_the_counterpart_says_to_call_it(
+    env_name, domain, message, tool, lang
+):
+    """A 1.5B model asked the engineer for its own tools' output for 8 steps of one episode
+    ("Please provide the output of the `kpi_timeseries` function call ..."), each answered as a
+    question about the time window; the counterpart has no tools and says so."""
+    env = telcoenv.make(env_name, domain=domain, embedder=None, lang=lang)
+    env.reset(seed=2)
+    reply, _, _, _, info = env.step(message)
+    assert reply == feedback.not_their_tool_reply(tool, lang)
+    assert bool(ARABIC.search(reply)) == (lang == "ar")
+    assert info["engineer_messages"] == 1 and info["invalid_actions"] == 0
+
+
+def test_the_agents_own_plan_or_approval_request_is_no_hand_over():
+    env = telcoenv.make("pci_collision", embedder=None)
+    env.reset(seed=2)
+    for message in ("I will call kpi_timeseries next.", "May I run optimize_cell on the cell?"):
+        reply, *_ = env.step(message)
+        assert "the tools are yours" not in reply

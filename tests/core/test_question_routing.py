@@ -309,3 +309,24 @@ def test_asked_for_an_id_they_do_not_know_the_customer_gives_their_line(message)
     """The 1.5B model asked for the customer id (in English, of an Arabic speaker) and got the
     new email address back; a caller gives the number they know."""
     assert customer.question_router().route(message)[:1] == ["msisdn"]
+
+
+@pytest.mark.parametrize("lang", ["en", "ar"])
+@pytest.mark.parametrize("asked", ["internal id", "line"])
+def test_the_customer_says_they_know_their_line_not_an_internal_id(lang, asked):
+    """Asked for "your customer ID" the customer says they do not know it and gives their line
+    (the 1.5B model asked for the customer ID for 12 steps, each answered "The line is ..."
+    only, and never called get_customer with it); asked for the line, they just give it."""
+    env = telcoenv.make("contact_update", domain="bss", embedder=None, lang=lang)
+    env.reset(seed=2)
+    number = env.unwrapped.trace.start_state["msisdns"][0]
+    message = {
+        ("en", "internal id"): "Please enter your customer ID.",
+        ("ar", "internal id"): "من فضلك أدخل رقم العميل الخاص بك.",
+        ("en", "line"): "Please enter your mobile number.",
+        ("ar", "line"): "من فضلك أدخل رقم جوالك.",
+    }[lang, asked]
+    reply, *_ = env.step(message)
+    templates = customer.phrases()["line_not_id" if asked == "internal id" else "answers"]
+    options = templates[lang] if asked == "internal id" else templates["msisdn"][lang]
+    assert reply in {t.format(msisdn=number) for t in options}

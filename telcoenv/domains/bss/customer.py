@@ -35,7 +35,7 @@ from telcoenv.domains.bss import symptoms
 from telcoenv.domains.bss.models import CareIntent
 from telcoenv.routing import QuestionRouter, load_prototypes
 from telcoenv.specs import Language
-from telcoenv.text import asks_for_approval
+from telcoenv.text import asks_for_approval, keyword_pattern, normalize
 
 # What the customer knows (when the episode has it), in the order a reply gives it.
 _ALWAYS_KNOWN = ("msisdn", "trip", "destination", "budget", "need_gb", "email")
@@ -43,6 +43,15 @@ _ALWAYS_KNOWN = ("msisdn", "trip", "destination", "budget", "need_gb", "email")
 _NAMED_IN_OPENING = ("period", "plan_id")
 # A routed kind as the topic a reply answers: a trip is told as planned or past.
 _TOPIC = {"travel": "trip"}
+# An operator's internal id asked for ("your customer ID", "رقم الحساب"): the customer knows
+# only their line number, and says so.
+_INTERNAL_ID = keyword_pattern(
+    [
+        *("customer id", "customer number", "customer no", "client id", "account id"),
+        *("account number", "account no", "identifier", "your id$", "the id$", "معرف"),
+        *("رقم العميل", "رقم عميل", "رقم الحساب", "رقم حساب", "اي دي"),
+    ]
+)
 
 
 @cache
@@ -160,7 +169,7 @@ def reply(
     if "approval" in asked and info:
         info.append("approval")
     if info:
-        return " ".join(_pick(bank["answers"][t][lang], rng).format_map(values) for t in info)
+        return " ".join(_answer(t, message, lang, rng).format_map(values) for t in info)
     if any(topic != "approval" for topic in asked):  # asked for something they cannot tell
         return _with_facts(_pick(bank["unknown"][lang], rng), known, lang, rng)
     if asked:
@@ -171,6 +180,13 @@ def reply(
     if wrapped_up:
         return _pick(bank["satisfied"][lang], rng)
     return _with_facts(_pick(bank["unclear"][lang], rng).format(opening=restated), known, lang, rng)
+
+
+def _answer(topic: str, message: str, lang: Language, rng: np.random.Generator) -> str:
+    """One answer's template; the line number asked for as an internal id says it is no id."""
+    if topic == "msisdn" and _INTERNAL_ID.search(normalize(message)):
+        return _pick(phrases()["line_not_id"][lang], rng)
+    return _pick(phrases()["answers"][topic][lang], rng)
 
 
 def _with_facts(
