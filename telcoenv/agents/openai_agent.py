@@ -77,8 +77,9 @@ class OpenAIAgent:
         retry_timeouts: also resend a request that timed out while the server was generating.
         tool_call_parser: how tool calls written in the message text become calls: ``auto``
             (``<tool_call>`` blocks, then ``<function>`` elements, then JSON objects, only for
-            the episode's tool names), ``hermes``, ``function_tags``, ``json`` or ``native``
-            (text is always a message).
+            the episode's tool names; then an object of one tool's arguments without its name,
+            ``{"intent": ..., "summary": ...}``), ``hermes``, ``function_tags``, ``json`` or
+            ``native`` (text is always a message).
         empty_retries: how many times an empty reply (no text, no call), or a message that
             repeats the previous one word for word, is asked again, at ``retry_temperature``
             with a fixed ``seed`` (reproducible where the server honours it): small models at
@@ -258,10 +259,17 @@ class OpenAIAgent:
 
     def _written_calls(self, content: str) -> list[dict[str, Any]]:
         """The calls a text reply writes (as :meth:`_action` will read them)."""
-        if self.tool_call_parser == "native":
-            return []
-        written = calls_in_text(content, self.tool_call_parser, self._tool_names())
+        written = self._written(content)
         return written["tool_calls"] if written is not None else []
+
+    def _written(self, content: str) -> dict[str, Any] | None:
+        """The assistant message with the calls a text reply writes, or ``None``."""
+        if self.tool_call_parser == "native":
+            return None
+        written = calls_in_text(content, self.tool_call_parser, self._tool_names())
+        if written is None and self.tool_call_parser == "auto":
+            written = arguments_call(content, self.tools)
+        return written
 
     def _refused_again(self, calls: list[dict[str, Any]]) -> bool:
         """Whether every call repeats one of the last action's calls that were refused."""
@@ -330,8 +338,8 @@ class OpenAIAgent:
         """The assistant message to keep and to send to the environment."""
         content = reply.get("content") or ""
         calls = reply.get("tool_calls") or []
-        if not calls and self.tool_call_parser != "native":
-            written = calls_in_text(content, self.tool_call_parser, self._tool_names())
+        if not calls:
+            written = self._written(content)
             if written is not None:
                 self.usage["text_tool_calls"] += len(written["tool_calls"])
                 content, calls = written.get("content") or "", written["tool_calls"]
@@ -497,6 +505,34 @@ def calls_in_text(text: str, parser: str, tool_names: set[str]) -> dict[str, Any
     return None
 
 
+def arguments_call(text: str, tools: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """A call written as its arguments alone, bare or in a ```` ```json ```` block: an object
+    without a tool name whose keys are all parameters of exactly one tool and include every
+    parameter it requires (a 1.5B model wrote ``{"intent": "submit_resolution", "summary":
+    ...}`` ten times in one episode, each refused as a submission written as text). ``None``
+    for anything else."""
+    fenced = _FENCE.match(text.strip())
+    body = (fenced.group(1) if fenced else text).strip()
+    if not (body.startswith("{") and body.endswith("}")):
+        return None
+    try:
+        arguments = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(arguments, dict) or {"name", "function", "arguments"} & arguments.keys():
+        return None
+    matching = []
+    for tool in tools:
+        parameters = tool["function"].get("parameters") or {}
+        required = set(parameters.get("required") or ())
+        if required and required <= arguments.keys() <= set(parameters.get("properties") or ()):
+            matching.append(tool["function"]["name"])
+    if len(matching) != 1:
+        return None
+    call = {"type": "function", "function": {"name": matching[0], "arguments": arguments}}
+    return {"role": "assistant", "content": None, "tool_calls": [call]}
+
+
 def _without_none(value: Any) -> Any:
     """JSON without its null members (as the SDK's typed message left them out)."""
     if isinstance(value, dict):
@@ -538,6 +574,8 @@ def _check_options(
         raise TelcoEnvError(f"max_retries must be a non-negative integer, not {retries!r}")
 
 
+# A message that is one ```json block (closed or not).
+_FENCE = re.compile(r"```(?:json)?\s*(.*?)(?:```\s*$|$)", re.DOTALL | re.IGNORECASE)
 # A canned refusal of a plain task ("I'm sorry, but I can't assist with that.", 3 replies of one
 # episode, each ending the model's plan): sampled again.
 _REFUSAL = re.compile(

@@ -10,7 +10,12 @@ import pickle
 import pytest
 
 from telcoenv.agents import load_agent, run_episode
-from telcoenv.agents.openai_agent import ModelServerError, OpenAIAgent, calls_in_text
+from telcoenv.agents.openai_agent import (
+    ModelServerError,
+    OpenAIAgent,
+    arguments_call,
+    calls_in_text,
+)
 from telcoenv.env import TelcoEnv
 from telcoenv.errors import TelcoEnvError
 from telcoenv.evaluation.runner import RunConfig, build_grid, evaluate
@@ -477,3 +482,36 @@ def test_a_reply_that_writes_out_the_last_error_is_sampled_again(server):
     info, agent, temperatures = _replayed("contact_update", [bad, echo, ask], "bss")
     assert temperatures == [0.0, 0.0, 0.7]
     assert [a.raw for a in info["trace"].actions][1] == ask["content"]
+
+
+def test_a_call_written_as_its_arguments_alone_is_run(server):
+    """Recorded from Qwen2.5-Coder-1.5B (beam_misalignment ar): a ```json block of
+    submit_resolution's arguments with the tool's name as the intent, ten times in one episode.
+    The agent runs it as a call; the environment refuses the tool's name as an intent, and
+    the next object, with a diagnosis, ends the episode."""
+    fenced = '```json\n{\n  "intent": "submit_resolution",\n  "summary": "PCI clash."\n}\n```'
+    fixed = '{"intent": "Beam misalignment", "summary": "The beam is steered off the cell."}'
+    replies = [{"role": "assistant", "content": fenced}, {"role": "assistant", "content": fixed}]
+    info, agent, _ = _replayed("beam_misalignment", replies)
+    first, second = info["trace"].actions[:2]
+    assert first.kind == "submit" and not first.valid
+    assert "is the name of a tool, not an intent" in first.error
+    assert second.kind == "submit" and second.valid and info["trace"].terminated
+    assert info["trace"].submission.intent == "Beam misalignment"
+    assert agent.usage["text_tool_calls"] == 2
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"cell_id": "NR-URB-MACRO-001"}',  # the arguments of several tools: which one?
+        'Here it is: {"intent": "x", "summary": "y"}',  # prose around it
+        '{"intent": "x"}',  # a required argument missing
+        '{"intent": "x", "summary": "y", "colour": "blue"}',  # not a parameter
+        '{"name": "x", "intent": "x", "summary": "y"}',
+    ],
+)
+def test_an_object_that_is_no_one_tools_arguments_stays_text(text):
+    env = TelcoEnv("beam_misalignment", embedder=None)
+    _, info = env.reset(seed=0)
+    assert arguments_call(text, info["tools"]) is None
