@@ -153,14 +153,14 @@ def handed_over_tool(message: str, tool_names: Collection[str]) -> str | None:
     """The agent's tool that ``message`` asks the counterpart to call or to give the output of
     ("Please call the tool `kpi_timeseries` ...", "Please provide the output of the
     `neighbor_audit` function call"), or ``None``; the agent's own plan ("I will call
-    kpi_timeseries") hands nothing over.
+    kpi_timeseries") hands nothing over. Read up to :data:`APPROVAL_CHARS`, as a request is.
 
     >>> handed_over_tool("Please run `kpi_timeseries` for the cell.", {"kpi_timeseries"})
     'kpi_timeseries'
     >>> handed_over_tool("I will call kpi_timeseries now.", {"kpi_timeseries"}) is None
     True
     """
-    for match in _HANDED_OVER.finditer(message.casefold()):
+    for match in _HANDED_OVER.finditer(message[:APPROVAL_CHARS].casefold()):
         if match.group(1) in tool_names:
             return match.group(1)
     return None

@@ -8,7 +8,9 @@ in a :class:`Toolbox`.
 
 from __future__ import annotations
 
+import functools
 import json
+import re
 import zlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -284,8 +286,30 @@ class Toolbox:
         errors.sort(key=lambda e: (e.validator != "required", list(map(str, e.absolute_path))))
         parameters = self.specs[name].parameters
         optional = frozenset(parameters.get("properties", {})) - set(parameters.get("required", ()))
-        problem = "; ".join(_describe(e, optional) for e in errors[:3])
+        problem = "; ".join(_describe(e, optional) + self._other_form(e) for e in errors[:3])
         return problem + _crowded(errors, arguments), _advice(errors, optional)
+
+    def _other_form(self, error: jsonschema.ValidationError) -> str:
+        """For a value of the wrong form that has the form of another parameter of the
+        domain's tools, which one (the 1.5B model passed the customer's line number as
+        ``account_id`` after get_customer had listed the account)."""
+        value, path = error.instance, ".".join(map(str, error.absolute_path))
+        if error.validator != "pattern" or not isinstance(value, str):
+            return ""
+        for parameter, pattern in self._patterns.items():
+            if parameter != path and pattern.search(value):
+                return f" ({_short(value)} has the form of {parameter!r}, not of {path!r})"
+        return ""
+
+    @functools.cached_property
+    def _patterns(self) -> dict[str, re.Pattern[str]]:
+        """Each top-level parameter's pattern, from the first tool (by name) that has one."""
+        patterns: dict[str, re.Pattern[str]] = {}
+        for name in sorted(self.specs):
+            for parameter, schema in self.specs[name].parameters.get("properties", {}).items():
+                if "pattern" in schema and parameter not in patterns:
+                    patterns[parameter] = re.compile(schema["pattern"])
+        return patterns
 
     def run(self, name: str, arguments: dict[str, Any], context: Any) -> ToolResult:
         """Validate and execute a call; every failure is reported, none raised."""

@@ -39,7 +39,8 @@ class EpisodeSetup:
     # The ground truth the simulation needs and no tool may read (the network's fault and fix,
     # the caller's identity and facts): the domain hands tools the live state only.
     truth: Any = None
-    # What the counterpart said at the start and must keep to in its replies (a place, a time).
+    # What the counterpart said at the start and must keep to in its replies (a place, a time),
+    # and what it has heard since (whether its question was answered).
     counterpart_context: dict[str, Any] = field(default_factory=dict)
 
 

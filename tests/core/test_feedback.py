@@ -120,7 +120,8 @@ def test_a_value_of_the_wrong_form_is_told_what_is_expected_all_problems_at_once
     assert error["message"] == (
         "invalid arguments for update_contact: "
         "argument 'customer_id': '1234567890' is not of the expected form "
-        '(Customer id from get_customer, e.g. "C000000"); '
+        '(Customer id from get_customer, e.g. "C000000") '
+        "('1234567890' has the form of 'msisdn', not of 'customer_id'); "
         "argument 'email': 'a@b' is not of the expected form "
         '(New email address, ASCII, e.g. "name@mail.example.sa"); '
         "argument 'phone' is optional and was given empty (\"\"): leave it out"
@@ -292,3 +293,18 @@ def test_a_tools_name_is_no_intent(env_name, domain, intent):
     assert not terminated and info["invalid_actions"] == 1
     *_, terminated, _, _ = env.step(tool_call("submit_resolution", intent="x", summary="y"))
     assert terminated
+
+
+@pytest.mark.parametrize(
+    ("value", "form"), [("966536333041", "msisdn"), ("C000123", "customer_id"), ("X-1", None)]
+)
+def test_an_id_of_the_wrong_form_says_whose_form_it_has(value, form):
+    """The 1.5B model passed the customer's line number as ``account_id`` after get_customer
+    had listed the account: the error says the value is a line number (an msisdn)."""
+    env = telcoenv.make("bill_shock", domain="bss", embedder=None)
+    env.reset(seed=2)
+    observation, *_ = env.step(tool_call("get_bill", account_id=value, period="2026-08"))
+    message = json.loads(observation)["error"]["message"]
+    note = f"({value!r} has the form of {form!r}, not of 'account_id')"
+    assert (note in message) is (form is not None)
+    assert "has the form of" in message or form is None

@@ -286,10 +286,11 @@ def test_the_customer_answers_a_wrap_up_as_a_customer_would(lang):
 
 
 def test_a_question_needs_no_change_and_an_undone_change_is_not_heard_of():
-    """A customer who asked a question is satisfied by a wrap-up (nothing to change); a change
-    that was undone sends no confirmation."""
+    """A customer who asked a question is satisfied by a wrap-up once they heard the answer
+    (nothing to change); a change that was undone sends no confirmation."""
     env = telcoenv.make("bill_shock", domain="bss", embedder=None)
     env.reset(seed=2)
+    env.step(f"It is a charge of {env.unwrapped.trace.gold_answer} SAR.")
     assert env.step("Anything else I can help with?")[0] in customer.phrases()["satisfied"]["en"]
     env = telcoenv.make("contact_update", domain="bss", embedder=None)
     env.reset(seed=2)
@@ -330,3 +331,36 @@ def test_the_customer_says_they_know_their_line_not_an_internal_id(lang, asked):
     templates = customer.phrases()["line_not_id" if asked == "internal id" else "answers"]
     options = templates[lang] if asked == "internal id" else templates["msisdn"][lang]
     assert reply in {t.format(msisdn=number) for t in options}
+
+
+@pytest.mark.parametrize(
+    ("answer", "message", "given"),
+    [
+        ("267.0", "The extra charge is 267 SAR of roaming data.", True),
+        ("267.0", "That comes to 267.00 SAR.", True),
+        ("1267.5", "You owe 1,267.50 SAR.", True),
+        ("267.0", "Your bill is 2670 SAR.", False),
+        ("267.0", "Let me check your bill.", False),
+        ("card expired", "The payment failed because the card expired.", True),
+        ("card expired", "It failed: the card has expired.", False),
+        ("POST-PLUS", "I recommend post-plus.", True),
+    ],
+)
+def test_the_customer_hears_the_answer_in_its_amount_or_words(answer, message, given):
+    assert customer.gives_answer(answer, message) is given
+
+
+@pytest.mark.parametrize("lang", ["en", "ar"])
+def test_a_question_asked_is_not_wrapped_up_before_it_is_answered(lang):
+    """The 1.5B model said it could not answer without more details, then "If you have any
+    other questions, feel free to ask.", and the customer said "That's all I needed": now they
+    ask their question again until a message gives its answer."""
+    env = telcoenv.make("bill_shock", domain="bss", embedder=None, lang=lang)
+    env.reset(seed=2)
+    answer = env.unwrapped.trace.gold_answer
+    wrap_up = "Is there anything else I can help you with today?"
+    reply, *_ = env.step(wrap_up)
+    assert reply.startswith(tuple(customer.phrases()["unanswered"][lang]))
+    assert env.unwrapped.trace.problem_statement.rsplit(". ", 1)[-1] in reply  # the question
+    env.step(f"The extra charge on that bill is {float(answer):.2f} SAR.")
+    assert env.step(wrap_up)[0] in customer.phrases()["satisfied"][lang]

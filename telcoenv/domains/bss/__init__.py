@@ -168,8 +168,21 @@ class BssDomain:
         waiting = not setup.state.kept_writes and any(
             step.tool in self.write_tools for step in intent.gold_chain
         )
+        # A question the customer asked and has not heard answered (in any message so far).
+        heard = setup.counterpart_context
+        if setup.gold_answer is not None and customer.gives_answer(setup.gold_answer, message):
+            heard["answered"] = True
+        unanswered = setup.gold_answer is not None and not heard.get("answered")
         return customer.reply(
-            intent, setup.gold_values, message, lang, rng, ended=ended, seen=seen, waiting=waiting
+            intent,
+            setup.gold_values,
+            message,
+            lang,
+            rng,
+            ended=ended,
+            seen=seen,
+            waiting=waiting,
+            unanswered=unanswered,
         )
 
     def asks_approval(self, message: str) -> bool:

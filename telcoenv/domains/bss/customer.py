@@ -21,6 +21,7 @@ opening, when a message is unclear.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from functools import cache, lru_cache
 from importlib import resources
@@ -33,9 +34,9 @@ from telcoenv.catalog import template_fields
 from telcoenv.datafiles import parse_yaml
 from telcoenv.domains.bss import symptoms
 from telcoenv.domains.bss.models import CareIntent
-from telcoenv.routing import QuestionRouter, load_prototypes
+from telcoenv.routing import ROUTED_CHARS, QuestionRouter, load_prototypes
 from telcoenv.specs import Language
-from telcoenv.text import asks_for_approval, keyword_pattern, normalize
+from telcoenv.text import APPROVAL_CHARS, asks_for_approval, keyword_pattern, normalize
 
 # What the customer knows (when the episode has it), in the order a reply gives it.
 _ALWAYS_KNOWN = ("msisdn", "trip", "destination", "budget", "need_gb", "email")
@@ -144,10 +145,13 @@ def reply(
     ended: bool,
     seen: str | None = None,
     waiting: bool = False,
+    unanswered: bool = False,
 ) -> str:
     """The customer's answer to a plain message from the agent; ``seen`` is the symptom the
     customer opened with in the ``symptom`` tier (``None``: the guided tier); ``waiting``: a
-    change they asked for has not been made (told it is done, they say they have not heard)."""
+    change they asked for has not been made (told it is done, they say they have not heard);
+    ``unanswered``: no message has given the answer to their question (told "anything else?",
+    they ask it again)."""
     bank = phrases()
     values = _in_lang(values, lang)
     if ended:
@@ -177,14 +181,31 @@ def reply(
     restated = intent.customer.in_lang(lang).format_map(values) if seen is None else seen
     if wrapped_up and waiting:
         return f"{_pick(bank['not_yet'][lang], rng)} {restated}"
+    if wrapped_up and unanswered:
+        return f"{_pick(bank['unanswered'][lang], rng)} {restated}"
     if wrapped_up:
         return _pick(bank["satisfied"][lang], rng)
     return _with_facts(_pick(bank["unclear"][lang], rng).format(opening=restated), known, lang, rng)
 
 
+_NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
+
+
+def gives_answer(answer: str, message: str) -> bool:
+    """Whether ``message`` states the answer to the customer's question: its amount (``267.0``
+    as "267", "267.00 SAR" or "1,267.5"), else its words ("card expired", "POST-PLUS")."""
+    message = message[:APPROVAL_CHARS]  # as much as a request is read
+    try:
+        amount = float(answer)
+    except ValueError:
+        return normalize(answer) in normalize(message)
+    said = (float(n.replace(",", "")) for n in _NUMBER.findall(message))
+    return any(abs(value - amount) < 0.005 for value in said)
+
+
 def _answer(topic: str, message: str, lang: Language, rng: np.random.Generator) -> str:
     """One answer's template; the line number asked for as an internal id says it is no id."""
-    if topic == "msisdn" and _INTERNAL_ID.search(normalize(message)):
+    if topic == "msisdn" and _INTERNAL_ID.search(normalize(message[:ROUTED_CHARS])):
         return _pick(phrases()["line_not_id"][lang], rng)
     return _pick(phrases()["answers"][topic][lang], rng)
 
