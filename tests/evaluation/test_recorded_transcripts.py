@@ -13,7 +13,7 @@ import pytest
 
 import telcoenv
 from telcoenv.agents import run_episode
-from telcoenv.agents.openai_agent import OpenAIAgent, calls_in_text
+from telcoenv.agents.openai_agent import OpenAIAgent, arguments_call, calls_in_text
 from telcoenv.feedback import silence_reply
 from tests.conftest import ARABIC
 from tests.stub_openai import StubServer, conversation_error
@@ -56,7 +56,11 @@ def test_every_recorded_call_is_run_and_the_conversation_stays_valid(name):
     tools = {t["function"]["name"] for t in info["tools"]} if "tools" in info else None
     names = tools or {t["function"]["name"] for t in requests[0]["tools"]}
     replies = TRANSCRIPTS[name]["replies"][: len(requests)]
-    written = [calls_in_text(r.get("content") or "", "auto", names) for r in replies]
+    written = [
+        calls_in_text(r.get("content") or "", "auto", names)
+        or arguments_call(r.get("content") or "", requests[0]["tools"])
+        for r in replies
+    ]
     expected = sum(len(w["tool_calls"]) for w in written if w)
     assert agent.usage["text_tool_calls"] == expected > 0
     assert sum(a.tool is not None for a in trace.actions) == expected
@@ -163,3 +167,18 @@ def test_the_empty_phone_left_out_the_recorded_replies_resolve_the_contact_updat
     assert info["resolved"] is True and info["verification"]["collateral_changes"] == []
     said = [a.observation for a in trace.actions if a.kind == "message"]
     assert "Great, thank you. That's all I needed." in said
+
+
+def test_a_fenced_submission_with_the_tools_name_as_intent_is_run_and_refused():
+    """Run s9b: the model wrote ``{"intent": "submit_resolution", "summary": ...}`` in a
+    ```` ```json ```` block for ten steps, each refused as a submission written as text.
+    Replayed through today's agent, each is run as a submit_resolution call, which the
+    environment refuses for naming a tool as the intent; none reaches the engineer."""
+    info, agent, _ = replay("compact_beam_misalignment_ar_fenced_submission")
+    trace = info["trace"]
+    submits = [a for a in trace.actions if a.kind == "submit"]
+    assert len(submits) >= 8 and not any(a.valid for a in submits)
+    assert all("is the name of a tool, not an intent" in a.error for a in submits)
+    assert all(a.arguments["intent"] == "submit_resolution" for a in submits)
+    assert not any(a.kind == "message" for a in trace.actions[len(trace.actions) - 8 :])
+    assert trace.truncated and agent.usage["text_tool_calls"] >= 10
