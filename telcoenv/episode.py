@@ -376,9 +376,7 @@ class Episode:
         return observation, False
 
     def _submit(self, arguments: dict[str, Any]) -> tuple[str, bool]:
-        problem = self.domain.toolbox.validate(RESERVED_SUBMIT, arguments) or self._tool_as_intent(
-            arguments["intent"]
-        )
+        problem = self.domain.toolbox.validate(RESERVED_SUBMIT, arguments)
         if problem is not None:
             observation = self._error(
                 "invalid_arguments", f"invalid arguments for {RESERVED_SUBMIT}: {problem}"
@@ -403,17 +401,6 @@ class Episode:
             observation=observation,
         )
         return observation, True
-
-    def _tool_as_intent(self, intent: str) -> str | None:
-        """The problem of an intent that is a tool's name (``"submit_resolution"``, what a 1.5B
-        model submitted): the intent is the diagnosis, and the episode would end on a name."""
-        name = intent.strip().strip("`'\"").casefold()
-        if name != RESERVED_SUBMIT and name not in self.domain.catalog.tools:
-            return None
-        return (
-            f"argument 'intent': {intent.strip()!r} is the name of a tool, not an intent: put "
-            f"the problem you diagnosed in 'intent' and call {RESERVED_SUBMIT} again"
-        )
 
     def _refused(
         self, kind: str, error_kind: str, error: str, *, tool: str | None = None, raw: Any = None

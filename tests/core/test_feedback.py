@@ -274,28 +274,6 @@ def test_the_agents_own_plan_or_approval_request_is_no_hand_over():
 
 
 @pytest.mark.parametrize(
-    ("env_name", "domain", "intent"),
-    [
-        ("beam_misalignment", "network", "submit_resolution"),
-        ("beam_misalignment", "network", " `kpi_timeseries` "),
-        ("bill_shock", "bss", "get_bill"),
-    ],
-)
-def test_a_tools_name_is_no_intent(env_name, domain, intent):
-    """A 1.5B model submitted the intent "submit_resolution": refused with what to put there,
-    the episode goes on, and a diagnosis then ends it."""
-    env = telcoenv.make(env_name, domain=domain, embedder=None)
-    env.reset(seed=2)
-    summary = {"intent": intent, "summary": "Checked."}
-    observation, _, terminated, _, info = env.step(tool_call("submit_resolution", **summary))
-    error = json.loads(observation)["error"]
-    assert error["type"] == "invalid_arguments" and "not an intent" in error["message"]
-    assert not terminated and info["invalid_actions"] == 1
-    *_, terminated, _, _ = env.step(tool_call("submit_resolution", intent="x", summary="y"))
-    assert terminated
-
-
-@pytest.mark.parametrize(
     ("value", "form"), [("966536333041", "msisdn"), ("C000123", "customer_id"), ("X-1", None)]
 )
 def test_an_id_of_the_wrong_form_says_whose_form_it_has(value, form):

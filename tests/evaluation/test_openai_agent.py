@@ -486,19 +486,14 @@ def test_a_reply_that_writes_out_the_last_error_is_sampled_again(server):
 
 def test_a_call_written_as_its_arguments_alone_is_run(server):
     """Recorded from Qwen2.5-Coder-1.5B (beam_misalignment ar): a ```json block of
-    submit_resolution's arguments with the tool's name as the intent, ten times in one episode.
-    The agent runs it as a call; the environment refuses the tool's name as an intent, and
-    the next object, with a diagnosis, ends the episode."""
-    fenced = '```json\n{\n  "intent": "submit_resolution",\n  "summary": "PCI clash."\n}\n```'
-    fixed = '{"intent": "Beam misalignment", "summary": "The beam is steered off the cell."}'
-    replies = [{"role": "assistant", "content": fenced}, {"role": "assistant", "content": fixed}]
-    info, agent, _ = _replayed("beam_misalignment", replies)
-    first, second = info["trace"].actions[:2]
-    assert first.kind == "submit" and not first.valid
-    assert "is the name of a tool, not an intent" in first.error
-    assert second.kind == "submit" and second.valid and info["trace"].terminated
+    submit_resolution's arguments, ten times in one episode, each refused as a submission
+    written as text. The agent runs it as the call it is; the episode ends with it."""
+    fenced = '```json\n{\n  "intent": "Beam misalignment",\n  "summary": "Off-axis."\n}\n```'
+    info, agent, _ = _replayed("beam_misalignment", [{"role": "assistant", "content": fenced}])
+    (submit,) = info["trace"].actions
+    assert submit.kind == "submit" and submit.valid and info["trace"].terminated
     assert info["trace"].submission.intent == "Beam misalignment"
-    assert agent.usage["text_tool_calls"] == 2
+    assert agent.usage["text_tool_calls"] == 1
 
 
 @pytest.mark.parametrize(

@@ -169,16 +169,15 @@ def test_the_empty_phone_left_out_the_recorded_replies_resolve_the_contact_updat
     assert "Great, thank you. That's all I needed." in said
 
 
-def test_a_fenced_submission_with_the_tools_name_as_intent_is_run_and_refused():
+def test_a_fenced_submission_is_run_as_the_submission_it_is():
     """Run s9b: the model wrote ``{"intent": "submit_resolution", "summary": ...}`` in a
     ```` ```json ```` block for ten steps, each refused as a submission written as text.
-    Replayed through today's agent, each is run as a submit_resolution call, which the
-    environment refuses for naming a tool as the intent; none reaches the engineer."""
+    Replayed through today's agent, the first is run as the submit_resolution call it writes
+    out, and the episode ends there: submitted, with the intent the model wrote (scored wrong,
+    not lost in ten refusals)."""
     info, agent, _ = replay("compact_beam_misalignment_ar_fenced_submission")
     trace = info["trace"]
-    submits = [a for a in trace.actions if a.kind == "submit"]
-    assert len(submits) >= 8 and not any(a.valid for a in submits)
-    assert all("is the name of a tool, not an intent" in a.error for a in submits)
-    assert all(a.arguments["intent"] == "submit_resolution" for a in submits)
-    assert not any(a.kind == "message" for a in trace.actions[len(trace.actions) - 8 :])
-    assert trace.truncated and agent.usage["text_tool_calls"] >= 10
+    assert [a.kind for a in trace.actions] == ["tool_call", "tool_call", "invalid", "submit"]
+    assert trace.terminated and trace.submission.intent == "submit_resolution"
+    assert not any(a.kind == "message" and a.raw.startswith("```") for a in trace.actions)
+    assert agent.usage["text_tool_calls"] == 3
