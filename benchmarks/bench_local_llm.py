@@ -172,6 +172,7 @@ def play(env_name: str, lang: str, args: argparse.Namespace, recorder: Recorder)
         "error": error,
         "steps": len(actions),
         "valid_rate": sum(a.valid for a in actions) / len(actions) if actions else 0.0,
+        "valid_actions": sum(a.valid for a in actions),
         "tool_calls": sum(a.tool is not None for a in actions),
         "messages": sum(a.kind == "message" for a in actions),
         "empty_replies": sum(_is_empty(e) for e in exchanges),
@@ -199,9 +200,13 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
         values = [float(r[key]) for r in rows if r[key] is not None]
         return round(statistics.mean(values), 3) if values else float("nan")
 
+    steps = sum(r["steps"] for r in rows)
+
     return {
         "episodes": len(rows),
-        "valid_rate": mean("valid_rate"),
+        "valid_rate": mean("valid_rate"),  # the mean of the episodes' rates
+        # Of all actions: a short episode's refusals weigh no more than a long one's.
+        "valid_share": round(sum(r["valid_actions"] for r in rows) / steps, 3) if steps else 0.0,
         "empty_replies": sum(r["empty_replies"] for r in rows),
         "text_calls": sum(r["text_calls"] for r in rows),
         "steps": mean("steps"),
