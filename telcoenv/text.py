@@ -135,14 +135,16 @@ def asks_for_approval(message: str) -> bool:
 # --- a tool handed over to the counterpart ------------------------------------------------------
 
 # "please call ... <tool>", "you should run ... <tool>", "please provide the output of the
-# <tool> function call", "يرجى استدعاء ... <tool>": a request to the counterpart (not "I will
-# call <tool>", the agent's own plan) naming a tool. A 1.5B model asked the engineer to run its
+# <tool> function call", "please correct the arguments in the <tool> function call", "يرجى
+# استدعاء ... <tool>": a request to the counterpart (not "I will call <tool>", the agent's own
+# plan) naming a tool. A 1.5B model asked the engineer to run its
 # tools for 8 steps of one episode; the engineer has none.
 _HANDED_OVER = re.compile(
     r"(?:\bplease\s+|\byou\s+(?:can|could|should|need\s+to|must|may)\s+|"
     r"\bcan\s+you\s+|\bcould\s+you\s+|(?:يرجى|الرجاء|رجاءً|من\s+فضلك)\s+|^\s*)"
     r"(?:call|run|use|invoke|execute|(?:provide|share|give\s+me|send\s+me|show\s+me)"
     r"\s+(?:me\s+)?(?:with\s+)?the\s+(?:output|result|results|response)\s+of|"
+    r"(?:correct|fix|adjust|change)\s+the\s+(?:arguments?|parameters?)\s+(?:in|of|for)|"
     r"استدع\w*|شغ\w*|استخدم\w*)"
     r"\b[^.\n]{0,40}?\b([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b",
     re.MULTILINE,

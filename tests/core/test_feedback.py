@@ -248,6 +248,14 @@ def test_an_object_without_an_intent_is_no_submission():
             "device_cap_lookup",
         ),
         ("contact_update", "bss", "يرجى استدعاء get_customer برقمك", "get_customer"),
+        (  # the error's advice passed on to the engineer (run s9d), answered "No, people are
+            # still getting cut off" before
+            "pci_collision",
+            "network",
+            "To resolve this issue, please correct the arguments in the `optimize_cell` function"
+            " call. The `max_ue_per_tti` should be between 1 and 64.",
+            "optimize_cell",
+        ),
     ],
 )
 @pytest.mark.parametrize("lang", ["en", "ar"])
