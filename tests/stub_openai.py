@@ -19,7 +19,8 @@ the last). ``StubServer(latency=s)`` answers every request ``s`` seconds late, a
 model that takes that long to generate; it answers many requests at once.
 
 Like a strict hosted API, the server refuses (HTTP 400) a conversation in which a tool call
-has no id, is not answered by exactly one tool message, or a tool message answers no call.
+has no id or arguments that are not JSON text, is not answered by exactly one tool message, or a
+tool message answers no call.
 """
 
 from __future__ import annotations
@@ -56,6 +57,12 @@ def conversation_error(messages: list[dict[str, Any]]) -> str | None:
             ids = [call.get("id") for call in calls]
             if not all(ids) or len(set(ids)) != len(ids):
                 return f"tool calls need distinct ids, got {ids}"
+            for call in calls:  # OpenAI's own wording
+                if not isinstance((call.get("function") or {}).get("arguments"), str):
+                    return (
+                        "Invalid type for 'function.arguments': expected a string, "
+                        "but got an object instead."
+                    )
             open_ids = list(ids)
     return None
 

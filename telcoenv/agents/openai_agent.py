@@ -20,7 +20,8 @@ the episode's tools, so a message that merely contains braces stays a message.
 
 The agent keeps the conversation valid for strict servers: every tool call has an id and is
 answered by exactly one tool message (an action the environment refused as a whole is answered,
-call by call, with that refusal), and an empty reply is kept as empty content.
+call by call, with that refusal), a call's arguments are JSON text (also for a call read from the
+message text), and an empty reply is kept as empty content.
 
 For many episodes in flight in one process (``telcoenv evaluate --concurrency N``), ``aact`` is
 ``act`` on the async client, and ``copies(n)`` makes the ``n`` agents, each keeping its own
@@ -354,6 +355,11 @@ class OpenAIAgent:
         function = dict(call.get("function") or {})
         if self.drop_empty_optional:
             function = self._without_empty_optionals(function)
+        if not isinstance(function.get("arguments"), str):
+            # A call read from the text has its arguments as an object; chat-completions
+            # servers want JSON text (OpenAI answers HTTP 400 "expected a string, but got
+            # an object" on the next request of the conversation).
+            function["arguments"] = json.dumps(function.get("arguments", {}), ensure_ascii=False)
         return {"id": call_id, "type": "function", "function": function}
 
     def _without_empty_optionals(self, function: dict[str, Any]) -> dict[str, Any]:
@@ -361,9 +367,8 @@ class OpenAIAgent:
         small models fill in for every parameter of the schema (the 1.5B model sent
         update_contact's ``phone`` as ``""`` in every call, was told to leave it out, and did
         not); required arguments are sent as they are, for the environment to judge."""
-        arguments, text = function.get("arguments"), None
+        arguments = function.get("arguments")
         if isinstance(arguments, str):
-            text = arguments
             try:
                 arguments = json.loads(arguments)
             except ValueError:
@@ -379,8 +384,7 @@ class OpenAIAgent:
         if len(kept) == len(arguments):
             return function
         self.usage["dropped_arguments"] += len(arguments) - len(kept)
-        dropped = json.dumps(kept, ensure_ascii=False) if text is not None else kept
-        return {**function, "arguments": dropped}
+        return {**function, "arguments": kept}
 
     def _tool_names(self) -> set[str]:
         return {tool["function"]["name"] for tool in self.tools}
