@@ -88,6 +88,11 @@ class OpenAIAgent:
         drop_empty_optional: leave out of a call the optional arguments the model sent empty
             (``""`` or ``null``; counted in ``usage["dropped_arguments"]``); required ones are
             sent as they are.
+        keep_call_text: a call read from the message text keeps that text as the kept
+            message's content, so the model sees its turn as it wrote it (``False``: only the
+            text around the call). With the content left empty, Qwen2.5-Coder-1.5B answered
+            the next tool error with an empty reply in 3 of 3 recorded requests; with its text
+            kept, with a call or a message in all 3.
         prompt_price / completion_price: cost per 1,000 tokens, used when the server reports no
             ``usage.cost``.
         extra_body: extra request fields passed through (e.g. ``{"top_k": 20}``).
@@ -112,6 +117,7 @@ class OpenAIAgent:
         empty_retries: int = 1,
         retry_temperature: float = 0.7,
         drop_empty_optional: bool = True,
+        keep_call_text: bool = True,
         prompt_price: float = 0.0,
         completion_price: float = 0.0,
         extra_body: dict[str, Any] | None = None,
@@ -135,6 +141,7 @@ class OpenAIAgent:
         self.tool_call_parser = tool_call_parser
         self.empty_retries, self.retry_temperature = empty_retries, retry_temperature
         self.drop_empty_optional = bool(drop_empty_optional)
+        self.keep_call_text = bool(keep_call_text)
         self.prices = (prompt_price, completion_price)
         self.extra_body = dict(extra_body or {})
         self.messages: list[dict[str, Any]] = []
@@ -343,7 +350,8 @@ class OpenAIAgent:
             written = self._written(content)
             if written is not None:
                 self.usage["text_tool_calls"] += len(written["tool_calls"])
-                content, calls = written.get("content") or "", written["tool_calls"]
+                calls = written["tool_calls"]
+                content = content if self.keep_call_text else written.get("content") or ""
         message: dict[str, Any] = {"role": "assistant", "content": content}
         if calls:
             message["tool_calls"] = [self._with_id(call, index) for index, call in enumerate(calls)]

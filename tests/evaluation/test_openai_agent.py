@@ -74,7 +74,19 @@ def test_calls_written_in_text_become_real_calls(server, model, lang):
     assert _valid_conversations(server)
     kept = server.requests[1]["messages"][-2]  # the parsed call is kept as a real call
     assert kept["tool_calls"][0]["function"]["name"] == "oss_query"
-    assert "{" not in (kept["content"] or "")
+    # ... and the model's turn as it wrote it (keep_call_text): the call is in the text too.
+    assert '"name": "oss_query"' in kept["content"] and '"arguments"' in kept["content"]
+
+
+@pytest.mark.parametrize("model", ["fenced", "hermes", "bare"])
+def test_keep_call_text_false_keeps_only_the_text_around_a_call(server, model):
+    env = TelcoEnv("beam_misalignment", embedder=None)
+    agent = _agent(server, model, keep_call_text=False)
+    _, info = run_episode(env, agent, seed=4)
+    assert info["trace"].predicted_chain == ["oss_query"]
+    kept = server.requests[1]["messages"][-2]
+    assert kept["tool_calls"][0]["function"]["name"] == "oss_query"
+    assert "{" not in (kept["content"] or "") and "oss_query" not in (kept["content"] or "")
 
 
 def test_native_parser_keeps_text_as_a_message(server):
