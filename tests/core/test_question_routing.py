@@ -169,8 +169,8 @@ def test_sentences_are_split_where_a_model_ends_them():
 def test_the_engineer_lists_what_it_can_tell(lang):
     env = telcoenv.make("beam_misalignment", embedder=None, lang=lang)
     env.reset(seed=2)
-    statement = "I am reviewing the configuration." if lang == "en" else "أراجع الإعدادات."
-    reply, *_ = env.step(statement)
+    question = "Do you know the weather there?" if lang == "en" else "هل تعرف حالة الطقس هناك؟"
+    reply, *_ = env.step(question)
     can_tell = engineer.phrases()["can_tell"][lang]
     assert any(reply.endswith(sentence) for sentence in can_tell)
 

@@ -16,7 +16,11 @@ from telcoenv.env import TelcoEnv
         ("Over what time window did it start?", "window"),
         ("May I apply the tilt change?", "approval"),
         ("Shall I go ahead with the ticket?", "approval"),
-        ("Thanks, looking now.", "other"),
+        ("Thanks, looking now.", "report"),  # asks nothing: findings or a plan
+        ("Root cause: a PCI collision with NR-SUB-MACRO-101.", "report"),
+        ("Can you tell me the weather there?", "other"),  # asks what the engineer can't tell
+        ("الخلية تعاني من تعارض في معرف الخلية الفيزيائي.", "report"),
+        ("هل تعرف حالة الطقس هناك؟", "other"),
         ("ما هو معرف الخلية؟", "cell_id"),
         ("منذ متى بدأت المشكلة؟", "started"),
         ("هل يمكنني تنفيذ التغيير؟", "approval"),
@@ -58,3 +62,23 @@ def test_every_intent_has_symptom_phrasing_in_both_languages(catalog):
     for intent in catalog.intents:
         for lang in ("en", "ar"):
             assert len(bank["symptoms"][intent.key][lang]) >= 4
+
+
+@pytest.mark.parametrize("lang", ["en", "ar"])
+def test_a_report_is_acknowledged_with_how_the_case_closes(lang):
+    """Recorded from Qwen2.5-Coder-1.5B (pci_collision en): the model told the engineer its
+    findings nine times ("The cluster ... is experiencing downlink throughput drop due to
+    handover issues ...") and heard "That's all I know from the field. Can you check ...?" each
+    time. A message that asks nothing is acknowledged, with the way to close the case; it
+    approves nothing."""
+    env = TelcoEnv("pci_collision", lang=lang, embedder=None, require_approval=True)
+    env.reset(seed=0)
+    findings = (
+        "The handover success rate dropped to 84.4% because of a PCI clash with a neighbour."
+        if lang == "en"
+        else "انخفض معدل نجاح التسليم إلى 84.4% بسبب تعارض معرف الخلية الفيزيائي مع خلية مجاورة."
+    )
+    answers = {env.step(findings)[0] for _ in range(6)}
+    assert len(answers) > 1 and all("submit_resolution" in a for a in answers)
+    assert not any(a in phrases()["replies"]["approval"][lang] for a in answers)
+    assert not env.unwrapped.episode.approval.approved

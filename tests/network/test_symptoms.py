@@ -317,10 +317,21 @@ def test_follow_up_questions_are_classified(message, kind):
         "OK.",
         "شكراً، سأراجع المؤشرات.",
         "سأفتح تذكرة للفريق الميداني.",
-        "",
     ],
 )
 def test_unrelated_messages_are_not_follow_up_questions(message):
+    assert engineer.asked_kinds(message) == ["report"]  # asks nothing: acknowledged
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "Do you know the weather there?",
+        "هل تعرف حالة الطقس هناك؟",
+        "",
+    ],
+)
+def test_questions_the_engineer_cannot_answer_are_other(message):
     assert engineer.asked_kinds(message) == ["other"]
 
 

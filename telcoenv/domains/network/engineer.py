@@ -26,7 +26,7 @@ from telcoenv.domains.network.models import Blueprint, Intent
 from telcoenv.domains.network.parameters import KPI_TO_CELL_PARAMETER
 from telcoenv.domains.network.topology import InitialNetwork
 from telcoenv.errors import CatalogError
-from telcoenv.routing import QuestionRouter, load_prototypes
+from telcoenv.routing import QuestionRouter, asks, load_prototypes, split_sentences
 from telcoenv.specs import LANGUAGES, Language
 from telcoenv.text import asks_for_approval
 
@@ -229,10 +229,16 @@ def asked_kinds(message: str) -> list[str]:
     """What a plain agent message asks: ``["approval"]`` for a request that names a change
     (:func:`telcoenv.text.asks_for_approval`; a statement such as "has been confirmed" is
     none), else its kinds by meaning, best first (``cell_id``, ``window``, ``started``,
-    ``users``, ``services``, ``changed``, ``status``), else ``["other"]``."""
+    ``users``, ``services``, ``changed``, ``status``), else ``["other"]`` for a question the
+    engineer cannot answer and ``["report"]`` for a message that asks nothing (findings or a
+    plan told to the engineer)."""
     if asks_for_approval(message):
         return ["approval"]
-    return question_router().route(message) or ["other"]
+    kinds = question_router().route(message)
+    if kinds:
+        return kinds
+    sentences = split_sentences(message)
+    return ["report"] if sentences and not any(map(asks, sentences)) else ["other"]
 
 
 def classify_message(message: str) -> str:
@@ -272,6 +278,8 @@ def reply(
             )
         elif kind not in symptoms.QUESTION_KINDS:  # without an intent there is none to answer
             answers.append(_pick(phrases()["replies"][kind][lang], rng).format_map(fields))
+    if kinds == ["report"]:  # acknowledged, with the way to close the case
+        return _pick(phrases()["replies"]["report"][lang], rng).format_map(fields)
     if kinds == ["other"] or not answers:
         answers = [_pick(phrases()["replies"]["other"][lang], rng).format_map(fields)]
         answers.append(_pick(phrases()["can_tell"][lang], rng))
