@@ -91,8 +91,8 @@ class OpenAIAgent:
         keep_call_text: a call read from the message text keeps that text as the kept
             message's content, so the model sees its turn as it wrote it (``False``: only the
             text around the call). With the content left empty, Qwen2.5-Coder-1.5B answered
-            the next tool error with an empty reply in 3 of 3 recorded requests; with its text
-            kept, with a call or a message in all 3.
+            the next tool error with an empty reply in both recorded requests tried; with its
+            text kept, with a call or a message in both.
         prompt_price / completion_price: cost per 1,000 tokens, used when the server reports no
             ``usage.cost``.
         extra_body: extra request fields passed through (e.g. ``{"top_k": 20}``).
