@@ -232,24 +232,32 @@ class OpenAIAgent:
         ("السلام عليكم، أرجو تحديث بريدي الإلكتروني ..." back to the customer who wrote it, for
         all 12 steps of an episode): the model took the counterpart's role. Short replies
         ("Thanks.") are not compared. So is a reply that writes out the message of an error the
-        environment just returned (a ```` ``` ```` block of the error's JSON, sent to the
-        customer three times in one episode)."""
+        environment returned in this episode (a ```` ``` ```` block of the error's JSON, sent
+        to the customer three times in one episode; the raw JSON of the first call's error,
+        sent to the customer at steps 11 and 16 of another)."""
         said = " ".join(content.casefold().split())
+        if self._echoes_an_error(said):
+            return True
         for message in reversed(self.messages):
             if message["role"] == "assistant":
                 return False
-            if message["role"] == "tool":  # an error written back as text, JSON and all
-                error = _error_message(message.get("content"))
-                if (
-                    error is not None
-                    and len(error) >= ECHO_CHARS
-                    and _unquoted(error) in (_unquoted(said))
-                ):
-                    return True
             if message["role"] == "user":
                 theirs = " ".join(str(message.get("content") or "").casefold().split())
                 shorter = min(len(said), len(theirs))
                 return shorter >= ECHO_CHARS and (said in theirs or theirs in said)
+        return False
+
+    def _echoes_an_error(self, said: str) -> bool:
+        """Whether ``said`` (casefolded, spaces collapsed) writes out the message of an error
+        any tool message of the conversation holds (JSON and all)."""
+        for message in self.messages:
+            error = _error_message(message.get("content")) if message["role"] == "tool" else None
+            if (
+                error is not None
+                and len(error) >= ECHO_CHARS
+                and _unquoted(error) in _unquoted(said)
+            ):
+                return True
         return False
 
     def _passes_on_advice(self, content: str) -> bool:

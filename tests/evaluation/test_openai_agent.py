@@ -497,6 +497,30 @@ def test_a_reply_that_writes_out_the_last_error_is_sampled_again(server):
     assert [a.raw for a in info["trace"].actions][1] == ask["content"]
 
 
+def test_a_reply_that_writes_out_an_earlier_error_is_sampled_again():
+    """Recorded from Qwen2.5-Coder-1.5B (contact_update en, run s10a): the raw JSON of the
+    first call's error, sent to the customer at steps 11 and 16, turns after the error came
+    back. Such a reply is sampled again however long ago the error was."""
+    function = {"name": "update_contact", "arguments": {"customer_id": "1", "email": "a@b.sa"}}
+    bad = {"role": "assistant", "tool_calls": [{"id": "c", "function": function}]}
+    ask = {"role": "assistant", "content": "What is your line number, please?"}
+    stub = StubServer(replays={"replayed": [bad, ask]})
+    try:
+        env = TelcoEnv("contact_update", domain="bss", embedder=None, max_steps=3)
+        agent = OpenAIAgent("replay:replayed", base_url=stub.base_url)
+        observation, info = env.reset(seed=0)
+        agent.reset(observation, info)
+        for _ in range(2):
+            observation, *_, info = env.step(agent.act(observation, info))
+        error = next(m["content"] for m in agent.messages if m["role"] == "tool")
+        assert error.startswith('{"error"') and agent.messages[-1]["content"] == ask["content"]
+        assert agent._stuck({"role": "assistant", "content": error})
+        assert agent._stuck({"role": "assistant", "content": f"Sorry:\n```\n{error}\n```"})
+        assert not agent._stuck({"role": "assistant", "content": "Is 9665 your line?"})
+    finally:
+        stub.close()
+
+
 def test_a_call_written_as_its_arguments_alone_is_run(server):
     """Recorded from Qwen2.5-Coder-1.5B (beam_misalignment ar): a ```json block of
     submit_resolution's arguments, ten times in one episode, each refused as a submission
