@@ -170,9 +170,11 @@ class BssDomain:
         )
         # A question the customer asked and has not heard answered (in any message so far).
         heard = setup.counterpart_context
-        if setup.gold_answer is not None and customer.gives_answer(setup.gold_answer, message):
-            heard["answered"] = True
-        unanswered = setup.gold_answer is not None and not heard.get("answered")
+        explained = setup.gold_answer is not None and customer.gives_answer(
+            setup.gold_answer, message
+        )
+        heard["answered"] = heard.get("answered", False) or explained
+        unanswered = setup.gold_answer is not None and not heard["answered"]
         return customer.reply(
             intent,
             setup.gold_values,
@@ -183,6 +185,7 @@ class BssDomain:
             seen=seen,
             waiting=waiting,
             unanswered=unanswered,
+            explained=explained,
         )
 
     def asks_approval(self, message: str) -> bool:

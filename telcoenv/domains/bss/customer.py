@@ -34,7 +34,7 @@ from telcoenv.catalog import template_fields
 from telcoenv.datafiles import parse_yaml
 from telcoenv.domains.bss import symptoms
 from telcoenv.domains.bss.models import CareIntent
-from telcoenv.routing import ROUTED_CHARS, QuestionRouter, load_prototypes
+from telcoenv.routing import ROUTED_CHARS, QuestionRouter, asks, load_prototypes, split_sentences
 from telcoenv.specs import Language
 from telcoenv.text import APPROVAL_CHARS, asks_for_approval, keyword_pattern, normalize
 
@@ -146,12 +146,14 @@ def reply(
     seen: str | None = None,
     waiting: bool = False,
     unanswered: bool = False,
+    explained: bool = False,
 ) -> str:
     """The customer's answer to a plain message from the agent; ``seen`` is the symptom the
     customer opened with in the ``symptom`` tier (``None``: the guided tier); ``waiting``: a
     change they asked for has not been made (told it is done, they say they have not heard);
     ``unanswered``: no message has given the answer to their question (told "anything else?",
-    they ask it again)."""
+    or told something that asks nothing, they ask it again); ``explained``: this message
+    gives that answer (they thank the agent)."""
     bank = phrases()
     values = _in_lang(values, lang)
     if ended:
@@ -185,10 +187,20 @@ def reply(
         return f"{_pick(bank['unanswered'][lang], rng)} {restated}"
     if wrapped_up:
         return _pick(bank["satisfied"][lang], rng)
+    if explained:
+        return _pick(bank["explained"][lang], rng)
+    if unanswered and _states(message):  # a read-out or a wrong guess: the question again
+        return f"{_pick(bank['unanswered'][lang], rng)} {restated}"
     return _with_facts(_pick(bank["unclear"][lang], rng).format(opening=restated), known, lang, rng)
 
 
 _NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
+
+
+def _states(message: str) -> bool:
+    """Whether ``message`` has sentences and none of them asks anything."""
+    sentences = split_sentences(message)
+    return bool(sentences) and not any(map(asks, sentences))
 
 
 def gives_answer(answer: str, message: str) -> bool:
