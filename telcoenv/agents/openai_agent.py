@@ -527,10 +527,12 @@ def calls_in_text(text: str, parser: str, tool_names: set[str]) -> dict[str, Any
 
 def arguments_call(text: str, tools: list[dict[str, Any]]) -> dict[str, Any] | None:
     """A call written as its arguments alone, bare or in a ```` ```json ```` block: an object
-    without a tool name whose keys are all parameters of exactly one tool and include every
-    parameter it requires (a 1.5B model wrote ``{"intent": "submit_resolution", "summary":
-    ...}`` ten times in one episode, each refused as a submission written as text). ``None``
-    for anything else."""
+    without a tool name whose keys are parameters of exactly one tool and include every
+    parameter it requires, else include the required parameters of exactly one tool (a 1.5B
+    model wrote ``{"intent": "submit_resolution", "summary": ...}`` ten times in one episode,
+    each refused as a submission written as text). Keys that are no parameter of that tool
+    stay in the call, for the environment to name them (``{"intent", "summary", "root
+    cause", "evidence"}``, six times in another). ``None`` for anything else."""
     fenced = _FENCE.match(text.strip())
     body = (fenced.group(1) if fenced else text).strip()
     if not (body.startswith("{") and body.endswith("}")):
@@ -541,12 +543,15 @@ def arguments_call(text: str, tools: list[dict[str, Any]]) -> dict[str, Any] | N
         return None
     if not isinstance(arguments, dict) or {"name", "function", "arguments"} & arguments.keys():
         return None
-    matching = []
+    fits, covers = [], []  # every key a parameter / only every required parameter there
     for tool in tools:
         parameters = tool["function"].get("parameters") or {}
         required = set(parameters.get("required") or ())
-        if required and required <= arguments.keys() <= set(parameters.get("properties") or ()):
-            matching.append(tool["function"]["name"])
+        if required and required <= arguments.keys():
+            covers.append(tool["function"]["name"])
+            if arguments.keys() <= set(parameters.get("properties") or ()):
+                fits.append(tool["function"]["name"])
+    matching = fits if fits else covers
     if len(matching) != 1:
         return None
     call = {"type": "function", "function": {"name": matching[0], "arguments": arguments}}

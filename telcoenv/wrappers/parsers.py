@@ -84,7 +84,12 @@ def _undecodable(body: str) -> dict[str, Any]:
 
 def parse_json_call(text: str) -> Any:
     """A completion that is (or contains, e.g. in a code fence) a JSON tool call or a list of
-    them. Anything else is returned unchanged: a message to the engineer."""
+    them; several code fences are the calls among them, in order (a 1.5B model wrote
+    kpi_timeseries and subscriber_insight as two fences in one reply). Anything else is
+    returned unchanged: a message to the engineer."""
+    fenced_calls = _fenced_calls(text)
+    if len(fenced_calls) > 1:
+        return _assistant(None, fenced_calls)
     fenced = _FENCE.search(text)
     candidate = (fenced.group(1) if fenced else text).strip()
     if not candidate.startswith(("{", "[")):
@@ -103,6 +108,16 @@ def parse_json_call(text: str) -> Any:
     if not calls or any(call is None for call in calls):
         return text
     return _assistant(None, calls)  # type: ignore[arg-type]
+
+
+def _fenced_calls(text: str) -> list[dict[str, Any]]:
+    """The tool calls of every code fence of ``text`` that holds one (or a list of them)."""
+    calls = []
+    for body in _FENCE.findall(text):
+        decoded, ok = _decoded(body.strip())
+        entries = decoded if ok and isinstance(decoded, list) else [decoded] if ok else []
+        calls += [call for call in map(_call, entries) if call is not None]
+    return calls
 
 
 def parse_hermes(text: str) -> Any:

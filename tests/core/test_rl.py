@@ -198,6 +198,9 @@ def test_bad_reward_settings_fail_at_construction():
         ('Sure:\n```json\n{"name": "neighbor_audit", "arguments": {}}\n```', ["neighbor_audit"]),
         ('[{"name": "a", "arguments": {}}, {"function": {"name": "b"}}]', ["a", "b"]),
         ('{"name": "oss_query", "arguments": {broken', ["oss_query"]),
+        # Two fences, two calls (a 1.5B model's reply, run s10b); a fence of data is no call.
+        ('```json\n{"name": "a", "arguments": {}}\n```\n```json\n{"name": "b"}\n```', ["a", "b"]),
+        ('```json\n{"name": "a", "arguments": {}}\n```\nGives:\n```\n{"x": 1}\n```', ["a"]),
     ],
 )
 def test_the_json_parser_finds_tool_calls(text, names):

@@ -533,13 +533,27 @@ def test_a_call_written_as_its_arguments_alone_is_run(server):
     assert agent.usage["text_tool_calls"] == 1
 
 
+def test_a_submission_object_with_extra_keys_is_a_call_the_environment_refuses(server):
+    """Recorded from Qwen2.5-Coder-1.5B (pci_collision en, run s10b): a ```json block with
+    intent, summary, "root cause" and "evidence", six times; each was refused as a submission
+    written as text. Only submit_resolution requires intent and summary, so the block is
+    that call; the environment names the keys it does not take."""
+    block = {"intent": "Handover Failure Hotspot", "summary": "PCI overlap.", "root cause": "x"}
+    fenced = "```json\n" + json.dumps(block, indent=2) + "\n```"
+    info, agent, _ = _replayed("pci_collision", [{"role": "assistant", "content": fenced}])
+    submit = info["trace"].actions[0]
+    assert submit.kind == "submit" and submit.error_kind == "invalid_arguments"
+    assert "'root cause'" in submit.error and "intent, summary" in submit.error
+    assert agent.usage["text_tool_calls"] == 1
+
+
 @pytest.mark.parametrize(
     "text",
     [
         '{"cell_id": "NR-URB-MACRO-001"}',  # the arguments of several tools: which one?
         'Here it is: {"intent": "x", "summary": "y"}',  # prose around it
         '{"intent": "x"}',  # a required argument missing
-        '{"intent": "x", "summary": "y", "colour": "blue"}',  # not a parameter
+        '{"cell_id": "NR-URB-MACRO-001", "window": "1h", "colour": "blue"}',  # which tool?
         '{"name": "x", "intent": "x", "summary": "y"}',
     ],
 )
