@@ -96,8 +96,12 @@ def next_step(
 ) -> str | None:
     """The sentence that tells the agent what to do after an error of ``kind`` (``None`` for
     a kind with no advice); a domain's ``overrides`` (its ``next_steps``: which of its tools
-    lists the valid ids) win over the generic advice."""
-    sentences = (overrides or {}).get(kind) or NEXT_STEPS.get(kind)
+    lists the valid ids) win over the generic advice. A refined kind (``not_found.msisdn``:
+    an id that has the form of a line number) falls back to its base kind."""
+    overrides = overrides or {}
+    sentences = overrides.get(kind) or NEXT_STEPS.get(kind)
+    if sentences is None and "." in kind:
+        return next_step(kind.split(".")[0], lang, counterpart, overrides)
     if sentences is None:
         return None
     return sentences.get(lang, sentences["en"]).format(who=counterpart_name(counterpart, lang))

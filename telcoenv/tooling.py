@@ -287,19 +287,30 @@ class Toolbox:
         parameters = self.specs[name].parameters
         optional = frozenset(parameters.get("properties", {})) - set(parameters.get("required", ()))
         problem = "; ".join(_describe(e, optional) + self._other_form(e) for e in errors[:3])
-        return problem + _crowded(errors, arguments), _advice(errors, optional)
+        advice = _advice(errors, optional)
+        if advice == "not_found":  # an id that has the form of another parameter: which one
+            advice = next((f"not_found.{p}" for p in map(self._form_of, errors) if p), advice)
+        return problem + _crowded(errors, arguments), advice
 
     def _other_form(self, error: jsonschema.ValidationError) -> str:
         """For a value of the wrong form that has the form of another parameter of the
         domain's tools, which one (the 1.5B model passed the customer's line number as
         ``account_id`` after get_customer had listed the account)."""
+        parameter = self._form_of(error)
+        if parameter is None:
+            return ""
+        path = ".".join(map(str, error.absolute_path))
+        return f" ({_short(error.instance)} has the form of {parameter!r}, not of {path!r})"
+
+    def _form_of(self, error: jsonschema.ValidationError) -> str | None:
+        """The other parameter whose form a value of the wrong form has, or None."""
         value, path = error.instance, ".".join(map(str, error.absolute_path))
         if error.validator != "pattern" or not isinstance(value, str):
-            return ""
+            return None
         for parameter, pattern in self._patterns.items():
             if parameter != path and pattern.search(value):
-                return f" ({_short(value)} has the form of {parameter!r}, not of {path!r})"
-        return ""
+                return parameter
+        return None
 
     @functools.cached_property
     def _patterns(self) -> dict[str, re.Pattern[str]]:

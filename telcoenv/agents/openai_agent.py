@@ -60,6 +60,9 @@ REPEAT_WINDOW = 4
 #: A text reply that contains the counterpart's last message, or is part of it, is sampled
 #: again when the shorter of the two has at least this many characters.
 ECHO_CHARS = 16
+# A tool result the model wrote itself after its call (the Hermes template's tag): not kept
+# with the call's text, so the model does not read its own made-up result as the real one.
+_TOOL_RESPONSE = re.compile(r"<tool_response>.*?(?:</tool_response>|$)", re.DOTALL)
 
 
 class OpenAIAgent:
@@ -89,8 +92,9 @@ class OpenAIAgent:
             (``""`` or ``null``; counted in ``usage["dropped_arguments"]``); required ones are
             sent as they are.
         keep_call_text: a call read from the message text keeps that text as the kept
-            message's content, so the model sees its turn as it wrote it (``False``: only the
-            text around the call). With the content left empty, Qwen2.5-Coder-1.5B answered
+            message's content, so the model sees its turn as it wrote it, less any
+            ``<tool_response>`` it made up after the call (``False``: only the text around the
+            call). With the content left empty, Qwen2.5-Coder-1.5B answered
             the next tool error with an empty reply in both recorded requests tried; with its
             text kept, with a call or a message in both.
         prompt_price / completion_price: cost per 1,000 tokens, used when the server reports no
@@ -359,7 +363,8 @@ class OpenAIAgent:
             if written is not None:
                 self.usage["text_tool_calls"] += len(written["tool_calls"])
                 calls = written["tool_calls"]
-                content = content if self.keep_call_text else written.get("content") or ""
+                kept = _TOOL_RESPONSE.sub("", content).strip() if self.keep_call_text else ""
+                content = kept or written.get("content") or ""
         message: dict[str, Any] = {"role": "assistant", "content": content}
         if calls:
             message["tool_calls"] = [self._with_id(call, index) for index, call in enumerate(calls)]

@@ -9,7 +9,7 @@ import pytest
 
 import telcoenv
 from telcoenv import feedback
-from telcoenv.feedback import NEXT_STEPS, silence_reply
+from telcoenv.feedback import NEXT_STEPS, next_step, silence_reply
 from tests.conftest import ARABIC, HOSTILE_ACTIONS, make_env, tool_call
 
 
@@ -136,7 +136,7 @@ def test_a_made_up_id_is_told_where_the_real_ids_come_from(lang):
     names the tool that lists the real ones; the error keeps its type."""
     env = make_env("contact_update", domain="bss", lang=lang)
     env.reset(seed=0)
-    made_up = tool_call("update_contact", customer_id="1234567890", email="a@mail.example.sa")
+    made_up = tool_call("update_contact", customer_id="CUST-1", email="a@mail.example.sa")
     error = json.loads(env.step(made_up)[0])["error"]
     unknown = json.loads(env.step(tool_call("get_customer", customer_id="C999999"))[0])["error"]
     assert (error["type"], unknown["type"]) == ("invalid_arguments", "not_found")
@@ -294,3 +294,26 @@ def test_an_id_of_the_wrong_form_says_whose_form_it_has(value, form):
     note = f"({value!r} has the form of {form!r}, not of 'account_id')"
     assert (note in message) is (form is not None)
     assert "has the form of" in message or form is None
+
+
+@pytest.mark.parametrize("lang", ["en", "ar"])
+def test_a_line_number_given_as_an_id_is_told_to_look_the_ids_up_with_it(lang):
+    """Recorded from Qwen2.5-Coder-1.5B (contact_update en, run s10b): the customer's line
+    number as customer_id, five times, each told to ask the customer for their line number,
+    which it had. An id that has the form of a line number is told to call get_customer with
+    it; other made-up ids keep the advice of an unknown id."""
+    env = make_env("contact_update", domain="bss", lang=lang)
+    env.reset(seed=0)
+    line = tool_call("update_contact", customer_id="966536333041", email="a@mail.example.sa")
+    error = json.loads(env.step(line)[0])["error"]
+    assert error["type"] == "invalid_arguments" and "msisdn" in error["next"]
+    assert "get_customer" in error["next"] and bool(ARABIC.search(error["next"])) == (lang == "ar")
+    unknown = json.loads(env.step(tool_call("get_customer", customer_id="C999999"))[0])["error"]
+    assert error["next"] != unknown["next"]
+
+
+def test_a_refined_advice_kind_falls_back_to_its_base_kind():
+    assert next_step("not_found.cell_id", "en", "engineer") == next_step(
+        "not_found", "en", "engineer"
+    )
+    assert next_step("no_such_kind.x", "en", "engineer") is None

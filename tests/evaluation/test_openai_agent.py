@@ -78,6 +78,18 @@ def test_calls_written_in_text_become_real_calls(server, model, lang):
     assert '"name": "oss_query"' in kept["content"] and '"arguments"' in kept["content"]
 
 
+def test_a_made_up_tool_result_after_a_call_is_not_kept(server):
+    """Recorded from Qwen2.5-Coder-1.5B (contact_update en, run s10b): a call, then a
+    ``<tool_response>`` of its own saying the email "has been updated successfully". The kept
+    text stops before it; the environment's result is the only one the model reads."""
+    call = '{"name": "get_customer", "arguments": {"msisdn": "966536333041"}}'
+    text = call + '\n<tool_response>\n{"status": "updated successfully"}\n</tool_response>'
+    info, agent, _ = _replayed("contact_update", [{"role": "assistant", "content": text}], "bss")
+    kept = agent.messages[2]
+    assert kept["tool_calls"][0]["function"]["name"] == "get_customer"
+    assert kept["content"] == call and "updated successfully" not in json.dumps(agent.messages)
+
+
 @pytest.mark.parametrize("model", ["fenced", "hermes", "bare"])
 def test_keep_call_text_false_keeps_only_the_text_around_a_call(server, model):
     env = TelcoEnv("beam_misalignment", embedder=None)

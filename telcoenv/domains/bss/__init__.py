@@ -85,7 +85,15 @@ class BssDomain:
             "lists the ids of their customer record, accounts and lines.",
             "ar": "اطلب من العميل رقم خطه، ثم استدعِ get_customer به: فهو يسرد معرّفات سجل العميل "
             "وحساباته وخطوطه.",
-        }
+        },
+        # The id given is a line number (the 1.5B model passed the customer's line as
+        # customer_id five times, each told to ask the customer for that line).
+        "not_found.msisdn": {
+            "en": "That value is the customer's line number: call get_customer with it as "
+            "msisdn, then use the ids it lists.",
+            "ar": "هذه القيمة رقم خط العميل: استدعِ get_customer بها في الوسيط msisdn، ثم استخدم "
+            "المعرّفات التي يسردها.",
+        },
     }
 
     def __init__(self, catalog: Catalog | None = None) -> None:
