@@ -86,13 +86,16 @@ class BssDomain:
             "ar": "اطلب من العميل رقم خطه، ثم استدعِ get_customer به: فهو يسرد معرّفات سجل العميل "
             "وحساباته وخطوطه.",
         },
-        # The id given is a line number (the 1.5B model passed the customer's line as
-        # customer_id five times, each told to ask the customer for that line).
+        # An id given in the form of a line number (the 1.5B model passed the customer's line
+        # as customer_id five times, each told to ask the customer for the line it had; the
+        # form alone does not say it is the customer's line: the model also made one up).
         "not_found.msisdn": {
-            "en": "That value is the customer's line number: call get_customer with it as "
-            "msisdn, then use the ids it lists.",
-            "ar": "هذه القيمة رقم خط العميل: استدعِ get_customer بها في الوسيط msisdn، ثم استخدم "
-            "المعرّفات التي يسردها.",
+            "en": "That value has the form of a line number, not of this id: call get_customer "
+            "with the customer's line number as msisdn (ask the customer for it if they have "
+            "not given it), then use the ids it lists.",
+            "ar": "هذه القيمة بصيغة رقم خط لا بصيغة هذا المعرّف: استدعِ get_customer برقم خط "
+            "العميل في الوسيط msisdn (واطلبه من العميل إن لم يعطك إياه)، ثم استخدم المعرّفات "
+            "التي يسردها.",
         },
     }
 
