@@ -74,8 +74,7 @@ def test_calls_written_in_text_become_real_calls(server, model, lang):
     assert _valid_conversations(server)
     kept = server.requests[1]["messages"][-2]  # the parsed call is kept as a real call
     assert kept["tool_calls"][0]["function"]["name"] == "oss_query"
-    # ... and the model's turn as it wrote it (keep_call_text): the call is in the text too.
-    assert '"name": "oss_query"' in kept["content"] and '"arguments"' in kept["content"]
+    assert "{" not in (kept["content"] or "")  # and the text around it only, by default
 
 
 def test_a_made_up_tool_result_after_a_call_is_not_kept(server):
@@ -84,21 +83,23 @@ def test_a_made_up_tool_result_after_a_call_is_not_kept(server):
     text stops before it; the environment's result is the only one the model reads."""
     call = '{"name": "get_customer", "arguments": {"msisdn": "966536333041"}}'
     text = call + '\n<tool_response>\n{"status": "updated successfully"}\n</tool_response>'
-    info, agent, _ = _replayed("contact_update", [{"role": "assistant", "content": text}], "bss")
+    reply = {"role": "assistant", "content": text}
+    info, agent, _ = _replayed("contact_update", [reply], "bss", keep_call_text=True)
     kept = agent.messages[2]
     assert kept["tool_calls"][0]["function"]["name"] == "get_customer"
     assert kept["content"] == call and "updated successfully" not in json.dumps(agent.messages)
 
 
 @pytest.mark.parametrize("model", ["fenced", "hermes", "bare"])
-def test_keep_call_text_false_keeps_only_the_text_around_a_call(server, model):
+def test_keep_call_text_keeps_the_models_turn_as_written(server, model):
     env = TelcoEnv("beam_misalignment", embedder=None)
-    agent = _agent(server, model, keep_call_text=False)
+    agent = _agent(server, model, keep_call_text=True)
     _, info = run_episode(env, agent, seed=4)
     assert info["trace"].predicted_chain == ["oss_query"]
+    assert _valid_conversations(server)
     kept = server.requests[1]["messages"][-2]
     assert kept["tool_calls"][0]["function"]["name"] == "oss_query"
-    assert "{" not in (kept["content"] or "") and "oss_query" not in (kept["content"] or "")
+    assert '"name": "oss_query"' in kept["content"] and '"arguments"' in kept["content"]
 
 
 def test_native_parser_keeps_text_as_a_message(server):
