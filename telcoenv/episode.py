@@ -376,10 +376,11 @@ class Episode:
         return observation, False
 
     def _submit(self, arguments: dict[str, Any]) -> tuple[str, bool]:
-        problem = self.domain.toolbox.validate(RESERVED_SUBMIT, arguments)
-        if problem is not None:
+        checked = self.domain.toolbox.check(RESERVED_SUBMIT, arguments)
+        if checked is not None:
+            problem, advice = checked
             observation = self._error(
-                "invalid_arguments", f"invalid arguments for {RESERVED_SUBMIT}: {problem}"
+                "invalid_arguments", f"invalid arguments for {RESERVED_SUBMIT}: {problem}", advice
             )
             self._record(
                 kind="submit",

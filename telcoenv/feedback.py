@@ -48,6 +48,12 @@ NEXT_STEPS: dict[str, dict[str, str]] = {
         "them in.",
         "ar": "استدعِ الأداة مرة أخرى دون الوسائط المذكورة في الرسالة، ولا تملأها بقيم.",
     },
+    "unexpected_arguments": {
+        "en": "Call the tool again with only the arguments it takes (the message lists them); "
+        "put anything else into one of them, such as a summary, or leave it out.",
+        "ar": "استدعِ الأداة مرة أخرى بالوسائط التي تقبلها فقط (الرسالة تذكرها)، وضع ما سواها "
+        "داخل أحدها، كالملخص، أو اتركه.",
+    },
     "malformed_arguments": _FIX_ARGUMENTS,
     "bad_args": _FIX_ARGUMENTS,
     "not_found": {

@@ -141,12 +141,16 @@ def _advice(errors: list[jsonschema.ValidationError], optional: frozenset[str]) 
     (:mod:`telcoenv.feedback`): ``not_found`` (where the real ids come from) when an id
     argument (``customer_id``, ``cell_id``) has the wrong form, a made-up id; ``empty_optional``
     (call again without them) when the only problems are optional arguments sent empty, which
-    the 1.5B model "corrected" by filling in a value nobody asked for."""
+    the 1.5B model "corrected" by filling in a value nobody asked for; ``unexpected_arguments``
+    (only the arguments the tool takes) when the only problem is arguments it does not take
+    (submit_resolution with "root cause" and "evidence" beside intent and summary)."""
     named = [(e, ".".join(map(str, e.absolute_path))) for e in errors]
     if any(e.validator == "pattern" and path.endswith("_id") for e, path in named):
         return "not_found"
     if all(path in optional and e.instance in ("", None) for e, path in named):
         return "empty_optional"
+    if all(e.validator == "additionalProperties" and not path for e, path in named):
+        return "unexpected_arguments"
     return None
 
 
@@ -265,10 +269,10 @@ class Toolbox:
 
     def validate(self, name: str, arguments: Mapping[str, Any]) -> str | None:
         """None when the arguments satisfy the spec, else a precise description of the problem."""
-        checked = self._check(name, arguments)
+        checked = self.check(name, arguments)
         return None if checked is None else checked[0]
 
-    def _check(self, name: str, arguments: Mapping[str, Any]) -> tuple[str, str | None] | None:
+    def check(self, name: str, arguments: Mapping[str, Any]) -> tuple[str, str | None] | None:
         """None when the arguments satisfy the spec, else the problem and the kind of advice
         that fits it better than "correct the argument" (see :func:`_advice`)."""
         try:
@@ -331,7 +335,7 @@ class Toolbox:
                 "unknown_tool",
                 f"unknown tool {name!r}; available tools: {known}, {RESERVED_SUBMIT}",
             )
-        checked = self._check(name, arguments)
+        checked = self.check(name, arguments)
         if checked is not None:
             problem, advice = checked
             return ToolResult(

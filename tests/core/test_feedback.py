@@ -317,3 +317,27 @@ def test_a_refined_advice_kind_falls_back_to_its_base_kind():
         "not_found", "en", "engineer"
     )
     assert next_step("no_such_kind.x", "en", "engineer") is None
+
+
+@pytest.mark.parametrize("lang", ["en", "ar"])
+@pytest.mark.parametrize(
+    ("env_name", "domain", "call"),
+    [
+        ("pci_collision", "network", {"intent": "x", "summary": "y", "root cause": "z"}),
+        ("contact_update", "bss", {"intent": "x", "summary": "y", "evidence": "z"}),
+    ],
+)
+def test_arguments_a_tool_does_not_take_are_told_to_go_or_into_the_summary(
+    lang, env_name, domain, call
+):
+    """Recorded from Qwen2.5-Coder-1.5B (pci_collision en, run s10b): submit_resolution with
+    "root cause" and "evidence" beside intent and summary, told "Correct the argument the
+    message names". Arguments the tool does not take, and nothing else wrong, get the advice
+    to call again with only those it takes; other problems keep theirs."""
+    env = make_env(env_name, domain=domain, lang=lang)
+    env.reset(seed=0)
+    error = json.loads(env.step(tool_call("submit_resolution", **call))[0])["error"]
+    assert error["type"] == "invalid_arguments" and "intent, summary" in error["message"]
+    assert error["next"] == NEXT_STEPS["unexpected_arguments"][lang]
+    mixed = json.loads(env.step(tool_call("submit_resolution", intent="x", extra=1))[0])["error"]
+    assert mixed["next"] == NEXT_STEPS["invalid_arguments"][lang]  # summary missing too

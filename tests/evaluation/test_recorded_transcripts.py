@@ -181,3 +181,23 @@ def test_a_fenced_submission_is_run_as_the_submission_it_is():
     assert trace.terminated and trace.submission.intent == "submit_resolution"
     assert not any(a.kind == "message" and a.raw.startswith("```") for a in trace.actions)
     assert agent.usage["text_tool_calls"] == 3
+
+
+def test_a_submission_block_with_extra_keys_and_two_fenced_calls():
+    """Run s10b: a ```json block of submit_resolution's arguments plus "root cause",
+    "evidence" and "actions" (refused as a submission written as text, and the next two went
+    to the engineer), then replies of two code fences each, of which the agent ran the first.
+    Replayed through today's agent: the blocks are submit calls the environment refuses
+    naming the keys it does not take, both calls of a two-fence reply run, and the engineer
+    answers a report of findings with how the case closes."""
+    info, agent, _ = replay("compact_pci_collision_en_submission_extra_keys")
+    trace = info["trace"]
+    submits = [a for a in trace.actions if a.kind == "submit"]
+    assert submits and all(a.error_kind == "invalid_arguments" for a in submits)
+    for action in submits:
+        error = json.loads(action.observation)["error"]
+        assert "'root cause'" in error["message"] and "only the arguments it takes" in error["next"]
+    assert trace.predicted_chain[1:3] == ["kpi_timeseries", "subscriber_insight"]
+    said = [a.observation for a in trace.actions if a.kind == "message"]
+    assert said and all("submit_resolution" in s for s in said)
+    assert trace.truncated and trace.submission is None
