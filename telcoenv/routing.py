@@ -86,6 +86,8 @@ _LEAD_IN = re.compile(
     r"[\s!.,،]*)+"
 )
 _FIRST_WORD = re.compile(r"\w[\w']*")
+# "ما زلت / ما زال / لا يزال" (still ...) opens statements: "ما" is no question word there.
+_STILL = re.compile(r"^ما\s+(?:[يتن]?زال|زل)")
 
 
 class QuestionRouter:
@@ -217,8 +219,8 @@ def asks(sentence: str) -> bool:
 
     >>> asks("Which month is the bill for"), asks("Your line is active and postpaid.")
     (True, False)
-    >>> asks("ممكن رقم جوالك"), asks("خطك فعال ومفوتر.")
-    (True, False)
+    >>> asks("ممكن رقم جوالك"), asks("خطك فعال ومفوتر."), asks("ما زلت أراجع الفاتورة.")
+    (True, False, False)
     """
     return _asks(normalize(sentence))
 
@@ -226,8 +228,11 @@ def asks(sentence: str) -> bool:
 def _asks(text: str) -> bool:
     if "?" in text or "؟" in text or _REQUEST_WORDS.search(text):
         return True
-    first = _FIRST_WORD.search(_LEAD_IN.sub("", text.strip()))
-    return first is not None and _OPENING_WORDS.fullmatch(first.group()) is not None
+    opening = _LEAD_IN.sub("", text.strip())
+    first = _FIRST_WORD.search(opening)
+    if first is None or _STILL.match(opening):
+        return False
+    return _OPENING_WORDS.fullmatch(first.group()) is not None
 
 
 def split_sentences(message: str) -> list[str]:
