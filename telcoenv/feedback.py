@@ -90,6 +90,10 @@ NOT_THEIR_TOOL = {
     "en": "I can't run {tool}: the tools are yours, not mine. Call {tool} yourself.",
     "ar": "لا أستطيع تشغيل {tool}، فالأدوات لديك وليست لدي. استدعِ {tool} بنفسك.",
 }
+NOT_THEIR_TOOLS = {
+    "en": "I can't run tools: they are yours, not mine. Make the call yourself.",
+    "ar": "لا أستطيع تشغيل الأدوات، فهي لديك وليست لدي. استدعِ الأداة بنفسك.",
+}
 # How the counterpart is named in Arabic; another domain's counterpart keeps its own name.
 _ARABIC_NAMES = {"engineer": "المهندس", "customer": "العميل", "subscriber": "المشترك"}
 
@@ -125,5 +129,7 @@ def silence_reply(lang: Language, counterpart: str) -> str:
 
 
 def not_their_tool_reply(tool: str, lang: Language) -> str:
-    """The counterpart's answer to a request to call the agent's ``tool``: call it yourself."""
-    return NOT_THEIR_TOOL.get(lang, NOT_THEIR_TOOL["en"]).format(tool=tool)
+    """The counterpart's answer to a request to call the agent's ``tool`` (``""``: a tool the
+    request does not name): call it yourself."""
+    texts = NOT_THEIR_TOOL if tool else NOT_THEIR_TOOLS
+    return texts.get(lang, texts["en"]).format(tool=tool)

@@ -139,14 +139,23 @@ def asks_for_approval(message: str) -> bool:
 # استدعاء ... <tool>": a request to the counterpart (not "I will call <tool>", the agent's own
 # plan) naming a tool. A 1.5B model asked the engineer to run its
 # tools for 8 steps of one episode; the engineer has none.
-_HANDED_OVER = re.compile(
+_ASKS_TO_RUN = (
     r"(?:\bplease\s+|\byou\s+(?:can|could|should|need\s+to|must|may)\s+|"
     r"\bcan\s+you\s+|\bcould\s+you\s+|(?:يرجى|الرجاء|رجاءً|من\s+فضلك)\s+|^\s*)"
     r"(?:call|run|use|invoke|execute|(?:provide|share|give\s+me|send\s+me|show\s+me)"
     r"\s+(?:me\s+)?(?:with\s+)?the\s+(?:output|result|results|response)\s+of|"
     r"(?:correct|fix|adjust|change)\s+the\s+(?:arguments?|parameters?)\s+(?:in|of|for)|"
     r"استدع\w*|شغ\w*|استخدم\w*)"
-    r"\b[^.\n]{0,40}?\b([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b",
+)
+_HANDED_OVER = re.compile(
+    _ASKS_TO_RUN + r"\b[^.\n]{0,40}?\b([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b", re.MULTILINE
+)
+# The same request for a tool it does not name: "please call the tool with the following
+# arguments: {...}" (12 of 17 replies of one episode of run s11a, each answered as a question
+# about the time window).
+_HANDED_OVER_UNNAMED = re.compile(
+    _ASKS_TO_RUN + r"\s+(?:the|this|that|these|a)\s+(?:following\s+)?(?:tools?|functions?|api)\b"
+    r"|" + _ASKS_TO_RUN + r"\s+(?:ال)?(?:أداة|أدوات|دالة)",
     re.MULTILINE,
 )
 
@@ -154,15 +163,19 @@ _HANDED_OVER = re.compile(
 def handed_over_tool(message: str, tool_names: Collection[str]) -> str | None:
     """The agent's tool that ``message`` asks the counterpart to call or to give the output of
     ("Please call the tool `kpi_timeseries` ...", "Please provide the output of the
-    `neighbor_audit` function call"), or ``None``; the agent's own plan ("I will call
+    `neighbor_audit` function call"), ``""`` for a tool it does not name ("please call the
+    tool with the following arguments"), or ``None``; the agent's own plan ("I will call
     kpi_timeseries") hands nothing over. Read up to :data:`APPROVAL_CHARS`, as a request is.
 
     >>> handed_over_tool("Please run `kpi_timeseries` for the cell.", {"kpi_timeseries"})
     'kpi_timeseries'
     >>> handed_over_tool("I will call kpi_timeseries now.", {"kpi_timeseries"}) is None
     True
+    >>> handed_over_tool("Please call the tool with these arguments: {}", {"kpi_timeseries"})
+    ''
     """
-    for match in _HANDED_OVER.finditer(message[:APPROVAL_CHARS].casefold()):
+    text = message[:APPROVAL_CHARS].casefold()
+    for match in _HANDED_OVER.finditer(text):
         if match.group(1) in tool_names:
             return match.group(1)
-    return None
+    return "" if _HANDED_OVER_UNNAMED.search(text) else None

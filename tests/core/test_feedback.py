@@ -256,6 +256,15 @@ def test_an_object_without_an_intent_is_no_submission():
             " call. The `max_ue_per_tti` should be between 1 and 64.",
             "optimize_cell",
         ),
+        (  # run s11a: the tool left unnamed, 12 of 17 replies of pci_collision en, answered
+            # as questions about the time window ("Please look at the last 12 hours.")
+            "pci_collision",
+            "network",
+            "To check NR-SUB-MACRO-857 over the last 12 hours, please call the tool with the"
+            ' following arguments: {"cell_id": "NR-SUB-MACRO-857", "window": "12h"}',
+            "",
+        ),
+        ("contact_update", "bss", "يرجى استدعاء الأداة بالوسائط التالية", ""),
     ],
 )
 @pytest.mark.parametrize("lang", ["en", "ar"])
@@ -269,6 +278,7 @@ def test_asked_to_run_the_agents_tool_the_counterpart_says_to_call_it(
     env.reset(seed=2)
     reply, _, _, _, info = env.step(message)
     assert reply == feedback.not_their_tool_reply(tool, lang)
+    assert (tool or "tools") in reply if lang == "en" else (tool or "الأدوات") in reply
     assert bool(ARABIC.search(reply)) == (lang == "ar")
     assert info["engineer_messages"] == 1 and info["invalid_actions"] == 0
 
@@ -276,7 +286,11 @@ def test_asked_to_run_the_agents_tool_the_counterpart_says_to_call_it(
 def test_the_agents_own_plan_or_approval_request_is_no_hand_over():
     env = telcoenv.make("pci_collision", embedder=None)
     env.reset(seed=2)
-    for message in ("I will call kpi_timeseries next.", "May I run optimize_cell on the cell?"):
+    for message in (
+        "I will call kpi_timeseries next.",
+        "May I run optimize_cell on the cell?",
+        "I called the tool: the neighbour list shows a PCI clash.",
+    ):
         reply, *_ = env.step(message)
         assert "the tools are yours" not in reply
 
