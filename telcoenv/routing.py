@@ -56,7 +56,8 @@ _REQUEST_WORDS = keyword_pattern(
         *("please", "pls$", "plz$", "kindly", "could you", "can you", "would you", "will you"),
         *("may i have", "may i get", "may i know", "can i have", "can i get", "could i have"),
         *("could i get", "let me know", "let us know", "tell me", "give me", "send me"),
-        *("share with me", "share your", "provide", "confirm", "need your", "need the"),
+        # Whole words: "the details you provided" and "it is confirmed" ask nothing.
+        *("share with me", "share your", "provide$", "confirm$", "need your", "need the"),
         *("need to know", "like to know", "mind sharing"),
         *("لو سمحت", "لو تكرمت", "من فضلك", "فضلا", "رجاء", "الرجاء", "يرجي", "ارجو", "نرجو"),
         *("ممكن", "بامكانك", "هل", "زودني", "زودنا", "اعطني", "اعطيني", "عطني", "شاركني"),

@@ -112,6 +112,9 @@ def test_a_question_or_request_has_the_form_of_one(sentence):
         "The account has a balance of $0.00, which is lower than the usual balance.",
         "I have updated your email and the line is active.",
         "Got your line ID.",
+        # run s11a, bill_shock en: answered "Sorry, I don't know that" as a question
+        "Based on the details you provided, the extra charge is related to data usage in Turkey.",
+        "The new address has been confirmed.",
         "خطك فعال ومفوتر.",
         "فاتورتك لشهر أغسطس فيها رسوم تجوال.",
     ],
