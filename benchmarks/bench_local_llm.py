@@ -196,9 +196,9 @@ def play(env_name: str, lang: str, args: argparse.Namespace, recorder: Recorder)
 
 
 def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    def mean(key: str) -> float:
+    def mean(key: str) -> float | None:  # None (JSON null): no episode has the figure
         values = [float(r[key]) for r in rows if r[key] is not None]
-        return round(statistics.mean(values), 3) if values else float("nan")
+        return round(statistics.mean(values), 3) if values else None
 
     steps = sum(r["steps"] for r in rows)
 
