@@ -151,7 +151,7 @@ _HANDED_OVER = re.compile(
     _ASKS_TO_RUN + r"\b[^.\n]{0,40}?\b([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b", re.MULTILINE
 )
 # The same request for a tool it does not name: "please call the tool with the following
-# arguments: {...}" (12 of 17 replies of one episode of run s11a, each answered as a question
+# arguments: {...}" (9 of 18 replies of one episode of run s11a, each answered as a question
 # about the time window).
 _HANDED_OVER_UNNAMED = re.compile(
     _ASKS_TO_RUN + r"\s+(?:the|this|that|these|a)\s+(?:following\s+)?(?:tools?|functions?|api)\b"

@@ -256,7 +256,7 @@ def test_an_object_without_an_intent_is_no_submission():
             " call. The `max_ue_per_tti` should be between 1 and 64.",
             "optimize_cell",
         ),
-        (  # run s11a: the tool left unnamed, 12 of 17 replies of pci_collision en, answered
+        (  # run s11a: the tool left unnamed, 9 of 18 replies of pci_collision en, answered
             # as questions about the time window ("Please look at the last 12 hours.")
             "pci_collision",
             "network",

@@ -407,7 +407,7 @@ def test_a_reply_that_passes_the_advice_on_to_the_customer_is_sampled_again(serv
     [
         "Please call the tool `kpi_timeseries` with the cell ID and the window `12h`.",
         "يرجى استدعاء الأداة kpi_timeseries للخلية",
-        # run s11a, pci_collision en: the tool left unnamed, 12 of 17 replies
+        # run s11a, pci_collision en: the tool left unnamed, 9 of 18 replies
         'To submit the resolution, please call the tool with the following arguments: {"intent"'
         ': "PCI Collision", "summary": "PCI clash with a neighbour."}',
         "يرجى استدعاء الأداة بالوسائط التالية: {}",

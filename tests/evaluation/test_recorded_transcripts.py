@@ -14,7 +14,7 @@ import pytest
 import telcoenv
 from telcoenv.agents import run_episode
 from telcoenv.agents.openai_agent import OpenAIAgent, arguments_call, calls_in_text
-from telcoenv.feedback import silence_reply
+from telcoenv.feedback import not_their_tool_reply, silence_reply
 from tests.conftest import ARABIC
 from tests.stub_openai import StubServer, conversation_error
 
@@ -149,6 +149,18 @@ def test_submissions_written_as_prose_are_refused_with_how_to_submit():
     # The refusal reaches the model as the user turn after its reply.
     last = requests[-1]["messages"]
     assert any("submission_as_text" in str(m.get("content")) for m in last if m["role"] == "user")
+
+
+def test_asked_to_call_a_tool_it_does_not_name_the_engineer_says_the_tools_are_the_agents():
+    """Run s11a: "please call the tool with the following arguments: {...}", 9 of the model's
+    18 replies, was answered as a question about the time window ("Please look at the last 12
+    hours."), which the model asked about again. Replayed, the engineer says it has no tools."""
+    info, _, _ = replay("compact_pci_collision_en_unnamed_tool")
+    handed_over = [
+        a for a in info["trace"].actions if "please call the tool with" in str(a.raw).casefold()
+    ]
+    assert len(handed_over) == 5  # of the 12 replies the budget plays
+    assert all(a.valid and a.observation == not_their_tool_reply("", "en") for a in handed_over)
 
 
 def test_the_empty_phone_left_out_the_recorded_replies_resolve_the_contact_update():
