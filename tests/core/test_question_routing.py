@@ -237,6 +237,10 @@ def test_a_request_after_a_comma_is_heard_as_well():
         ),
         ("Please share your mobile number and the billing month.", {"msisdn", "period"}),
         ("هل يمكنك تزويدي برقم خطك وبريدك الإلكتروني الجديد؟", {"email", "msisdn"}),
+        # run s11a, contact_update en: an id the customer does not know and the new address
+        # (answered with the address alone); they give their line for the id
+        ("Please provide your customer id and new email address.", {"email", "msisdn"}),
+        ("من فضلك أعطني معرف العميل والبريد الجديد", {"email", "msisdn"}),
         # A statement asks nothing, and a word that starts with و is no conjunction.
         ("I checked your bill and it looks fine.", set()),
         ("ما هو وقت بدء المشكلة؟", {"noticed"}),
@@ -248,11 +252,18 @@ def test_two_requests_joined_by_and_are_both_heard(message, kinds):
     assert set(customer.question_router().route(message)) == kinds
 
 
-def test_the_customer_gives_both_facts_asked_with_and():
+@pytest.mark.parametrize(
+    "message",
+    [
+        "Can you please provide your line number and your new email address?",
+        "Please provide your customer id and new email address.",
+    ],
+)
+def test_the_customer_gives_both_facts_asked_with_and(message):
     env = telcoenv.make("contact_update", domain="bss", embedder=None)
     env.reset(seed=0)
     number = env.unwrapped.trace.start_state["msisdns"][0]
-    reply, *_ = env.step("Can you please provide your line number and your new email address?")
+    reply, *_ = env.step(message)
     assert number in reply and "@" in reply
 
 
