@@ -82,3 +82,44 @@ def test_a_report_is_acknowledged_with_how_the_case_closes(lang):
     assert len(answers) > 1 and all("submit_resolution" in a for a in answers)
     assert not any(a in phrases()["replies"]["approval"][lang] for a in answers)
     assert not env.unwrapped.episode.approval.approved
+
+
+CLAIMED_SUBMISSION = {
+    "en": 'I have submitted the resolution with the intent as "PCI Collision" and the summary as'
+    ' "PCI overlap on the cell".',
+    "ar": "قمت بتقديم الحل بنوع المشكلة تعارض PCI وملخص عن التداخل.",
+}
+CLAIMED_CHANGE = {
+    "en": "I have applied the new PCI to the cell; handovers should recover now.",
+    "ar": "تم تعديل معرف الخلية الفيزيائي للخلية، ويفترض أن تتحسن عمليات التسليم الآن.",
+}
+
+
+@pytest.mark.parametrize("lang", ["en", "ar"])
+def test_a_claimed_submission_is_answered_that_nothing_was_submitted(lang):
+    """Run s11b (pci_collision en): the model told the engineer "I have submitted the
+    resolution with the intent as ..." five times without calling submit_resolution, each
+    acknowledged as a report. A message submits nothing: the engineer says so."""
+    env = TelcoEnv("pci_collision", lang=lang, embedder=None)
+    env.reset(seed=0)
+    answers = {env.step(CLAIMED_SUBMISSION[lang])[0] for _ in range(6)}
+    assert answers <= set(phrases()["replies"]["not_submitted"][lang]) and len(answers) > 1
+    assert not env.unwrapped.trace.terminated and env.unwrapped.trace.submission is None
+
+
+@pytest.mark.parametrize("lang", ["en", "ar"])
+def test_a_claimed_change_is_checked_against_the_network(lang):
+    """A report that claims a change while the network is as it was is told that nothing
+    changed on the cell; once the change was made with a tool, the same report is
+    acknowledged as any other."""
+    env = TelcoEnv("pci_collision", lang=lang, embedder=None, privileged=True)
+    _, info = env.reset(seed=0)
+    cell = env.unwrapped.trace.start_state["serving_cell"]["cell_id"]
+    not_changed = {t.format(cell_id=cell) for t in phrases()["replies"]["not_changed"][lang]}
+    assert env.step(CLAIMED_CHANGE[lang])[0] in not_changed
+    fix = next(s for s in info["privileged"]["gold_chain"] if s["tool"] == "optimize_cell")
+    arguments = {**fix["arguments"], "reason": "PCI clash with a neighbour"}
+    observation, *_ = env.step({"name": "optimize_cell", "arguments": arguments})
+    assert "error" not in observation
+    answer = env.step(CLAIMED_CHANGE[lang])[0]
+    assert answer not in not_changed and "submit_resolution" in answer

@@ -241,6 +241,7 @@ class NetworkDomain:
             ended=ended,
             intent=fault.intent,
             recovered=lambda: all(key_kpis_recovered(state, fault).values()),
+            changed=lambda: bool(state.diff()),
             said=setup.counterpart_context,
         )
 

@@ -11,6 +11,7 @@ blueprint read differently.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Collection, Sequence
 from functools import cache
 from importlib import resources
@@ -28,7 +29,7 @@ from telcoenv.domains.network.topology import InitialNetwork
 from telcoenv.errors import CatalogError
 from telcoenv.routing import QuestionRouter, asks, load_prototypes, split_sentences
 from telcoenv.specs import LANGUAGES, Language
-from telcoenv.text import asks_for_approval
+from telcoenv.text import APPROVAL_CHARS, asks_for_approval, normalize
 
 # KPIs that are configuration read-outs or identifiers: an engineer does not quote them as symptoms.
 _NOT_EVIDENCE = {
@@ -241,6 +242,50 @@ def asked_kinds(message: str) -> list[str]:
     return ["report"] if sentences and not any(map(asks, sentences)) else ["other"]
 
 
+# Claims made in a report (matched in normalize()-d text). A 1.5B model told the engineer "I
+# have submitted the resolution with the intent as ..." five times instead of calling
+# submit_resolution (run s11b), each acknowledged as a report.
+_FIRST_PERSON = (
+    r"\b(?:i|we)(?:'ve|\s+have|\s+had)?\s+(?:(?:now|already|just|also|successfully)\s+)*"
+)
+_CLAIMS_SUBMISSION = re.compile(
+    _FIRST_PERSON + r"(?:submitted|called\s+(?:the\s+)?submit_resolution)\b"
+    r"|\b(?:resolution|case)\s+(?:has|have)\s+been\s+submitted\b"
+    r"|(?:قدمت|قدمنا|ارسلت|ارسلنا|رفعت|استدعيت)\s+(?:\S+\s+){0,2}?(?:الحل|submit_resolution)"
+    r"|(?:قمت|قمنا|تم)\s+(?:ب)?(?:تقديم|ارسال|رفع|استدعاء)\s+(?:\S+\s+){0,2}?(?:الحل|submit_resolution)"
+)
+_CLAIMS_CHANGE = re.compile(
+    _FIRST_PERSON + r"(?:applied|changed|adjusted|pushed|optimi[sz]ed|updated|modified|fixed"
+    r"|reconfigured|tuned|corrected|realigned|rolled\s+back|reverted|restored)\b(?!\s+nothing)"
+    r"|\b(?:change|changes|fix|configuration|parameters?)\s+(?:has|have)\s+been\s+"
+    r"(?:applied|pushed|made|implemented)\b"
+    r"|(?:قمت|قمنا|تم)\s+(?:ب)?(?:تطبيق|تعديل|تغيير|ضبط|تحسين|اصلاح|اعاده)"
+    r"|(?<!\w)(?:طبقت|عدلت|غيرت|ضبطت|اصلحت)(?!\w)"
+)
+
+
+def claims_submission(message: str) -> bool:
+    """Whether a message says the resolution was submitted (only a call submits it).
+
+    >>> claims_submission("I have submitted the resolution with the intent as X.")
+    True
+    >>> claims_submission("قمت بتقديم الحل."), claims_submission("I will submit it next.")
+    (True, False)
+    """
+    return _CLAIMS_SUBMISSION.search(normalize(message[:APPROVAL_CHARS])) is not None
+
+
+def claims_change(message: str) -> bool:
+    """Whether a message says a change was made to the network.
+
+    >>> claims_change("I have applied the new tilt."), claims_change("تم تعديل الميل.")
+    (True, True)
+    >>> claims_change("I recommend changing the tilt.")
+    False
+    """
+    return _CLAIMS_CHANGE.search(normalize(message[:APPROVAL_CHARS])) is not None
+
+
 def classify_message(message: str) -> str:
     """The first of :func:`asked_kinds`: what the message asks most clearly."""
     return asked_kinds(message)[0]
@@ -256,6 +301,7 @@ def reply(
     ended: bool = False,
     intent: Intent | None = None,
     recovered: Callable[[], bool] | None = None,
+    changed: Callable[[], bool] | None = None,
     said: dict[str, str] | None = None,
 ) -> str:
     """The engineer's answer to a plain message from the agent: each kind it asks
@@ -264,8 +310,11 @@ def reply(
     A follow-up question about what users observe (when it started, who, which services, what
     changed, whether it is fixed) is answered for the intent's symptom family, never naming the
     intent or the fix (``recovered()`` says whether the key KPIs are back); a message that asks
-    nothing the engineer knows gets the list of what it can tell. ``said`` is the place and
-    time of the opening message, which the replies repeat.
+    nothing the engineer knows gets the list of what it can tell. A report is acknowledged with
+    how the case closes, unless it claims a submission (a message submits nothing) or a change
+    while the network is as it was (``changed()`` says whether any configuration value
+    differs from the start). ``said`` is the place and time of the opening message, which the
+    replies repeat.
     """
     kinds = ["after_end"] if ended else asked_kinds(message)
     fields = {**_fields(state, blueprint, lang, rng), **(said or {})}
@@ -279,7 +328,12 @@ def reply(
         elif kind not in symptoms.QUESTION_KINDS:  # without an intent there is none to answer
             answers.append(_pick(phrases()["replies"][kind][lang], rng).format_map(fields))
     if kinds == ["report"]:  # acknowledged, with the way to close the case
-        return _pick(phrases()["replies"]["report"][lang], rng).format_map(fields)
+        said_kind = "report"
+        if claims_submission(message):
+            said_kind = "not_submitted"
+        elif changed is not None and claims_change(message) and not changed():
+            said_kind = "not_changed"
+        return _pick(phrases()["replies"][said_kind][lang], rng).format_map(fields)
     if kinds == ["other"] or not answers:
         answers = [_pick(phrases()["replies"]["other"][lang], rng).format_map(fields)]
         answers.append(_pick(phrases()["can_tell"][lang], rng))
