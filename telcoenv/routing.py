@@ -87,6 +87,14 @@ _LEAD_IN = re.compile(
     r"[\s!.,،]*)+"
 )
 _FIRST_WORD = re.compile(r"\w[\w']*")
+# "it" / "them" as the object of a request ("send it to me"; not "when did it start?"),
+# "إياه", "به" (a pronoun joined to an Arabic verb, "أرسله", is not told apart from a word
+# that ends in ه, to which normalize() folds ة).
+_PRONOUN = re.compile(
+    r"\b(?:provide|send|give|share|tell|confirm|enter|type|write|spell)\s+(?:me\s+|us\s+)?"
+    r"(?:it|them)\b|\b(?:it|them)\s+(?:to|with)\s+(?:me|us)\b"
+    r"|(?<!\w)(?:ايا|ب)(?:ه|ها|هم)(?!\w)"
+)
 # "ما زلت / ما زال / لا يزال" (still ...) opens statements: "ما" is no question word there.
 _STILL = re.compile(r"^ما\s+(?:[يتن]?زال|زل)")
 
@@ -152,7 +160,8 @@ class QuestionRouter:
         if not sentences:
             return []
         parts = [*enumerate(sentences), *clauses, *conjuncts]  # (its sentence, text)
-        texts = [text for _, text in parts]
+        texts = [_with_antecedent(sentences, i) for i in range(len(sentences))]
+        texts += [text for _, text in parts[len(sentences) :]]
         vectors = self._embedder.encode([without_marks(t) for t in texts])
         rows = list(vectors @ self._prototype_vectors.T)
         normalized = [normalize(text) for text in texts]
@@ -234,6 +243,16 @@ def _asks(text: str) -> bool:
     if first is None or _STILL.match(opening):
         return False
     return _OPENING_WORDS.fullmatch(first.group()) is not None
+
+
+def _with_antecedent(sentences: list[str], index: int) -> str:
+    """A sentence as it is routed: a request whose object is a pronoun ("Please provide it to
+    me.", "أعطني إياه") with the sentence before it, which names what "it" is (alone, that
+    request was routed to the plan a model never asked about)."""
+    sentence = sentences[index]
+    if index and _PRONOUN.search(normalize(sentence)) and asks(sentence):
+        return f"{sentences[index - 1]} {sentence}"
+    return sentence
 
 
 def split_sentences(message: str) -> list[str]:

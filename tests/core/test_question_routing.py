@@ -253,6 +253,20 @@ def test_two_requests_joined_by_and_are_both_heard(message, kinds):
 
 
 @pytest.mark.parametrize(
+    ("message", "kind"),
+    [
+        # run s11a, bill_shock en: routed to the plan, answered "I'm not sure"
+        ("Okay, I just asked for the customer's line number. Please provide it to me.", "msisdn"),
+        ("The new email is needed to update your details. Please send it to me.", "email"),
+        ("البريد الجديد مطلوب للتحديث. من فضلك أعطني إياه.", "email"),
+        ("أحتاج رقم خطك. من فضلك زودني به.", "msisdn"),
+    ],
+)
+def test_a_request_for_it_asks_for_what_the_sentence_before_names(message, kind):
+    assert customer.question_router().route(message)[:1] == [kind]
+
+
+@pytest.mark.parametrize(
     "message",
     [
         "Can you please provide your line number and your new email address?",
