@@ -166,10 +166,11 @@ def compact_schema(schema: Mapping[str, Any], nested: bool = False) -> dict[str,
     """A JSON Schema cut to what a model needs to form a call: ``type`` (or a string ``enum``
     instead), ``items``, ``required``, the parameters without a default (an optional
     one with a default, ``detail``, is left out), the example of a parameter with a format
-    (``e.g. "3h"``) as its description, and the parameters of a nested object (a cell's
-    configuration changes) as a list of names, and where an id comes from ("Customer id from
-    get_customer"). Bounds, patterns and prose are left to the error messages: the environment
-    still validates every call against the full schema."""
+    (``e.g. "3h"``) as its description, the parameters of a nested object (a cell's
+    configuration changes) as a list of names with their ranges (``tilt_deg 0..15``), and
+    where an id comes from ("Customer id from get_customer"). Other bounds, patterns and prose
+    are left to the error messages: the environment still validates every call against the
+    full schema."""
     compact: dict[str, Any] = {}
     enum = schema.get("enum")
     if enum and all(isinstance(value, str) for value in enum):
@@ -185,8 +186,12 @@ def compact_schema(schema: Mapping[str, Any], nested: bool = False) -> dict[str,
     if source:
         compact["description"] = source.group(0)
     if "properties" in schema and nested:
-        # "only ...": a small model otherwise sets every listed parameter, most out of range.
-        compact["description"] = "only the ones to change, of: " + ", ".join(schema["properties"])
+        # "only ...": a small model otherwise sets every listed parameter. With the names alone
+        # it guessed values too ("round_robin", 100 UEs per TTI): each name carries its range.
+        compact["description"] = "only those to change: " + ", ".join(
+            f"{name} {_value_range(name, sub)}".rstrip()
+            for name, sub in schema["properties"].items()
+        )
     elif "properties" in schema:
         # An optional parameter with a default (detail="full") is left out: the output says
         # when it was cut and how to ask for the rest.
@@ -203,6 +208,20 @@ def compact_schema(schema: Mapping[str, Any], nested: bool = False) -> dict[str,
     return compact
 
 
+def _value_range(name: str, schema: Mapping[str, Any]) -> str:
+    """A parameter's values in few tokens (Qwen's tokenizer spends one per digit): ``0..15``,
+    ``PF|RR|MAX_CI``, ``0|50|100`` (a short list), ``0..5120`` (a long one: the error message
+    lists its values); nothing for a boolean, an unbounded number or a percentage's 0..100."""
+    enum = schema.get("enum")
+    if enum and (len(enum) <= _LISTED_VALUES or any(isinstance(v, str) for v in enum)):
+        return "|".join(str(value) for value in enum)
+    low, high = (min(enum), max(enum)) if enum else (schema.get("minimum"), schema.get("maximum"))
+    if low is None or high is None or (name.endswith("_pct") and (low, high) == (0, 100)):
+        return ""
+    return f"{low}..{high}"
+
+
+_LISTED_VALUES = 4  # a numeric enum up to this long is listed whole; longer ones cost tokens
 _SHORT_EXAMPLE = 8  # characters, quotes included: "30m", "2026-08", never "966500000000"
 _EXAMPLE = re.compile(r"e\.g\. (\"[^\"]+\")")
 # "... from get_customer", "... from the customer": a tool (its name has an underscore) or a

@@ -98,10 +98,48 @@ def test_compact_schema_of_a_hand_written_spec():
             "offset": {"type": "number"},  # "from boresight" names no source
             "kpi": {"enum": ["DL", "UL"]},
             "ttt": {"type": "integer"},
-            "changes": {"type": "object", "description": "only the ones to change, of: tilt, pci"},
+            "changes": {"type": "object", "description": "only those to change: tilt, pci"},
         },  # detail has a default: left out (the output says how to ask for the rest)
         "required": ["window"],
     }
+
+
+def test_a_nested_objects_names_carry_their_ranges():
+    # s11c: with the names alone the 1.5B model set scheduler_type "round_robin" and 100 UEs
+    # per TTI; each name now says what it takes.
+    changes = {
+        "type": "object",
+        "properties": {
+            "tilt_deg": {"type": "number", "minimum": 0, "maximum": 15},
+            "scheduler_type": {"type": "string", "enum": ["PF", "RR", "MAX_CI"]},
+            "t310_ms": {"type": "integer", "enum": [0, 50, 100]},
+            "ttt_ms": {"type": "integer", "enum": [0, 40, 64, 80, 5120]},
+            "mlb_enabled": {"type": "boolean"},
+            "offset": {"type": "number", "minimum": -3},  # one bound only: no range shown
+            "weight_pct": {"type": "number", "minimum": 0, "maximum": 100},  # as its name says
+            "share_pct": {"type": "number", "minimum": 5, "maximum": 100},
+        },
+    }
+    compact = compact_schema({"type": "object", "properties": {"changes": changes}})
+    assert compact["properties"]["changes"]["description"] == (
+        "only those to change: tilt_deg 0..15, scheduler_type PF|RR|MAX_CI, "
+        "t310_ms 0|50|100, ttt_ms 0..5120, mlb_enabled, offset, weight_pct, share_pct 5..100"
+    )
+
+
+def test_compact_optimize_cell_gives_every_range_of_the_full_spec():
+    spec = get_domain("network").catalog.tools["optimize_cell"]
+    full = spec.parameters["properties"]["changes"]["properties"]
+    text = spec.compact().parameters["properties"]["changes"]["description"]
+    for name, schema in full.items():
+        low, high = schema.get("minimum"), schema.get("maximum")
+        if "enum" in schema:
+            if isinstance(schema["enum"][0], str):
+                assert f"{name} {'|'.join(schema['enum'])}" in text
+                continue
+            low, high = min(schema["enum"]), max(schema["enum"])
+        if low is not None and (low, high) != (0, 100):
+            assert f"{name} {low}..{high}" in text
 
 
 @pytest.mark.parametrize("domain", DOMAINS)
