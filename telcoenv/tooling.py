@@ -290,7 +290,9 @@ class Toolbox:
         errors.sort(key=lambda e: (e.validator != "required", list(map(str, e.absolute_path))))
         parameters = self.specs[name].parameters
         optional = frozenset(parameters.get("properties", {})) - set(parameters.get("required", ()))
-        problem = "; ".join(_describe(e, optional) + self._other_form(e) for e in errors[:3])
+        # One problem per line: a null breaks both a type and an enum, told once.
+        described = dict.fromkeys(_describe(e, optional) + self._other_form(e) for e in errors)
+        problem = "; ".join(list(described)[:3])
         advice = _advice(errors, optional)
         if advice == "not_found":  # an id that has the form of another parameter: which one
             advice = next((f"not_found.{p}" for p in map(self._form_of, errors) if p), advice)

@@ -109,6 +109,20 @@ def test_an_empty_optional_argument_is_told_to_be_left_out(empty):
     assert "get_customer" in required["error"]["next"]  # an empty id: where ids come from
 
 
+def test_each_problem_is_named_once():
+    """A null breaks both the type and the enum of create_ticket's optional team: the message
+    named it twice, and the three problems shown left out a third argument."""
+    env = make_env("beam_misalignment")
+    env.reset(seed=1)
+    call = tool_call("create_ticket", summary="x", severity="major", team=None, cell_id=None)
+    message = json.loads(env.step(call)[0])["error"]["message"]
+    assert message == (
+        "invalid arguments for create_ticket: "
+        "argument 'cell_id' is optional and was given empty (null): leave it out; "
+        "argument 'team' is optional and was given empty (null): leave it out"
+    )
+
+
 def test_a_value_of_the_wrong_form_is_told_what_is_expected_all_problems_at_once():
     """The 1.5B model's first call: a made-up customer id and an empty optional phone. Both are
     named in one message, each id by its description (where it comes from), not by a regex."""
