@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from telcoenv.domains.network.engineer import classify_message, phrases, window_phrase
+from telcoenv.domains.network.engineer import (
+    claims_change,
+    claims_submission,
+    classify_message,
+    phrases,
+    window_phrase,
+)
 from telcoenv.env import TelcoEnv
 
 
@@ -123,3 +129,24 @@ def test_a_claimed_change_is_checked_against_the_network(lang):
     assert "error" not in observation
     answer = env.step(CLAIMED_CHANGE[lang])[0]
     assert answer not in not_changed and "submit_resolution" in answer
+
+
+@pytest.mark.parametrize(
+    ("message", "change", "submission"),
+    [
+        ("I have applied the new tilt.", True, False),
+        ("I changed nothing yet.", False, False),
+        ("I have not applied any change.", False, False),
+        ("I will submit the resolution next.", False, False),
+        ("تم تعديل الميل.", True, False),
+        ("طبقت الميل الجديد.", True, False),
+        ("لم يتم تطبيق أي تغيير.", False, False),  # "تم" inside a negated "يتم"
+        ("ما طبقت أي تغيير بعد.", False, False),
+        ("يتم تطبيق التغيير الآن.", False, False),  # "is being applied": not done
+        ("قمت بتقديم الحل.", False, True),
+        ("ما قمت بتقديم الحل.", False, False),
+        ("لم يتم إرسال الحل بعد.", False, False),
+    ],
+)
+def test_a_claim_is_an_affirmative_statement(message, change, submission):
+    assert (claims_change(message), claims_submission(message)) == (change, submission)

@@ -248,19 +248,23 @@ def asked_kinds(message: str) -> list[str]:
 _FIRST_PERSON = (
     r"\b(?:i|we)(?:'ve|\s+have|\s+had)?\s+(?:(?:now|already|just|also|successfully)\s+)*"
 )
+# An Arabic verb of its own (not "تم" inside "يتم", "is being"), not negated ("لم يتم", "ما قمت").
+_NOT_NEGATED = r"(?<!\w)(?<!لم\s)(?<!ما\s)(?<!لا\s)"
 _CLAIMS_SUBMISSION = re.compile(
     _FIRST_PERSON + r"(?:submitted|called\s+(?:the\s+)?submit_resolution)\b"
     r"|\b(?:resolution|case)\s+(?:has|have)\s+been\s+submitted\b"
-    r"|(?:قدمت|قدمنا|ارسلت|ارسلنا|رفعت|استدعيت)\s+(?:\S+\s+){0,2}?(?:الحل|submit_resolution)"
-    r"|(?:قمت|قمنا|تم)\s+(?:ب)?(?:تقديم|ارسال|رفع|استدعاء)\s+(?:\S+\s+){0,2}?(?:الحل|submit_resolution)"
+    r"|" + _NOT_NEGATED + r"(?:قدمت|قدمنا|ارسلت|ارسلنا|رفعت|استدعيت)\s+(?:\S+\s+){0,2}?"
+    r"(?:الحل|submit_resolution)"
+    r"|" + _NOT_NEGATED + r"(?:قمت|قمنا|تم)\s+(?:ب)?(?:تقديم|ارسال|رفع|استدعاء)\s+(?:\S+\s+){0,2}?"
+    r"(?:الحل|submit_resolution)"
 )
 _CLAIMS_CHANGE = re.compile(
     _FIRST_PERSON + r"(?:applied|changed|adjusted|pushed|optimi[sz]ed|updated|modified|fixed"
     r"|reconfigured|tuned|corrected|realigned|rolled\s+back|reverted|restored)\b(?!\s+nothing)"
     r"|\b(?:change|changes|fix|configuration|parameters?)\s+(?:has|have)\s+been\s+"
     r"(?:applied|pushed|made|implemented)\b"
-    r"|(?:قمت|قمنا|تم)\s+(?:ب)?(?:تطبيق|تعديل|تغيير|ضبط|تحسين|اصلاح|اعاده)"
-    r"|(?<!\w)(?:طبقت|عدلت|غيرت|ضبطت|اصلحت)(?!\w)"
+    r"|" + _NOT_NEGATED + r"(?:قمت|قمنا|تم)\s+(?:ب)?(?:تطبيق|تعديل|تغيير|ضبط|تحسين|اصلاح|اعاده)"
+    r"|" + _NOT_NEGATED + r"(?:طبقت|عدلت|غيرت|ضبطت|اصلحت)(?!\w)"
 )
 
 
