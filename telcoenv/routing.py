@@ -88,12 +88,12 @@ _LEAD_IN = re.compile(
 )
 _FIRST_WORD = re.compile(r"\w[\w']*")
 # "it" / "them" as the object of a request ("send it to me"; not "when did it start?"),
-# "إياه", "به" (a pronoun joined to an Arabic verb, "أرسله", is not told apart from a word
-# that ends in ه, to which normalize() folds ة).
+# "إياه", "به", and a pronoun joined to a verb of request ("أرسله", "اكتبها"; other words
+# that end in ه are not told apart from it, since normalize() folds ة into ه).
 _PRONOUN = re.compile(
     r"\b(?:provide|send|give|share|tell|confirm|enter|type|write|spell)\s+(?:me\s+|us\s+)?"
     r"(?:it|them)\b|\b(?:it|them)\s+(?:to|with)\s+(?:me|us)\b"
-    r"|(?<!\w)(?:ايا|ب)(?:ه|ها|هم)(?!\w)"
+    r"|(?<!\w)(?:ايا|ب|ارسل|ابعث|اعطني|شارك|اكتب|اكد|قدم)(?:ه|ها|هم)(?!\w)"
 )
 # "ما زلت / ما زال / لا يزال" (still ...) opens statements: "ما" is no question word there.
 _STILL = re.compile(r"^ما\s+(?:[يتن]?زال|زل)")

@@ -260,6 +260,8 @@ def test_two_requests_joined_by_and_are_both_heard(message, kinds):
         ("The new email is needed to update your details. Please send it to me.", "email"),
         ("البريد الجديد مطلوب للتحديث. من فضلك أعطني إياه.", "email"),
         ("أحتاج رقم خطك. من فضلك زودني به.", "msisdn"),
+        ("أحتاج بريدك الإلكتروني الجديد. من فضلك أرسله لي.", "email"),
+        ("لم يصلني رقم خطك بعد. اكتبه هنا من فضلك.", "msisdn"),
     ],
 )
 def test_a_request_for_it_asks_for_what_the_sentence_before_names(message, kind):
