@@ -213,3 +213,21 @@ def test_a_submission_block_with_extra_keys_and_two_fenced_calls():
     said = [a.observation for a in trace.actions if a.kind == "message"]
     assert said and all("submit_resolution" in s for s in said)
     assert trace.truncated and trace.submission is None
+
+
+def test_with_the_ranges_shown_every_value_of_a_crowded_change_is_in_range():
+    """Run s12a: the compact spec now gives each parameter of ``changes`` its range. The model
+    still set eleven of them (with names alone, in s11c, it wrote "round_robin", 100 UEs per
+    TTI and a BLER target of 50, refused), but each value is in range, so the change runs and
+    the cell's configuration is what the model asked for."""
+    info, agent, requests = replay("compact_beam_misalignment_ar_ranged_changes")
+    trace = info["trace"]
+    optimize = next(t for t in requests[0]["tools"] if t["function"]["name"] == "optimize_cell")
+    offered = optimize["function"]["parameters"]["properties"]["changes"]["description"]
+    assert "max_ue_per_tti 1..64" in offered and "scheduler_type PF|RR|MAX_CI" in offered
+    assert trace.predicted_chain == ["neighbor_audit", "optimize_cell", "submit_resolution"]
+    assert all(a.valid for a in trace.actions) and trace.terminated
+    change = trace.actions[1]
+    assert change.error_kind is None
+    changed = json.loads(change.observation)
+    assert len(changed["changes"]) == 11 and agent.usage["text_tool_calls"] == 3
