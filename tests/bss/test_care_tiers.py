@@ -17,6 +17,7 @@ from telcoenv.domains.bss.generator import products
 from telcoenv.errors import CatalogError, EpisodeOptionError, UnknownIntentError
 from telcoenv.evaluation.report import build_report
 from telcoenv.evaluation.runner import RunConfig, build_grid, evaluate
+from telcoenv.text import keyword_pattern, normalize
 from tests.conftest import make_env, result_store
 
 CARE = bss_domain().catalog
@@ -38,7 +39,7 @@ def _forbidden(opening: bool) -> list[tuple[re.Pattern[str], str]]:
     sections = ["forbidden", "forbidden_in_openings"] if opening else ["forbidden"]
     words = [w for s in sections for lang in LANGS for w in bank[s][lang]]
     words += [intent.label.in_lang(lang) for intent in CARE.intents for lang in LANGS]
-    return [(symptoms.keyword_pattern([w]), w) for w in words]
+    return [(keyword_pattern([w]), w) for w in words]
 
 
 OPENING_WORDS = _forbidden(opening=True)
@@ -55,7 +56,7 @@ REPLY_WORDS = _forbidden(opening=False)
 
 
 def _held(text: str, words: list[tuple[re.Pattern[str], str]]) -> list[str]:
-    plain = symptoms.normalize(text)
+    plain = normalize(text)
     return [word for pattern, word in words if pattern.search(plain)]
 
 

@@ -22,7 +22,7 @@ opening, when a message is unclear.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from functools import cache, lru_cache
 from importlib import resources
 from pathlib import Path
@@ -34,6 +34,7 @@ from telcoenv.catalog import template_fields
 from telcoenv.datafiles import parse_yaml
 from telcoenv.domains.bss import symptoms
 from telcoenv.domains.bss.models import CareIntent
+from telcoenv.phrases import pick
 from telcoenv.routing import ROUTED_CHARS, QuestionRouter, asks, load_prototypes, split_sentences
 from telcoenv.specs import Language
 from telcoenv.text import APPROVAL_CHARS, asks_for_approval, keyword_pattern, normalize
@@ -62,10 +63,6 @@ def phrases() -> dict[str, Any]:
     return parse_yaml(text, "customer.yaml")
 
 
-def _pick(options: Sequence[str], rng: np.random.Generator) -> str:
-    return options[int(rng.integers(len(options)))]
-
-
 def knowledge(intent: CareIntent, values: Mapping[str, Any]) -> dict[str, Any]:
     """The facts the customer can give in this episode (topic -> template values)."""
     known: dict[str, Any] = {}
@@ -89,7 +86,7 @@ def opening(
     intent: CareIntent, values: Mapping[str, Any], lang: Language, rng: np.random.Generator
 ) -> str:
     """The customer's first message: a greeting and their intent's opening, filled."""
-    greeting = _pick(phrases()["greetings"][lang], rng)
+    greeting = pick(phrases()["greetings"][lang], rng)
     return f"{greeting} {intent.customer.in_lang(lang).format_map(_in_lang(values, lang))}"
 
 
@@ -99,7 +96,7 @@ def symptom_opening(
     """The customer's first message in the ``symptom`` tier: the same greeting as the guided
     opening (the same first draw) and what they see (``symptoms.yaml``); and that second part
     alone, which the customer restates when a message is unclear."""
-    greeting = _pick(phrases()["greetings"][lang], rng)
+    greeting = pick(phrases()["greetings"][lang], rng)
     seen = symptoms.opening(intent, lang, rng, _in_lang(values, lang))
     return f"{greeting} {seen}", seen
 
@@ -157,7 +154,7 @@ def reply(
     bank = phrases()
     values = _in_lang(values, lang)
     if ended:
-        return _pick(bank["closing"][lang], rng)
+        return pick(bank["closing"][lang], rng)
     asked = asked_topics(message)
     known = knowledge(intent, values)
     if seen is not None:
@@ -177,21 +174,21 @@ def reply(
     if info:
         return " ".join(_answer(t, message, lang, rng).format_map(values) for t in info)
     if any(topic != "approval" for topic in asked):  # asked for something they cannot tell
-        return _with_facts(_pick(bank["unknown"][lang], rng), known, lang, rng)
+        return _with_facts(pick(bank["unknown"][lang], rng), known, lang, rng)
     if asked:
-        return _pick(bank["answers"]["approval"][lang], rng)
+        return pick(bank["answers"]["approval"][lang], rng)
     restated = intent.customer.in_lang(lang).format_map(values) if seen is None else seen
     if wrapped_up and waiting:
-        return f"{_pick(bank['not_yet'][lang], rng)} {restated}"
+        return f"{pick(bank['not_yet'][lang], rng)} {restated}"
     if wrapped_up and unanswered:
-        return f"{_pick(bank['unanswered'][lang], rng)} {restated}"
+        return f"{pick(bank['unanswered'][lang], rng)} {restated}"
     if wrapped_up:
-        return _pick(bank["satisfied"][lang], rng)
+        return pick(bank["satisfied"][lang], rng)
     if explained:
-        return _pick(bank["explained"][lang], rng)
+        return pick(bank["explained"][lang], rng)
     if unanswered and _states(message):  # a read-out or a wrong guess: the question again
-        return f"{_pick(bank['unanswered'][lang], rng)} {restated}"
-    return _with_facts(_pick(bank["unclear"][lang], rng).format(opening=restated), known, lang, rng)
+        return f"{pick(bank['unanswered'][lang], rng)} {restated}"
+    return _with_facts(pick(bank["unclear"][lang], rng).format(opening=restated), known, lang, rng)
 
 
 _NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
@@ -218,8 +215,8 @@ def gives_answer(answer: str, message: str) -> bool:
 def _answer(topic: str, message: str, lang: Language, rng: np.random.Generator) -> str:
     """One answer's template; the line number asked for as an internal id says it is no id."""
     if topic == "msisdn" and _INTERNAL_ID.search(normalize(message[:ROUTED_CHARS])):
-        return _pick(phrases()["line_not_id"][lang], rng)
-    return _pick(phrases()["answers"][topic][lang], rng)
+        return pick(phrases()["line_not_id"][lang], rng)
+    return pick(phrases()["answers"][topic][lang], rng)
 
 
 def _with_facts(
@@ -230,7 +227,7 @@ def _with_facts(
     if not names:
         return text
     joined = names[0] if len(names) == 1 else _joined(names, lang)
-    return f"{text} {_pick(phrases()['can_tell'][lang], rng).format(facts=joined)}"
+    return f"{text} {pick(phrases()['can_tell'][lang], rng).format(facts=joined)}"
 
 
 def _joined(names: list[str], lang: Language) -> str:
@@ -257,7 +254,7 @@ def _follow_up(
     if "travel" in kinds:
         if "trip" in known or "destination" in known:
             topic = "trip" if "trip" in known else "destination"
-            parts.append(_pick(answers[topic][lang], rng).format_map(values))
+            parts.append(pick(answers[topic][lang], rng).format_map(values))
         else:
             parts.append(symptoms.not_travelling(lang, rng))
     # "when" and "date" also ask for a trip: answered above, or not a trip question at all.
@@ -268,5 +265,5 @@ def _follow_up(
     ]
     if "approval" in asked and info:
         info.append("approval")
-    parts += [_pick(answers[t][lang], rng).format_map(values) for t in info]
+    parts += [pick(answers[t][lang], rng).format_map(values) for t in info]
     return " ".join(parts)

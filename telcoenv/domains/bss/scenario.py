@@ -20,6 +20,7 @@ import numpy as np
 from telcoenv.domains.bss.generator import BssData, Focal, products
 from telcoenv.domains.bss.models import CareBlueprint
 from telcoenv.domains.bss.state import TODAY
+from telcoenv.phrases import pick
 
 END_MONTH = "2026-11"  # the latest billed month of every episode
 # Template fields a blueprint must plant: field -> the blueprint field that provides it.
@@ -68,17 +69,13 @@ def eligible(plan: dict[str, Any], age: int, segment: str) -> bool:
     return plan["segment"] == segment and plan["min_age"] <= age and (high is None or age <= high)
 
 
-def _pick(choices: tuple[str, ...] | list[str], rng: np.random.Generator) -> str:
-    return choices[int(rng.integers(len(choices)))]
-
-
 def sample_scenario(blueprint: CareBlueprint, rng: np.random.Generator) -> Scenario:
     """Draw the focal customer and the blueprint's choices for one episode."""
     spec = blueprint.customer
     age = _uniform_int(spec.age, rng)
-    plan_id = _pick(spec.plans, rng)
+    plan_id = pick(spec.plans, rng)
     period = _month_before(END_MONTH, _uniform_int(blueprint.period, rng))
-    destination = _pick(blueprint.destinations, rng) if blueprint.destinations else None
+    destination = pick(blueprint.destinations, rng) if blueprint.destinations else None
     zone = products()["destinations"][destination] if destination else "EUROPE"
     start_date = None
     if blueprint.trip_days_ahead is not None:
@@ -96,7 +93,7 @@ def sample_scenario(blueprint: CareBlueprint, rng: np.random.Generator) -> Scena
         roaming_zone=zone,
         duplicate_month=period if blueprint.duplicate_invoice else None,
         failed_payment=blueprint.failed_payment,
-        active_addon=_pick(blueprint.active_addons, rng) if blueprint.active_addons else None,
+        active_addon=pick(blueprint.active_addons, rng) if blueprint.active_addons else None,
     )
     plans = {p["plan_id"]: p for p in products()["plans"]}
     targets = [
@@ -115,8 +112,8 @@ def sample_scenario(blueprint: CareBlueprint, rng: np.random.Generator) -> Scena
         budget_slack=float(rng.uniform(*blueprint.budget_slack))
         if blueprint.budget_slack
         else None,
-        target_plan=_pick(targets, rng) if targets else None,
-        email=f"{_pick(('contact', 'mail', 'me', 'inbox'), rng)}"
+        target_plan=pick(targets, rng) if targets else None,
+        email=f"{pick(('contact', 'mail', 'me', 'inbox'), rng)}"
         f"{int(rng.integers(10, 99))}@mail.example.sa"
         if blueprint.new_email
         else None,

@@ -16,7 +16,6 @@ Every function is pure: the caller's seeded generator makes each choice.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from functools import cache
 from importlib import resources
@@ -29,8 +28,8 @@ from telcoenv.datafiles import parse_yaml
 from telcoenv.domains.bss.blueprints import care_catalog
 from telcoenv.domains.bss.models import CareIntent
 from telcoenv.errors import CatalogError, UnknownIntentError
+from telcoenv.phrases import bilingual_variants, check_words, name_patterns, pick, placeholders
 from telcoenv.specs import LANGUAGES, Language
-from telcoenv.text import keyword_pattern, normalize
 
 FILE = "telcoenv/domains/bss/symptoms.yaml"
 #: The placeholders a phrase may use: the customer's own month and line, where the guided
@@ -42,29 +41,8 @@ QUESTION_KINDS = ("noticed", "travel")
 MIN_FAMILY_VARIANTS = 4
 MIN_VARIANTS = 2  # of a member's ask and of a follow-up answer
 
-_PLACEHOLDER = re.compile(r"\{[^{}]*\}")
-_DIGIT = re.compile(r"\d")
-
 
 # --- validation -------------------------------------------------------------------------------
-
-
-def _bilingual(node: Any, field: str, file: str, minimum: int = 1) -> dict[str, list[str]]:
-    if not isinstance(node, Mapping) or set(node) != set(LANGUAGES):
-        raise CatalogError(file, field, f"expected exactly the languages {list(LANGUAGES)}")
-    for lang in LANGUAGES:
-        variants = node[lang]
-        if not isinstance(variants, list) or not all(isinstance(v, str) for v in variants):
-            raise CatalogError(file, f"{field}.{lang}", "expected a list of strings")
-        if len(variants) < minimum:
-            raise CatalogError(
-                file, f"{field}.{lang}", f"{len(variants)} variant(s); at least {minimum} needed"
-            )
-        if len(set(variants)) != len(variants):
-            raise CatalogError(file, f"{field}.{lang}", "a variant is repeated")
-        if not all(normalize(v).removesuffix("$").strip() for v in variants):
-            raise CatalogError(file, f"{field}.{lang}", "an empty string")
-    return dict(node)
 
 
 class _Checker:
@@ -88,30 +66,16 @@ class _Checker:
             (w, "a word an opening may not hold (forbidden_in_openings)")
             for w in self._words(data, "forbidden_in_openings")
         ]
-        self.names = self._patterns(names + always)
-        self.opening_names = self.names + self._patterns(unasked)
+        self.names = name_patterns(names + always)
+        self.opening_names = self.names + name_patterns(unasked)
 
     def _words(self, data: Mapping[str, Any], section: str) -> list[str]:
-        return [
-            w for words in _bilingual(data[section], section, self.file).values() for w in words
-        ]
-
-    @staticmethod
-    def _patterns(names: list[tuple[str, str]]) -> list[tuple[re.Pattern[str], str, str]]:
-        return [(keyword_pattern([name]), name, why) for name, why in names if name.strip()]
+        variants = bilingual_variants(data[section], section, self.file)
+        return [w for words in variants.values() for w in words]
 
     def phrase(self, text: str, said_for: Sequence[str], field: str, *, opening: bool) -> None:
         """``text`` may be said by the customer of every intent of ``said_for``."""
-        try:
-            fields = template_fields(text)
-        except ValueError as exc:
-            raise CatalogError(self.file, field, f"malformed template {text!r}: {exc}") from exc
-        if fields - FIELDS:
-            raise CatalogError(
-                self.file,
-                field,
-                f"placeholder(s) {sorted(fields - FIELDS)} not allowed; allowed: {sorted(FIELDS)}",
-            )
+        fields = placeholders(text, FIELDS, field, self.file)
         for key in said_for:
             unnamed = fields - self.openings[key]
             if unnamed:
@@ -121,17 +85,12 @@ class _Checker:
                     f"placeholder(s) {sorted(unnamed)} not in the guided opening of {key}: "
                     "its customer does not say it",
                 )
-        plain = normalize(_PLACEHOLDER.sub(" ", text))
-        if _DIGIT.search(plain):
-            raise CatalogError(self.file, field, f"{text!r} holds a number")
-        for pattern, name, why in self.opening_names if opening else self.names:
-            if pattern.search(plain):
-                raise CatalogError(self.file, field, f"{text!r} holds {name!r}, {why}")
+        check_words(text, field, self.file, self.opening_names if opening else self.names)
 
     def variants(
         self, node: Any, said_for: Sequence[str], field: str, minimum: int, *, opening: bool
     ) -> None:
-        for lang, texts in _bilingual(node, field, self.file, minimum).items():
+        for lang, texts in bilingual_variants(node, field, self.file, minimum).items():
             for i, text in enumerate(texts):
                 self.phrase(text, said_for, f"{field}.{lang}.{i}", opening=opening)
 
@@ -265,10 +224,6 @@ def _key(intent: CareIntent | str) -> str:
     return intent if isinstance(intent, str) else intent.key
 
 
-def _pick(options: Sequence[str], rng: np.random.Generator) -> str:
-    return options[int(rng.integers(len(options)))]
-
-
 # --- what the customer says -----------------------------------------------------------------------
 
 
@@ -297,9 +252,9 @@ def opening(
     ``msisdn``)."""
     key = _key(intent)
     family = symptom_bank()["families"][family_of(key)]
-    parts = [_pick(family[lang], rng)]
+    parts = [pick(family[lang], rng)]
     if "asks" in family:
-        parts.append(_pick(family["asks"][key][lang], rng))
+        parts.append(pick(family["asks"][key][lang], rng))
     return " ".join(parts).format_map(values)
 
 
@@ -308,9 +263,9 @@ def noticed(
 ) -> str:
     """When the customer noticed it: an answer of the intent's family, formatted with ``values``."""
     pool = symptom_bank()["follow_ups"]["noticed"][family_of(intent)][lang]
-    return _pick(pool, rng).format_map(values)
+    return pick(pool, rng).format_map(values)
 
 
 def not_travelling(lang: Language, rng: np.random.Generator) -> str:
     """A customer without a trip, asked whether they travelled."""
-    return _pick(symptom_bank()["follow_ups"]["not_travelling"][lang], rng)
+    return pick(symptom_bank()["follow_ups"]["not_travelling"][lang], rng)

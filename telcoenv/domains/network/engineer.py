@@ -27,6 +27,7 @@ from telcoenv.domains.network.models import Blueprint, Intent
 from telcoenv.domains.network.parameters import KPI_TO_CELL_PARAMETER
 from telcoenv.domains.network.topology import InitialNetwork
 from telcoenv.errors import CatalogError
+from telcoenv.phrases import pick
 from telcoenv.routing import QuestionRouter, asks, load_prototypes, split_sentences
 from telcoenv.specs import LANGUAGES, Language
 from telcoenv.text import APPROVAL_CHARS, asks_for_approval, normalize
@@ -63,10 +64,6 @@ def check_phrases(intents: Sequence[Intent]) -> None:
                 f"no symptom phrases in {missing} for intent {intent.key}: the engineer opens "
                 "every episode with one; add them",
             )
-
-
-def _pick(options: Sequence[str], rng: np.random.Generator) -> str:
-    return options[int(rng.integers(len(options)))]
 
 
 def window_phrase(window: str, lang: Language) -> str:
@@ -158,8 +155,8 @@ def _fields(
     return {
         "cell_id": state.serving.cell_id,
         "cluster_id": state.cluster_id,
-        "place": _pick(bank["places"][blueprint.context.area][lang], rng),
-        "time_of_day": _pick(
+        "place": pick(bank["places"][blueprint.context.area][lang], rng),
+        "time_of_day": pick(
             bank["times_of_day"].get(phase, bank["times_of_day"]["shoulder"])[lang], rng
         ),
         "window": window_phrase(state.window, lang),
@@ -181,10 +178,10 @@ def problem_statement(
     fields["evidence"] = evidence(sampled, intent.evidence, lang, rng, intent.fault.context_kpis)
     alarm = "raised" if blueprint.context.alarm else "none"
     parts = [
-        _pick(bank["openers"][lang], rng),
-        _pick(bank["symptoms"][intent.key][lang], rng),
-        _pick(bank["alarm"][alarm][lang], rng),
-        _pick(bank["closers"][lang], rng),
+        pick(bank["openers"][lang], rng),
+        pick(bank["symptoms"][intent.key][lang], rng),
+        pick(bank["alarm"][alarm][lang], rng),
+        pick(bank["closers"][lang], rng),
     ]
     return " ".join(part.format_map(fields) for part in parts), _said(fields)
 
@@ -209,14 +206,14 @@ def symptom_statement(
     fields = _fields(state, blueprint, lang, rng)
     alarm = "raised" if blueprint.context.alarm else "none"
     parts = [
-        _pick(bank["openers"][lang], rng).format_map(fields),
+        pick(bank["openers"][lang], rng).format_map(fields),
         symptoms.symptom_statement_part(intent, lang, rng, fields),
-        _pick(bank["alarm"][alarm][lang], rng).format_map(fields),
+        pick(bank["alarm"][alarm][lang], rng).format_map(fields),
     ]
     if confounders is not None:
         kind, extra = symptoms.choose_confounder(intent, lang, rng)
         parts.append(symptoms.confounder(kind, lang, rng, {**fields, **confounders, **extra}))
-    parts.append(_pick(bank["closers"][lang], rng).format_map(fields))
+    parts.append(pick(bank["closers"][lang], rng).format_map(fields))
     return " ".join(parts), _said(fields)
 
 
@@ -330,15 +327,15 @@ def reply(
                 symptoms.follow_up_reply(kind, intent, lang, rng, fields, recovered=fixed)
             )
         elif kind not in symptoms.QUESTION_KINDS:  # without an intent there is none to answer
-            answers.append(_pick(phrases()["replies"][kind][lang], rng).format_map(fields))
+            answers.append(pick(phrases()["replies"][kind][lang], rng).format_map(fields))
     if kinds == ["report"]:  # acknowledged, with the way to close the case
         said_kind = "report"
         if claims_submission(message):
             said_kind = "not_submitted"
         elif changed is not None and claims_change(message) and not changed():
             said_kind = "not_changed"
-        return _pick(phrases()["replies"][said_kind][lang], rng).format_map(fields)
+        return pick(phrases()["replies"][said_kind][lang], rng).format_map(fields)
     if kinds == ["other"] or not answers:
-        answers = [_pick(phrases()["replies"]["other"][lang], rng).format_map(fields)]
-        answers.append(_pick(phrases()["can_tell"][lang], rng))
+        answers = [pick(phrases()["replies"]["other"][lang], rng).format_map(fields)]
+        answers.append(pick(phrases()["can_tell"][lang], rng))
     return " ".join(answers)

@@ -14,7 +14,6 @@ Every function is pure: the caller's seeded generator makes each choice.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from functools import cache
 from importlib import resources
@@ -29,8 +28,8 @@ from telcoenv.domains.network.loading import network_catalog
 from telcoenv.domains.network.models import Intent
 from telcoenv.domains.network.topology import _UNRELATED_ALARMS
 from telcoenv.errors import CatalogError, UnknownIntentError
+from telcoenv.phrases import bilingual_variants, check_words, name_patterns, pick, placeholders
 from telcoenv.specs import LANGUAGES, Language
-from telcoenv.text import keyword_pattern, normalize
 
 FILE = "telcoenv/domains/network/symptoms.yaml"
 #: The placeholders every phrase may use (filled by the engineer as in engineer.yaml).
@@ -49,27 +48,8 @@ QUESTION_KINDS = ("status", "changed", "services", "users", "started")
 MIN_FAMILY_SIZE = 3
 MIN_FAMILY_VARIANTS = 6
 
-_PLACEHOLDER = re.compile(r"\{[^{}]*\}")
-_DIGIT = re.compile(r"\d")
-
 
 # --- validation -------------------------------------------------------------------------------
-
-
-def _bilingual(node: Any, field: str, file: str, minimum: int = 1) -> dict[str, list[str]]:
-    if not isinstance(node, Mapping) or set(node) != set(LANGUAGES):
-        raise CatalogError(file, field, f"expected exactly the languages {list(LANGUAGES)}")
-    for lang in LANGUAGES:
-        variants = node[lang]
-        if not isinstance(variants, list) or not all(isinstance(v, str) for v in variants):
-            raise CatalogError(file, f"{field}.{lang}", "expected a list of strings")
-        if len(variants) < minimum:
-            raise CatalogError(
-                file, f"{field}.{lang}", f"{len(variants)} variant(s); at least {minimum} needed"
-            )
-        if len(set(variants)) != len(variants):
-            raise CatalogError(file, f"{field}.{lang}", "a variant is repeated")
-    return dict(node)
 
 
 class _Checker:
@@ -90,31 +70,16 @@ class _Checker:
         names += [(alarm, "an alarm name") for alarm in _UNRELATED_ALARMS]
         for tool in tools:
             names += [(tool, "a tool name"), (tool.replace("_", " "), "a tool name")]
-        for words in _bilingual(data["forbidden"], "forbidden", file).values():
+        for words in bilingual_variants(data["forbidden"], "forbidden", file).values():
             names += [(word, "a word that names a cause (forbidden)") for word in words]
-        self.names = [(keyword_pattern([name]), name, why) for name, why in names if name]
+        self.names = name_patterns(names)
 
     def phrase(self, text: str, allowed: Collection[str], field: str) -> None:
-        try:
-            fields = template_fields(text)
-        except ValueError as exc:
-            raise CatalogError(self.file, field, f"malformed template {text!r}: {exc}") from exc
-        if fields - set(allowed):
-            raise CatalogError(
-                self.file,
-                field,
-                f"placeholder(s) {sorted(fields - set(allowed))} not allowed; "
-                f"allowed: {sorted(allowed)}",
-            )
-        plain = normalize(_PLACEHOLDER.sub(" ", text))
-        if _DIGIT.search(plain):
-            raise CatalogError(self.file, field, f"{text!r} holds a number")
-        for pattern, name, why in self.names:
-            if pattern.search(plain):
-                raise CatalogError(self.file, field, f"{text!r} holds {name!r}, {why}")
+        placeholders(text, allowed, field, self.file)
+        check_words(text, field, self.file, self.names)
 
     def variants(self, node: Any, allowed: Collection[str], field: str, minimum: int = 1) -> None:
-        for lang, texts in _bilingual(node, field, self.file, minimum).items():
+        for lang, texts in bilingual_variants(node, field, self.file, minimum).items():
             for i, text in enumerate(texts):
                 self.phrase(text, allowed, f"{field}.{lang}.{i}")
 
@@ -236,10 +201,6 @@ def _key(intent: Intent | str) -> str:
     return intent if isinstance(intent, str) else intent.key
 
 
-def _pick(options: Sequence[str], rng: np.random.Generator) -> str:
-    return options[int(rng.integers(len(options)))]
-
-
 # --- what the engineer calls ----------------------------------------------------------------------
 
 
@@ -263,7 +224,7 @@ def symptom_statement_part(
     """One user-visible symptom of the intent's family in ``lang``, formatted with ``fields``
     (``place``, ``time_of_day``, ``window``, ``cell_id``, ``cluster_id``)."""
     variants = symptom_bank()["families"][family_of(intent)][lang]
-    return _pick(variants, rng).format_map(fields)
+    return pick(variants, rng).format_map(fields)
 
 
 def choose_confounder(
@@ -279,12 +240,12 @@ def choose_confounder(
     unknown = [k for k in kinds if k not in CONFOUNDER_FIELDS]
     if unknown or not kinds:
         raise ValueError(f"confounder kinds {list(kinds)}; known: {list(CONFOUNDER_KINDS)}")
-    kind = _pick(kinds, rng)
+    kind = pick(kinds, rng)
     if kind != "wrong_guess":
         return kind, {}
     key = _key(intent)
     others = [k for k in family_members(family_of(key)) if k != key]
-    return kind, {"guess": _labels()[_pick(others, rng)].in_lang(lang)}
+    return kind, {"guess": _labels()[pick(others, rng)].in_lang(lang)}
 
 
 def confounder(
@@ -292,7 +253,7 @@ def confounder(
 ) -> str:
     """One variant of a confounder in ``lang``, formatted with ``fields`` (the usual ones plus
     the kind's own: ``guess``, ``alarm`` or ``neighbour_id``)."""
-    return _pick(symptom_bank()["confounders"][kind][lang], rng).format_map(fields)
+    return pick(symptom_bank()["confounders"][kind][lang], rng).format_map(fields)
 
 
 def follow_up_reply(
@@ -314,4 +275,4 @@ def follow_up_reply(
     node = symptom_bank()["follow_ups"][kind]
     if set(node) != set(LANGUAGES):
         node = node[family_of(intent)]
-    return _pick(node[lang], rng).format_map(fields)
+    return pick(node[lang], rng).format_map(fields)
