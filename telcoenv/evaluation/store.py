@@ -5,8 +5,9 @@ SQLite file. Each episode is committed on its own, so a run killed at any moment
 episode it finished. ``(run, key)`` is unique: an episode is stored once, also when two
 processes evaluate the same run; a failed episode that is run again is replaced by its new result.
 
-Before computing an episode a process claims it (``claims``: an atomic insert that fails when
-another process holds the claim), so two processes on one run split the work. A claim expires
+Before computing an episode a process claims it (``claims``: one transaction at a time per run
+reads whether the episode is stored or held and inserts the claim), so two processes on one run
+split the work and never play an episode twice. A claim expires
 when its process stops refreshing it (``STALE_AFTER_S``), or at once when that process is gone
 from this machine (killed). A run stores its configuration, without credentials; resuming it
 with another configuration is refused (:class:`RunMismatchError`).
@@ -25,8 +26,8 @@ import re
 import socket
 import sqlite3
 import time
-from collections.abc import Iterable, Mapping, Sequence
-from contextlib import suppress
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -425,7 +426,7 @@ class ResultStore:
         each key is claimed on its own instead."""
         now = time.time()
         try:
-            with self.engine.begin() as connection:
+            with self._claiming(run) as connection:
                 statuses = dict(
                     connection.execute(
                         select(_EPISODES.c.key, _EPISODES.c.status).where(
@@ -486,6 +487,23 @@ class ResultStore:
                 return []
             return [k for k in keys if self.claim(run, k, owner, retry_failed=retry_failed)]
         return [key for key in keys if key in mine or key in fresh]
+
+    @contextmanager
+    def _claiming(self, run: str) -> Iterator[Connection]:
+        """A transaction no other claim on ``run`` runs beside, so that what it reads (stored,
+        claimed) still holds when it inserts. pysqlite starts a transaction only at the first
+        write: without ``BEGIN IMMEDIATE`` another process could store an episode and drop its
+        claim between the two reads, and the episode would be played twice. Elsewhere the run's
+        row is locked (``FOR UPDATE``), which every claimer of the run waits for."""
+        with self.engine.connect() as connection:
+            if self.engine.dialect.name == "sqlite":
+                connection.exec_driver_sql("BEGIN IMMEDIATE")
+            else:
+                connection.execute(
+                    select(_RUNS.c.name).where(_RUNS.c.name == run).with_for_update()
+                )
+            yield connection
+            connection.commit()
 
     def heartbeat(self, owner: Owner) -> None:
         """Refresh every claim of ``owner`` (so that other processes do not take them over)."""

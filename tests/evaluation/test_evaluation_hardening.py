@@ -14,11 +14,13 @@ import re
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import event
 
 from telcoenv.cli import main
 from telcoenv.errors import EpisodeOptionError
@@ -232,6 +234,41 @@ def test_claims_are_exclusive_and_those_of_dead_or_silent_processes_expire(tmp_p
     assert store.claim("r", "k3", me)  # silent too long: taken over
     store.release(me)
     assert store.claim("r", "k2", alive_elsewhere)
+
+
+def _stored_record(key: str) -> dict[str, Any]:
+    return {
+        "key": key, "intent": "beam_misalignment", "category": "c", "blueprint_id": "b",
+        "sample_index": 0, "language": "en", "intent_list": True, "status": "ok",
+        "predicted_chain": [], "gold_chain": [], "steps": 1, "duration_s": 0.1,
+    }  # fmt: skip
+
+
+def test_an_episode_stored_while_another_process_claims_it_is_not_claimed_again(tmp_path):
+    """The race CI once hit: process B reads that k1 is not stored, process A stores k1 and
+    drops its claim, B reads that k1 is not claimed and plays it a second time. A's store
+    must wait for B's claim to end, so B sees A's claim."""
+    url = f"sqlite:///{tmp_path / 'shared.sqlite'}"
+    first, second = ResultStore(url), ResultStore(url)
+    first.ensure_run("r", "oracle", {})
+    owner_a, owner_b = Owner("a:1:a", "host-a", 1), Owner("b:1:b", "host-b", 2)
+    assert first.claim("r", "k1", owner_a)
+    stored: list[bool] = []
+    writer = threading.Thread(
+        target=lambda: stored.append(first.add("r", _stored_record("k1"), owner_a))
+    )
+
+    @event.listens_for(second.engine, "before_cursor_execute")
+    def store_meanwhile(conn: Any, cursor: Any, statement: str, *_: Any) -> None:
+        if "FROM claims" in statement and writer.ident is None:  # once
+            writer.start()
+            writer.join(timeout=0.5)  # A blocked: B holds the claim lock
+
+    assert second.claim_many("r", ["k1"], owner_b) == []
+    writer.join()
+    assert stored == [True]
+    assert [r["key"] for r in second.records(["r"])] == ["k1"]
+    assert second.claim_many("r", ["k1"], owner_b) == []  # stored: nobody claims it
 
 
 @pytest.mark.slow  # two telcoenv subprocesses
