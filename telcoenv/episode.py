@@ -114,6 +114,7 @@ class Episode:
         self.actions_log: list[str] = []  # every action as received, for snapshots
         self.metrics: EpisodeMetrics | None = None
         self.metrics_error: str | None = None
+        self._privileged_json: bytes | None = None  # see privileged_info
         self.trace = self._start_trace(env_id, lang, seed, options)
 
     def _start_trace(
@@ -177,9 +178,11 @@ class Episode:
         }
 
     def privileged_info(self) -> dict[str, Any]:
-        intent, trace = self.intent, self.trace
-        return orjson.loads(  # a fresh copy: nothing shared with the trace or the domain
-            orjson.dumps(
+        """The answers (given at reset and at the end): a fresh copy each time, nothing shared
+        with the trace or the domain. Built once: none of it changes during the episode."""
+        if self._privileged_json is None:
+            intent, trace = self.intent, self.trace
+            self._privileged_json = orjson.dumps(
                 {
                     "intent": intent.key,
                     "label": intent.label.model_dump(),
@@ -191,7 +194,7 @@ class Episode:
                     **self.domain.privileged(self.setup, intent),
                 }
             )
-        )
+        return orjson.loads(self._privileged_json)
 
     def info(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
         """A step's info: counts and the last action; at the end the trace, metrics, verdict."""

@@ -217,6 +217,9 @@ class NetworkState:
         # as they are written (an undone change restores them): reading the current KPIs
         # would otherwise scan an object's whole history, which grows with every change.
         self._current: dict[str, dict[str, float]] = {}
+        # The configuration as last read, until a change: the KPI model and verification read
+        # it after every change, and only this state's changes write it.
+        self._configuration: Configuration | None = None
         db.start_episode(self._load, episode_id)
 
     # --- loading ------------------------------------------------------------------------------
@@ -440,7 +443,13 @@ class NetworkState:
                 self._current[owner] = kpis
 
     def configuration(self) -> Configuration:
-        """Every configurable value now, per object, like ``InitialNetwork.configuration``."""
+        """Every configurable value now, per object, like ``InitialNetwork.configuration``
+        (a copy the caller may change)."""
+        if self._configuration is None:
+            self._configuration = self._read_configuration()
+        return {owner: dict(params) for owner, params in self._configuration.items()}
+
+    def _read_configuration(self) -> Configuration:
         values: Configuration = {}
         for table, (kind, columns) in _CONFIGURATION.items():
             names, booleans = columns[1:], _BOOLEAN_CONFIG[kind]
@@ -524,6 +533,8 @@ class NetworkState:
 
     def _update(self, object_type: str, object_id: str, values: dict[str, Any]) -> None:
         table, key = _OBJECT_TABLES[object_type]
+        self._configuration = None  # read again after the change, or after it is undone
+        self.db.on_undo(self._forget_configuration)
         columns = _columns(table)
         unknown = sorted(n for n in values if n not in columns or n in ("episode_id", key))
         if unknown:
@@ -534,6 +545,9 @@ class NetworkState:
             )
             if changed != 1:
                 raise ToolError(f"unknown {object_type} {object_id!r}", kind="not_found")
+
+    def _forget_configuration(self) -> None:
+        self._configuration = None
 
     def add_ticket(
         self, summary: str, severity: str, team: str, cell_id: str, step: int
