@@ -1,5 +1,6 @@
-"""The current KPIs that NetworkState keeps in Python equal what kpi_samples holds, after every
-kind of step, and an undone change takes its samples out of both (issue 16, cost growth)."""
+"""The current KPIs and the configuration that NetworkState keeps in Python equal what the
+rows hold, after every kind of step, and an undone change takes its writes out of both (issue 16:
+cost growth, fewer queries)."""
 
 from __future__ import annotations
 
@@ -34,6 +35,7 @@ def _agrees(env) -> None:
     for object_id, kpis in stored.items():
         assert state.kpis(object_id) == kpis
         assert all(state.kpi_value(object_id, kpi) == value for kpi, value in kpis.items())
+    assert state.configuration() == state._read_configuration()
 
 
 def _random_actions(env, info, rng: np.random.Generator, count: int) -> list[dict]:
@@ -93,3 +95,21 @@ def test_a_change_the_schema_refuses_leaves_the_kpis_as_they_were():
     observation = env.step(tool_call("optimize_cell", cell_id=serving, changes={"tilt_deg": 99}))[0]
     assert '"error"' in observation
     assert env.unwrapped.episode.setup.state.latest_kpis() == before == _from_the_rows(env)
+
+
+def test_the_configuration_read_once_follows_changes_and_their_undoing():
+    env, _, serving = network_episode("beam_misalignment", seed=3)
+    state = env.unwrapped.episode.setup.state
+    owner = f"cell:{serving}"
+    start = state.configuration()
+    tilt = start[owner]["tilt_deg"]
+    state.configuration()[owner]["tilt_deg"] = 99.0  # the caller's copy, not the kept one
+    assert state.configuration() == start == state._read_configuration()
+    with pytest.raises(ToolError), state.db.change():
+        state.apply("push_config", 1, "test", [("cell", serving, [("tilt_deg", tilt, tilt + 1)])])
+        assert state.configuration()[owner]["tilt_deg"] == tilt + 1  # read-your-writes
+        raise ToolError("refused after the change was written", kind="rejected")
+    assert state.configuration() == start == state._read_configuration()
+    state.apply("push_config", 2, "test", [("cell", serving, [("tilt_deg", tilt, tilt + 1)])])
+    assert state.configuration()[owner]["tilt_deg"] == tilt + 1
+    assert state.configuration() == state._read_configuration()
