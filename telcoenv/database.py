@@ -364,8 +364,9 @@ class EpisodeDatabase:
             params: Any = dict(zip(query.parameters, values, strict=True))
         else:
             params = values
-        with self._lock:
-            return self._cursor.execute(prepared.sql, params).fetchall()
+        with self._lock:  # psycopg2's execute returns None, not the cursor as sqlite3's does
+            self._cursor.execute(prepared.sql, params)
+            return self._cursor.fetchall()
 
     def _prepare_query(self, query: Query) -> Prepared:
         prepared = self._compiled(
@@ -386,11 +387,13 @@ class EpisodeDatabase:
         through :meth:`update_column`, :meth:`insert` and :meth:`change`.
         """
         with self._lock:
-            return self._cursor.execute(sql, params).fetchall()
+            self._cursor.execute(sql, params)
+            return self._cursor.fetchall()
 
     def execute(self, prepared: Prepared, params: Mapping[str, Any]) -> int:
         with self._lock:
-            return self._cursor.execute(prepared.sql, prepared.bind(params)).rowcount
+            self._cursor.execute(prepared.sql, prepared.bind(params))
+            return self._cursor.rowcount
 
     def update_column(
         self, table: str, column: str, value: Any, *, episode_id: str, key: str, key_value: Any

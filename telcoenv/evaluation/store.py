@@ -427,13 +427,8 @@ class ResultStore:
         now = time.time()
         try:
             with self._claiming(run) as connection:
-                statuses = dict(
-                    connection.execute(
-                        select(_EPISODES.c.key, _EPISODES.c.status).where(
-                            _EPISODES.c.run == run, _EPISODES.c.key.in_(keys)
-                        )
-                    ).all()
-                )
+                # Claims first: a claim seen gone was dropped when its episode was stored, which
+                # the second read then sees (see _claiming).
                 held = {
                     row.key: row
                     for row in connection.execute(
@@ -446,6 +441,13 @@ class ResultStore:
                         ).where(_CLAIMS.c.run == run, _CLAIMS.c.key.in_(keys))
                     )
                 }
+                statuses = dict(
+                    connection.execute(
+                        select(_EPISODES.c.key, _EPISODES.c.status).where(
+                            _EPISODES.c.run == run, _EPISODES.c.key.in_(keys)
+                        )
+                    ).all()
+                )
                 mine, fresh = set(), []
                 for key in keys:
                     status = statuses.get(key)
@@ -490,11 +492,13 @@ class ResultStore:
 
     @contextmanager
     def _claiming(self, run: str) -> Iterator[Connection]:
-        """A transaction no other claim on ``run`` runs beside, so that what it reads (stored,
-        claimed) still holds when it inserts. pysqlite starts a transaction only at the first
-        write: without ``BEGIN IMMEDIATE`` another process could store an episode and drop its
-        claim between the two reads, and the episode would be played twice. Elsewhere the run's
-        row is locked (``FOR UPDATE``), which every claimer of the run waits for."""
+        """A transaction no other claim on ``run`` runs beside, so that no episode is played
+        twice. pysqlite starts a transaction only at the first write: without ``BEGIN
+        IMMEDIATE`` another process could store an episode and drop its claim between the
+        reads of the stored episodes and of the claims, and the episode would be claimed again.
+        Elsewhere the run's row is locked (``FOR UPDATE``): claimers of the run wait for each
+        other, while storing does not wait, so a claim read absent may have been dropped by a
+        store just before; the stored episodes, read after the claims, then show it."""
         with self.engine.connect() as connection:
             if self.engine.dialect.name == "sqlite":
                 connection.exec_driver_sql("BEGIN IMMEDIATE")

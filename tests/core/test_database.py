@@ -290,8 +290,15 @@ def test_a_repeated_read_before_any_change_counts_in_the_chain():
 )
 def test_a_postgresql_database_keeps_episodes_and_refuses_like_sqlite():
     url = os.environ["TELCOENV_TEST_POSTGRES_URL"]
-    for intent in ("pci_collision", "config_mismatch", "slice_admission_failure"):
-        env = make_env(intent, database_url=url)
+    # Both domains: psycopg2's execute returns None where sqlite3's returns the cursor.
+    played = [
+        ("pci_collision", "network"),
+        ("config_mismatch", "network"),
+        ("slice_admission_failure", "network"),
+        ("bill_shock", "bss"),
+    ]
+    for intent, domain in played:
+        env = make_env(intent, domain=domain, database_url=url)
         _, info = run_episode(env, OracleAgent(), seed=3)
         assert info["resolved"], (intent, info["verification"])
         env.close()

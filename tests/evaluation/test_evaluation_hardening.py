@@ -244,40 +244,63 @@ def _stored_record(key: str) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def test_an_episode_stored_while_another_process_claims_it_is_not_claimed_again(tmp_path):
+POSTGRES = pytest.param(
+    "postgresql",
+    marks=pytest.mark.skipif(
+        "TELCOENV_TEST_POSTGRES_URL" not in os.environ,
+        reason="set TELCOENV_TEST_POSTGRES_URL to a PostgreSQL database to run",
+    ),
+)
+
+
+def _shared_url(database: str, tmp_path: Path) -> str:
+    if database == "sqlite":
+        return f"sqlite:///{tmp_path / 'shared.sqlite'}"
+    return os.environ["TELCOENV_TEST_POSTGRES_URL"]
+
+
+@pytest.mark.parametrize("stored_before_reading", ["claims", "episodes"])
+@pytest.mark.parametrize("database", ["sqlite", POSTGRES])
+def test_an_episode_stored_while_another_process_claims_it_is_not_claimed_again(
+    tmp_path, database, stored_before_reading
+):
     """The race CI once hit: process B reads that k1 is not stored, process A stores k1 and
-    drops its claim, B reads that k1 is not claimed and plays it a second time. A's store
-    must wait for B's claim to end, so B sees A's claim."""
-    url = f"sqlite:///{tmp_path / 'shared.sqlite'}"
+    drops its claim, B reads that k1 is not claimed and plays it a second time. Here A stores
+    k1 just before B reads one table or the other: B must not claim k1 either way (on SQLite
+    A's store waits for B's claim to end; PostgreSQL's stores do not wait)."""
+    url = _shared_url(database, tmp_path)
+    run = f"race-{os.urandom(4).hex()}"  # a PostgreSQL database outlives the test
     first, second = ResultStore(url), ResultStore(url)
-    first.ensure_run("r", "oracle", {})
+    first.ensure_run(run, "oracle", {})
     owner_a, owner_b = Owner("a:1:a", "host-a", 1), Owner("b:1:b", "host-b", 2)
-    assert first.claim("r", "k1", owner_a)
+    assert first.claim(run, "k1", owner_a)
     stored: list[bool] = []
     writer = threading.Thread(
-        target=lambda: stored.append(first.add("r", _stored_record("k1"), owner_a))
+        target=lambda: stored.append(first.add(run, _stored_record("k1"), owner_a))
     )
 
     @event.listens_for(second.engine, "before_cursor_execute")
     def store_meanwhile(conn: Any, cursor: Any, statement: str, *_: Any) -> None:
-        if "FROM claims" in statement and writer.ident is None:  # once
+        if f"FROM {stored_before_reading}" in statement and writer.ident is None:  # once
             writer.start()
-            writer.join(timeout=0.5)  # A blocked: B holds the claim lock
+            writer.join(timeout=0.5)  # on SQLite A waits for B's transaction
 
-    assert second.claim_many("r", ["k1"], owner_b) == []
+    assert second.claim_many(run, ["k1"], owner_b) == []
     writer.join()
     assert stored == [True]
-    assert [r["key"] for r in second.records(["r"])] == ["k1"]
-    assert second.claim_many("r", ["k1"], owner_b) == []  # stored: nobody claims it
+    assert [r["key"] for r in second.records([run])] == ["k1"]
+    assert second.claim_many(run, ["k1"], owner_b) == []  # stored: nobody claims it
 
 
 @pytest.mark.slow  # two telcoenv subprocesses
-def test_two_processes_on_one_run_split_it_and_never_compute_an_episode_twice(tmp_path):
-    url = f"sqlite:///{tmp_path / 'shared.sqlite'}"
+@pytest.mark.parametrize("database", ["sqlite", POSTGRES])
+def test_two_processes_on_one_run_split_it_and_never_compute_an_episode_twice(tmp_path, database):
+    url = _shared_url(database, tmp_path)
+    run = f"shared-{os.urandom(4).hex()}"  # a PostgreSQL database outlives the test
     log = tmp_path / "started.log"
     grid = build_grid(["coverage_hole", "pci_collision"], samples=3, languages=("en",))
     options = ("--agent-options", json.dumps({"log": str(log)}), "--lang", "en")
-    command = evaluate_command(url, "shared", f"{AGENTS}:Counting", *options, samples=3)
+    command = evaluate_command(url, run, f"{AGENTS}:Counting", *options, samples=3)
     processes = [
         subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.PIPE, text=True)
         for _ in range(2)
@@ -288,7 +311,7 @@ def test_two_processes_on_one_run_split_it_and_never_compute_an_episode_twice(tm
     assert len(started) == len(set(started)) == len(grid), "an episode was computed twice"
     stored_now = [int(re.search(r"(\d+) episodes stored now", out).group(1)) for out in outputs]
     assert sum(stored_now) == len(grid) and min(stored_now) > 0, outputs
-    records = ResultStore(url).records(["shared"])
+    records = ResultStore(url).records([run])
     assert len({r["key"] for r in records}) == len(records) == len(grid)
 
 
