@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 CORE   := $(VENV)/.core-installed
 STAMP  := $(VENV)/.installed
 
-.PHONY: install demo test lint bench browser clean
+.PHONY: install demo test lint bench browser postgres clean
 
 # The core library alone (what `make demo` needs): no trainer, protocol or test extras.
 $(CORE): pyproject.toml constraints.txt
@@ -27,6 +27,11 @@ install: $(STAMP)
 browser:
 	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
 
+# Debian's PostgreSQL server for the tests against a real PostgreSQL (each test session starts
+# a throwaway cluster of its own on a Unix socket: tests/postgres.py; no service is enabled).
+postgres:
+	@command -v initdb >/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql; }
+
 DEMO_DB  ?= sqlite:///demo-results.sqlite
 DEMO_OUT ?= demo-report
 DEMO_GRID = --intents all --samples 2 --lang en,ar --intent-list with,without --db $(DEMO_DB)
@@ -40,9 +45,9 @@ demo: $(CORE)
 	    --html $(DEMO_OUT)/episodes.html
 	@echo "report, plots and the episode viewer: $(DEMO_OUT)/ (report.md, report.csv, report.json, *.png, episodes.html); results: $(DEMO_DB)"
 
-test: $(STAMP) browser
+test: $(STAMP) browser postgres
 	$(BIN)/ruff check telcoenv tests benchmarks examples
-	TELCOENV_REQUIRE_BROWSER=1 $(BIN)/python -m pytest
+	TELCOENV_REQUIRE_BROWSER=1 TELCOENV_REQUIRE_POSTGRES=1 $(BIN)/python -m pytest
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_core.py

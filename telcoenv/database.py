@@ -225,6 +225,18 @@ def _copy_of_template(plan: SchemaPlan) -> sqlite3.Connection:
     return connection
 
 
+# How to install a missing PostgreSQL driver: postgresql:// means psycopg (3) to SQLAlchemy 2.1.
+_DRIVER_HINTS = {
+    "psycopg": ' (pip install "telcoenv[postgres]")',
+    "psycopg2": " (pip install psycopg2-binary, or use postgresql:// with telcoenv[postgres])",
+}
+
+
+def driver_hint(exc: BaseException) -> str:
+    """How to install the missing driver of a database URL (empty when telcoenv cannot tell)."""
+    return _DRIVER_HINTS.get(exc.name or "", "") if isinstance(exc, ImportError) else ""
+
+
 def _open_engine(metadata: MetaData, url: str) -> Any:
     from sqlalchemy import create_engine, event
     from sqlalchemy.exc import ArgumentError, SQLAlchemyError
@@ -232,7 +244,7 @@ def _open_engine(metadata: MetaData, url: str) -> Any:
     try:
         engine = create_engine(url)
     except (ArgumentError, ImportError, ValueError) as exc:
-        raise DatabaseError(f"cannot use database URL {url!r}: {exc}") from None
+        raise DatabaseError(f"cannot use database URL {url!r}: {exc}{driver_hint(exc)}") from None
     if engine.dialect.name == "sqlite":
         # Transactions under our control (pysqlite would otherwise begin them implicitly).
         event.listen(engine, "connect", lambda dbapi, _: setattr(dbapi, "isolation_level", None))

@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 import shutil
 import sqlite3
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,7 @@ from telcoenv.datafiles import data_root
 from telcoenv.domains.network.loading import load_catalog, network_catalog
 from telcoenv.env import TelcoEnv
 from telcoenv.evaluation.store import ResultStore
+from tests.postgres import REQUIRED_VARIABLE, URL_VARIABLE, Unavailable, throwaway_server
 
 collect_ignore = ["plugins"]  # the plug-in domain package is imported by its own tests
 
@@ -193,6 +195,25 @@ HOSTILE_ACTIONS = [
 
 
 # --- evaluation -------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """A PostgreSQL database: ``TELCOENV_TEST_POSTGRES_URL``, else a throwaway server started
+    for the session (tests/postgres.py); the test skips when neither can be had, and fails then
+    under ``TELCOENV_REQUIRE_POSTGRES=1``."""
+    given = os.environ.get(URL_VARIABLE)
+    if given:
+        yield given
+        return
+    with contextlib.ExitStack() as stack:
+        try:
+            url = stack.enter_context(throwaway_server())
+        except Unavailable as exc:
+            if os.environ.get(REQUIRED_VARIABLE) == "1":
+                pytest.fail(f"{REQUIRED_VARIABLE}=1 but no PostgreSQL: {exc}")
+            pytest.skip(f"no PostgreSQL to test against: {exc}")
+        yield url
 
 
 def result_store(tmp_path: Path, name: str = "results.sqlite") -> tuple[ResultStore, str]:

@@ -54,6 +54,7 @@ from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, OperationalError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
+from telcoenv.database import driver_hint
 from telcoenv.errors import RunMismatchError, StoreError
 
 DEFAULT_DB = "sqlite:///telcoenv-results.sqlite"
@@ -300,7 +301,9 @@ class ResultStore:
                 "(a SQLite file: sqlite:///path/file.sqlite)"
             ) from None
         except ImportError as exc:
-            raise StoreError(f"the database driver for {shown!r} is not installed: {exc}") from None
+            raise StoreError(
+                f"the database driver for {shown!r} is not installed: {exc}{driver_hint(exc)}"
+            ) from None
         self.url = url
         # Which database, as a message shows it: the file, or the URL without its password.
         self.where = str(path) if path else self.engine.url.render_as_string(hide_password=True)

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import os
 import pickle
 import subprocess
 import sys
@@ -12,13 +11,15 @@ import textwrap
 
 import pytest
 from sqlalchemy import CheckConstraint, Column, Float, MetaData, String, Table, create_engine, text
+from sqlalchemy.engine import make_url
 
 from telcoenv.agents import OracleAgent, run_episode
 from telcoenv.database import DatabaseError, EpisodeDatabase, Query
 from telcoenv.domains.network.loading import network_catalog
 from telcoenv.domains.network.schema import network_metadata
 from telcoenv.env import TelcoEnv
-from telcoenv.errors import ToolError
+from telcoenv.errors import StoreError, ToolError
+from telcoenv.evaluation.store import ResultStore
 from tests.conftest import call_tool, gold_actions, make_env, play
 
 HOSTILE = [
@@ -241,6 +242,19 @@ def test_a_bad_database_url_fails_at_construction_and_names_it():
         TelcoEnv("beam_misalignment", embedder=None, database_url="nosuchdialect://x")
 
 
+def test_a_postgresql_url_without_its_driver_says_which_extra_installs_it(monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "psycopg2", None)  # importing it fails as if not installed
+    monkeypatch.setitem(sys.modules, "psycopg", None)
+    url = "postgresql://tester@/telco"  # psycopg (3), SQLAlchemy 2.1's default
+    extra = r'\(pip install "telcoenv\[postgres\]"\)'
+    with pytest.raises(DatabaseError, match=rf"cannot use database URL .*psycopg.* {extra}"):
+        TelcoEnv("beam_misalignment", embedder=None, database_url=url)
+    with pytest.raises(StoreError, match=rf"driver .* is not installed: .*psycopg.* {extra}"):
+        ResultStore(url)
+    with pytest.raises(DatabaseError, match=r"pip install psycopg2-binary"):
+        TelcoEnv("beam_misalignment", embedder=None, database_url="postgresql+psycopg2://t@/x")
+
+
 def test_close_releases_the_database_and_a_later_reset_opens_a_new_one():
     env = TelcoEnv("beam_misalignment", embedder=None)
     env.reset(seed=0)
@@ -284,12 +298,10 @@ def test_a_repeated_read_before_any_change_counts_in_the_chain():
     assert env.trace.predicted_chain == [first["name"], first["name"]]
 
 
-@pytest.mark.skipif(
-    "TELCOENV_TEST_POSTGRES_URL" not in os.environ,
-    reason="set TELCOENV_TEST_POSTGRES_URL to a PostgreSQL database to run",
-)
-def test_a_postgresql_database_keeps_episodes_and_refuses_like_sqlite():
-    url = os.environ["TELCOENV_TEST_POSTGRES_URL"]
+@pytest.mark.parametrize("driver", ["psycopg", "psycopg2"])
+def test_a_postgresql_database_keeps_episodes_and_refuses_like_sqlite(postgres_url, driver):
+    pytest.importorskip(driver)  # psycopg2: from the dev extra
+    url = make_url(postgres_url).set(drivername=f"postgresql+{driver}").render_as_string(False)
     # Both domains: psycopg2's execute returns None where sqlite3's returns the cursor.
     played = [
         ("pci_collision", "network"),

@@ -244,31 +244,24 @@ def _stored_record(key: str) -> dict[str, Any]:
     }  # fmt: skip
 
 
-POSTGRES = pytest.param(
-    "postgresql",
-    marks=pytest.mark.skipif(
-        "TELCOENV_TEST_POSTGRES_URL" not in os.environ,
-        reason="set TELCOENV_TEST_POSTGRES_URL to a PostgreSQL database to run",
-    ),
-)
-
-
-def _shared_url(database: str, tmp_path: Path) -> str:
+def _shared_url(request: pytest.FixtureRequest, database: str, tmp_path: Path) -> str:
+    """A database two processes share: a SQLite file, or PostgreSQL (the postgres_url
+    fixture, asked for only here, so that the SQLite case neither starts nor waits for it)."""
     if database == "sqlite":
         return f"sqlite:///{tmp_path / 'shared.sqlite'}"
-    return os.environ["TELCOENV_TEST_POSTGRES_URL"]
+    return request.getfixturevalue("postgres_url")
 
 
 @pytest.mark.parametrize("stored_before_reading", ["claims", "episodes"])
-@pytest.mark.parametrize("database", ["sqlite", POSTGRES])
+@pytest.mark.parametrize("database", ["sqlite", "postgresql"])
 def test_an_episode_stored_while_another_process_claims_it_is_not_claimed_again(
-    tmp_path, database, stored_before_reading
+    request, tmp_path, database, stored_before_reading
 ):
     """The race CI once hit: process B reads that k1 is not stored, process A stores k1 and
     drops its claim, B reads that k1 is not claimed and plays it a second time. Here A stores
     k1 just before B reads one table or the other: B must not claim k1 either way (on SQLite
     A's store waits for B's claim to end; PostgreSQL's stores do not wait)."""
-    url = _shared_url(database, tmp_path)
+    url = _shared_url(request, database, tmp_path)
     run = f"race-{os.urandom(4).hex()}"  # a PostgreSQL database outlives the test
     first, second = ResultStore(url), ResultStore(url)
     first.ensure_run(run, "oracle", {})
@@ -293,9 +286,11 @@ def test_an_episode_stored_while_another_process_claims_it_is_not_claimed_again(
 
 
 @pytest.mark.slow  # two telcoenv subprocesses
-@pytest.mark.parametrize("database", ["sqlite", POSTGRES])
-def test_two_processes_on_one_run_split_it_and_never_compute_an_episode_twice(tmp_path, database):
-    url = _shared_url(database, tmp_path)
+@pytest.mark.parametrize("database", ["sqlite", "postgresql"])
+def test_two_processes_on_one_run_split_it_and_never_compute_an_episode_twice(
+    request, tmp_path, database
+):
+    url = _shared_url(request, database, tmp_path)
     run = f"shared-{os.urandom(4).hex()}"  # a PostgreSQL database outlives the test
     log = tmp_path / "started.log"
     grid = build_grid(["coverage_hole", "pci_collision"], samples=3, languages=("en",))
