@@ -216,6 +216,15 @@ def postgres_url() -> Iterator[str]:
         yield url
 
 
+def shared_results_url(request: pytest.FixtureRequest, database: str, tmp_path: Path) -> str:
+    """A results database several processes share: a SQLite file, or PostgreSQL (the
+    ``postgres_url`` fixture, asked for only here, so that a SQLite case neither starts nor
+    waits for it). A PostgreSQL database outlives the test: give each run a new name."""
+    if database == "sqlite":
+        return f"sqlite:///{tmp_path / 'shared.sqlite'}"
+    return request.getfixturevalue("postgres_url")
+
+
 def result_store(tmp_path: Path, name: str = "results.sqlite") -> tuple[ResultStore, str]:
     """A results store in a new SQLite file under ``tmp_path``, and its URL."""
     url = f"sqlite:///{tmp_path / name}"

@@ -16,7 +16,7 @@ from telcoenv.errors import UnknownIntentError
 from telcoenv.evaluation.report import build_report, render
 from telcoenv.evaluation.runner import RunConfig, build_grid, evaluate
 from telcoenv.evaluation.store import ResultStore, StoreError
-from tests.conftest import REPO_ROOT, evaluate_command, result_store
+from tests.conftest import REPO_ROOT, evaluate_command, result_store, shared_results_url
 
 SLOW_ORACLE = "tests.agents_for_tests:SlowOracle"
 
@@ -93,32 +93,34 @@ def test_bad_inputs_fail_at_once(tmp_path):
 
 
 @pytest.mark.slow  # subprocesses
-def test_sigkill_in_the_middle_loses_nothing_and_resume_completes(tmp_path):
-    store, url = result_store(tmp_path)
+@pytest.mark.parametrize("database", ["sqlite", "postgresql"])
+def test_sigkill_in_the_middle_loses_nothing_and_resume_completes(request, tmp_path, database):
+    url = shared_results_url(request, database, tmp_path)
+    store, run = ResultStore(url), f"killed-{os.urandom(4).hex()}"
     grid = build_grid(["coverage_hole", "pci_collision"], samples=4)
     process = subprocess.Popen(
-        evaluate_command(url, "killed", SLOW_ORACLE),
+        evaluate_command(url, run, SLOW_ORACLE),
         cwd=REPO_ROOT,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
-        if len(store.done_keys("killed") if "killed" in store.runs() else ()) >= 5:
+        if len(store.done_keys(run) if run in store.runs() else ()) >= 5:
             break
         time.sleep(0.05)
     process.send_signal(signal.SIGKILL)
     process.wait()
-    stored = store.done_keys("killed")
+    stored = store.done_keys(run)
     assert 5 <= len(stored) < len(grid), "the kill must land in the middle of the run"
-    before = {r["key"]: r["sas"] for r in store.records(["killed"])}
+    before = {r["key"]: r["sas"] for r in store.records([run])}
     subprocess.run(
-        evaluate_command(url, "killed", SLOW_ORACLE),
+        evaluate_command(url, run, SLOW_ORACLE),
         cwd=REPO_ROOT,
         check=True,
         stdout=subprocess.DEVNULL,
     )
-    records = store.records(["killed"])
+    records = store.records([run])
     assert len(records) == len(grid) and len({r["key"] for r in records}) == len(grid)
     assert all(before[r["key"]] == r["sas"] for r in records if r["key"] in before)
     assert all(r["sas"] == 1.0 for r in records)

@@ -35,7 +35,13 @@ from telcoenv.evaluation.store import (
     StoreError,
 )
 from telcoenv.trace import EpisodeTrace
-from tests.conftest import REPO_ROOT, evaluate_command, first_release_results, result_store
+from tests.conftest import (
+    REPO_ROOT,
+    evaluate_command,
+    first_release_results,
+    result_store,
+    shared_results_url,
+)
 
 AGENTS = "tests.agents_for_tests"
 # One intent, one sample, English: two episodes (the two beam-misalignment blueprints).
@@ -244,14 +250,6 @@ def _stored_record(key: str) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def _shared_url(request: pytest.FixtureRequest, database: str, tmp_path: Path) -> str:
-    """A database two processes share: a SQLite file, or PostgreSQL (the postgres_url
-    fixture, asked for only here, so that the SQLite case neither starts nor waits for it)."""
-    if database == "sqlite":
-        return f"sqlite:///{tmp_path / 'shared.sqlite'}"
-    return request.getfixturevalue("postgres_url")
-
-
 @pytest.mark.parametrize("stored_before_reading", ["claims", "episodes"])
 @pytest.mark.parametrize("database", ["sqlite", "postgresql"])
 def test_an_episode_stored_while_another_process_claims_it_is_not_claimed_again(
@@ -261,7 +259,7 @@ def test_an_episode_stored_while_another_process_claims_it_is_not_claimed_again(
     drops its claim, B reads that k1 is not claimed and plays it a second time. Here A stores
     k1 just before B reads one table or the other: B must not claim k1 either way (on SQLite
     A's store waits for B's claim to end; PostgreSQL's stores do not wait)."""
-    url = _shared_url(request, database, tmp_path)
+    url = shared_results_url(request, database, tmp_path)
     run = f"race-{os.urandom(4).hex()}"  # a PostgreSQL database outlives the test
     first, second = ResultStore(url), ResultStore(url)
     first.ensure_run(run, "oracle", {})
@@ -290,7 +288,7 @@ def test_an_episode_stored_while_another_process_claims_it_is_not_claimed_again(
 def test_two_processes_on_one_run_split_it_and_never_compute_an_episode_twice(
     request, tmp_path, database
 ):
-    url = _shared_url(request, database, tmp_path)
+    url = shared_results_url(request, database, tmp_path)
     run = f"shared-{os.urandom(4).hex()}"  # a PostgreSQL database outlives the test
     log = tmp_path / "started.log"
     grid = build_grid(["coverage_hole", "pci_collision"], samples=3, languages=("en",))
