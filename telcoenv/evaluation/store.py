@@ -7,9 +7,9 @@ processes evaluate the same run; a failed episode that is run again is replaced 
 
 Before computing an episode a process claims it (``claims``: one transaction at a time per run
 reads whether the episode is stored or held and inserts the claim), so two processes on one run
-split the work and never play an episode twice. A claim expires
-when its process stops refreshing it (``STALE_AFTER_S``), or at once when that process is gone
-from this machine (killed). A run stores its configuration, without credentials; resuming it
+split the work and never play an episode twice. A claim expires when its process stops
+refreshing it (``STALE_AFTER_S``), or at once when that process is gone from this machine
+(killed). A run stores its configuration, without credentials; resuming it
 with another configuration is refused (:class:`RunMismatchError`).
 
 A database written by an earlier telcoenv gets the columns and tables added since (``domain``,
