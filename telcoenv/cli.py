@@ -576,7 +576,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()  # a reader gone (| head) fails here, not at interpreter exit
         return code
     except TelcoEnvError as exc:
-        print(f"telcoenv: error: {exc}", file=sys.stderr)
+        # One line, also when the message quotes a driver's (a database server's is several).
+        message = "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+        print(f"telcoenv: error: {message}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # the reader of our output stopped reading: nothing to report
         _quiet_stdout()

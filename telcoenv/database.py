@@ -40,6 +40,7 @@ from __future__ import annotations
 import functools
 import itertools
 import operator
+import re
 import sqlite3
 import threading
 import uuid
@@ -232,6 +233,15 @@ _DRIVER_HINTS = {
 }
 
 
+_CREDENTIALS = re.compile(r"(://)[^/@\s]+@")
+
+
+def without_credentials(text: str) -> str:
+    """``text`` with the ``user:password@`` of every URL in it removed (messages, stored
+    configurations)."""
+    return _CREDENTIALS.sub(r"\1", text)
+
+
 def driver_hint(exc: BaseException) -> str:
     """How to install the missing driver of a database URL (empty when telcoenv cannot tell)."""
     return _DRIVER_HINTS.get(exc.name or "", "") if isinstance(exc, ImportError) else ""
@@ -241,17 +251,22 @@ def _open_engine(metadata: MetaData, url: str) -> Any:
     from sqlalchemy import create_engine, event
     from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 
+    shown = without_credentials(url)
     try:
         engine = create_engine(url)
     except (ArgumentError, ImportError, ValueError) as exc:
-        raise DatabaseError(f"cannot use database URL {url!r}: {exc}{driver_hint(exc)}") from None
+        message = without_credentials(str(exc))
+        raise DatabaseError(
+            f"cannot use database URL {shown!r}: {message}{driver_hint(exc)}"
+        ) from None
     if engine.dialect.name == "sqlite":
         # Transactions under our control (pysqlite would otherwise begin them implicitly).
         event.listen(engine, "connect", lambda dbapi, _: setattr(dbapi, "isolation_level", None))
     try:
         metadata.create_all(engine)
     except SQLAlchemyError as exc:
-        raise DatabaseError(f"cannot open database {url!r}: {exc}") from None
+        reason = getattr(exc, "orig", None) or exc  # the driver's words, without SQLAlchemy's
+        raise DatabaseError(f"cannot open database {shown!r}: {reason}") from None
     return engine
 
 

@@ -54,7 +54,7 @@ from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, OperationalError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
-from telcoenv.database import driver_hint
+from telcoenv.database import driver_hint, without_credentials
 from telcoenv.errors import RunMismatchError, StoreError
 
 DEFAULT_DB = "sqlite:///telcoenv-results.sqlite"
@@ -167,7 +167,7 @@ def without_secrets(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [without_secrets(v) for v in value]
     if isinstance(value, str):
-        return re.sub(r"(://)[^/@\s]+@", r"\1", value)
+        return without_credentials(value)
     return value
 
 

@@ -255,6 +255,20 @@ def test_a_postgresql_url_without_its_driver_says_which_extra_installs_it(monkey
         TelcoEnv("beam_misalignment", embedder=None, database_url="postgresql+psycopg2://t@/x")
 
 
+def test_an_unreachable_database_is_named_without_its_password(tmp_path):
+    pytest.importorskip("psycopg")
+    url = f"postgresql://tester:s3cret@/telco?host={tmp_path / 'nowhere'}&port=1"
+    with pytest.raises(DatabaseError) as refused:
+        TelcoEnv("beam_misalignment", embedder=None, database_url=url)
+    message = str(refused.value)
+    assert "cannot open database 'postgresql:///telco?host=" in message
+    assert "s3cret" not in message and "tester" not in message
+    assert "nowhere" in message and "sqlalche.me" not in message  # the driver's words only
+    with pytest.raises(DatabaseError) as malformed:
+        TelcoEnv("beam_misalignment", embedder=None, database_url="nosuch://u:s3cret@h/x")
+    assert "s3cret" not in str(malformed.value)
+
+
 def test_close_releases_the_database_and_a_later_reset_opens_a_new_one():
     env = TelcoEnv("beam_misalignment", embedder=None)
     env.reset(seed=0)

@@ -131,6 +131,13 @@ def test_output_paths_that_are_files_or_cannot_be_created(capsys, tmp_path, db):
     _fails(capsys, [*generate, str(folder_named_jsonl), "--format", "jsonl"], "is a folder")
 
 
+def test_an_unreachable_postgresql_server_is_one_line_without_the_password(capsys, tmp_path):
+    pytest.importorskip("psycopg")
+    db = f"postgresql://tester:s3cret@/telco?host={tmp_path / 'nowhere'}&port=1"
+    line = _fails(capsys, _evaluate(db), "cannot open the results database", "nowhere")
+    assert "s3cret" not in line  # the driver's message spans two lines: joined with "; "
+
+
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
 def test_output_folders_that_are_not_writable(capsys, tmp_path, db):
     assert main(_evaluate(db, "--run", "r")) == 0
