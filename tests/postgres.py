@@ -49,7 +49,8 @@ def _as_server_user() -> tuple[list[str], str | None]:
         raise Unavailable(
             "running as root and there is no postgres user to run the server as"
         ) from None
-    runuser = shutil.which("runuser")
+    # util-linux's runuser sits in /usr/sbin, which a CI's PATH may leave out.
+    runuser = shutil.which("runuser") or shutil.which("runuser", path="/usr/sbin:/sbin")
     if runuser is None:
         raise Unavailable("running as root and runuser is missing")
     return [runuser, "-u", "postgres", "--"], "postgres"
