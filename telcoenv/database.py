@@ -45,8 +45,9 @@ import sqlite3
 import threading
 import uuid
 import weakref
+import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager, nullcontext, suppress
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -247,6 +248,25 @@ def driver_hint(exc: BaseException) -> str:
     return _DRIVER_HINTS.get(exc.name or "", "") if isinstance(exc, ImportError) else ""
 
 
+def share_sqlite_file(connection: sqlite3.Connection) -> None:
+    """Set up a new connection to a SQLite file that several processes may use at once (the
+    results store, an episode database kept at a URL)."""
+    cursor = connection.cursor()
+    # Two writers wait instead of failing (first: switching to WAL takes a lock too).
+    cursor.execute("PRAGMA busy_timeout=30000")
+    # WAL: readers and a writer at once, crash-safe. It is a property of the file: when it is
+    # locked, the process holding it switches it.
+    with suppress(sqlite3.OperationalError):
+        cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.close()
+
+
+def _open_sqlite(connection: sqlite3.Connection, _: Any) -> None:
+    connection.isolation_level = None  # transactions under our control (see _begin)
+    share_sqlite_file(connection)
+
+
 def _open_engine(metadata: MetaData, url: str) -> Any:
     from sqlalchemy import create_engine, event
     from sqlalchemy.exc import ArgumentError, SQLAlchemyError
@@ -260,14 +280,52 @@ def _open_engine(metadata: MetaData, url: str) -> Any:
             f"cannot use database URL {shown!r}: {message}{driver_hint(exc)}"
         ) from None
     if engine.dialect.name == "sqlite":
-        # Transactions under our control (pysqlite would otherwise begin them implicitly).
-        event.listen(engine, "connect", lambda dbapi, _: setattr(dbapi, "isolation_level", None))
-    try:
-        metadata.create_all(engine)
-    except SQLAlchemyError as exc:
-        reason = getattr(exc, "orig", None) or exc  # the driver's words, without SQLAlchemy's
-        raise DatabaseError(f"cannot open database {shown!r}: {reason}") from None
-    return engine
+        event.listen(engine, "connect", _open_sqlite)
+    attempts = 3  # elsewhere than SQLite and PostgreSQL, another process opening a new database
+    while True:  # may create a table between the check and the CREATE: tried again, it is seen
+        attempts -= 1
+        try:
+            _create_tables(engine, metadata, shown)
+            return engine
+        except SQLAlchemyError as exc:
+            if not attempts:
+                reason = getattr(exc, "orig", None) or exc  # the driver's words only
+                raise DatabaseError(f"cannot open database {shown!r}: {reason}") from None
+
+
+_SCHEMA_LOCK = zlib.crc32(b"telcoenv: creating tables")  # PostgreSQL's advisory lock key
+
+
+def _create_tables(engine: Any, metadata: MetaData, shown: str) -> None:
+    """Create the missing tables, one process at a time (SQLite and PostgreSQL run DDL in a
+    transaction, which a lock keeps others out of), and check those already there."""
+    with engine.connect() as connection:
+        if engine.dialect.name == "sqlite":
+            connection.exec_driver_sql("BEGIN IMMEDIATE")
+        elif engine.dialect.name == "postgresql":
+            connection.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_SCHEMA_LOCK})")
+        metadata.create_all(connection)
+        _check_columns(connection, metadata, shown)
+        connection.commit()
+
+
+def _check_columns(connection: Any, metadata: MetaData, shown: str) -> None:
+    """Refuse a database whose table of one of our names lacks our columns: another schema's
+    table (the other domain's ``tickets`` in a database both were given, an older telcoenv's),
+    which ``create_all`` leaves as it is and the first insert would fail on, mid-episode."""
+    from sqlalchemy import inspect
+
+    inspector = inspect(connection)
+    for table in metadata.sorted_tables:
+        present = {column["name"] for column in inspector.get_columns(table.name)}
+        missing = [column.name for column in table.columns if column.name not in present]
+        if missing:
+            system = metadata.info.get("system", "this domain")
+            raise DatabaseError(
+                f"cannot use database {shown!r}: its table {table.name} has no column(s) "
+                f"{', '.join(missing)}: not a table of {system} but another domain's or an older "
+                "telcoenv's of that name (give each domain a database of its own)"
+            )
 
 
 class _SharedMemory:
@@ -498,8 +556,11 @@ class EpisodeDatabase:
     # --- transactions -------------------------------------------------------------------------
 
     def _begin(self) -> None:
-        if self._sqlite:  # other drivers open a transaction implicitly
-            self._cursor.execute("BEGIN")
+        # Other drivers open a transaction implicitly. IMMEDIATE takes the write lock at once:
+        # a transaction of a shared file that read first could otherwise fail to write when
+        # another process wrote meanwhile (WAL's busy snapshot, which no timeout waits out).
+        if self._sqlite:
+            self._cursor.execute("BEGIN IMMEDIATE")
 
     def start_episode(
         self, load: Callable[[EpisodeDatabase], None], row_id: str | None = None

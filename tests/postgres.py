@@ -87,3 +87,19 @@ def throwaway_server() -> Iterator[str]:
             subprocess.run([*prefix, *stop], capture_output=True, timeout=120, check=False)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def new_database(url: str) -> str:
+    """A new, empty database on the server of ``url`` (uniquely named); its URL. For what must
+    not meet another test's tables: each domain's episode tables, a first creation."""
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    name = f"telcoenv_{os.urandom(6).hex()}"
+    engine = create_engine(url, isolation_level="AUTOCOMMIT")  # CREATE DATABASE: no transaction
+    try:
+        with engine.connect() as connection:
+            connection.execute(text(f"CREATE DATABASE {name}"))
+    finally:
+        engine.dispose()
+    return make_url(url).set(database=name).render_as_string(hide_password=False)

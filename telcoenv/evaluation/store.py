@@ -24,10 +24,9 @@ import datetime as dt
 import os
 import re
 import socket
-import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,7 +53,7 @@ from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, OperationalError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
-from telcoenv.database import driver_hint, without_credentials
+from telcoenv.database import driver_hint, share_sqlite_file, without_credentials
 from telcoenv.errors import RunMismatchError, StoreError
 
 DEFAULT_DB = "sqlite:///telcoenv-results.sqlite"
@@ -242,17 +241,7 @@ def _stored_secrets(connection: Connection) -> dict[str, dict[str, Any]]:
 
 
 def _sqlite_pragmas(engine: Engine) -> None:
-    @event.listens_for(engine, "connect")
-    def _on_connect(connection: Any, _: Any) -> None:
-        cursor = connection.cursor()
-        # Two writers wait instead of failing (first: switching to WAL takes a lock too).
-        cursor.execute("PRAGMA busy_timeout=30000")
-        # WAL: readers and a writer at once, crash-safe. It is a property of the file: when it is
-        # locked, the process holding it switches it.
-        with suppress(sqlite3.OperationalError):
-            cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute("PRAGMA synchronous=NORMAL")
-        cursor.close()
+    event.listen(engine, "connect", lambda connection, _: share_sqlite_file(connection))
 
 
 def _sqlite_file(url: str) -> Path | None:

@@ -20,7 +20,8 @@ from telcoenv.domains.network.schema import network_metadata
 from telcoenv.env import TelcoEnv
 from telcoenv.errors import StoreError, ToolError
 from telcoenv.evaluation.store import ResultStore
-from tests.conftest import call_tool, gold_actions, make_env, play
+from tests.conftest import REPO_ROOT, call_tool, gold_actions, make_env, play
+from tests.postgres import new_database
 
 HOSTILE = [
     "x' OR '1'='1",
@@ -269,6 +270,49 @@ def test_an_unreachable_database_is_named_without_its_password(tmp_path):
     assert "s3cret" not in str(malformed.value)
 
 
+def test_a_database_holding_the_other_domains_tickets_is_refused_before_any_episode(tmp_path):
+    url = f"sqlite:///{tmp_path / 'both.sqlite'}"
+    make_env("beam_misalignment", database_url=url).close()  # the network's tickets table
+    with pytest.raises(DatabaseError, match=r"its table tickets has no column\(s\) .*of its own"):
+        make_env("bill_shock", domain="bss", database_url=url)
+
+
+SHARING = """
+import sys, telcoenv
+from telcoenv.agents import OracleAgent, run_episode
+env = telcoenv.make(sys.argv[1], database_url=sys.argv[2], embedder=None, privileged=True)
+print(sum(bool(run_episode(env, OracleAgent(), seed=s)[1]["resolved"]) for s in range(8)))
+"""
+
+
+@pytest.mark.slow  # subprocesses
+@pytest.mark.parametrize("database", ["sqlite", "postgresql"])
+@pytest.mark.parametrize(
+    ("name", "table"), [("troubleshooting", "cells"), ("customer_care", "lines")]
+)
+def test_processes_sharing_a_new_database_create_it_together_and_keep_every_episode(
+    request, tmp_path, database, name, table
+):
+    """Three processes open one new database at once: one creates the tables while the others
+    wait (they failed with "table ... already exists"), then all write episodes side by side
+    (SQLite: a busy timeout, WAL and write transactions that take their lock at once)."""
+    if database == "sqlite":
+        url = f"sqlite:///{tmp_path / 'shared.sqlite'}"
+    else:
+        url = new_database(request.getfixturevalue("postgres_url"))
+    command = [sys.executable, "-c", SHARING, name, url]
+    pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True}
+    processes = [subprocess.Popen(command, cwd=REPO_ROOT, **pipes) for _ in range(3)]
+    results = [p.communicate(timeout=300) for p in processes]
+    assert [p.returncode for p in processes] == [0, 0, 0], [err[-1500:] for _, err in results]
+    assert [out.split() for out, _ in results] == [["8"]] * 3  # every episode resolved
+    engine = create_engine(url)
+    with engine.connect() as connection:
+        kept = connection.execute(text(f"SELECT count(DISTINCT episode_id) FROM {table}"))
+        assert kept.scalar_one() == 24
+    engine.dispose()
+
+
 def test_close_releases_the_database_and_a_later_reset_opens_a_new_one():
     env = TelcoEnv("beam_misalignment", embedder=None)
     env.reset(seed=0)
@@ -315,7 +359,7 @@ def test_a_repeated_read_before_any_change_counts_in_the_chain():
 @pytest.mark.parametrize("driver", ["psycopg", "psycopg2"])
 def test_a_postgresql_database_keeps_episodes_and_refuses_like_sqlite(postgres_url, driver):
     pytest.importorskip(driver)  # psycopg2: from the dev extra
-    url = make_url(postgres_url).set(drivername=f"postgresql+{driver}").render_as_string(False)
+    server = make_url(postgres_url).set(drivername=f"postgresql+{driver}").render_as_string(False)
     # Both domains: psycopg2's execute returns None where sqlite3's returns the cursor.
     played = [
         ("pci_collision", "network"),
@@ -323,8 +367,10 @@ def test_a_postgresql_database_keeps_episodes_and_refuses_like_sqlite(postgres_u
         ("slice_admission_failure", "network"),
         ("bill_shock", "bss"),
     ]
+    databases = {"network": new_database(server), "bss": new_database(server)}  # both: tickets
+    url = databases["network"]
     for intent, domain in played:
-        env = make_env(intent, domain=domain, database_url=url)
+        env = make_env(intent, domain=domain, database_url=databases[domain])
         _, info = run_episode(env, OracleAgent(), seed=3)
         assert info["resolved"], (intent, info["verification"])
         env.close()
