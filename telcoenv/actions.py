@@ -296,7 +296,19 @@ def _arguments(raw: Any, name: str) -> tuple[dict[str, Any] | None, str | None, 
         where, bad = found
         error = f"invalid arguments for {name}: " + bad.describe(f"argument {where!r}")
         return None, error, "invalid_arguments"
-    return raw, None, None
+    return _sorted_keys(raw), None, None
+
+
+def _sorted_keys(data: Any) -> Any:
+    """``data`` (plain JSON data) with every object's keys in sorted order. JSON leaves the
+    order of an object's keys open, and a snapshot logs actions as canonical JSON (sorted), so
+    a tool that reads arguments in their order (``changes`` applied and reported one by one)
+    must see the same order live and in a replay."""
+    if type(data) is dict:
+        return {key: _sorted_keys(data[key]) for key in sorted(data)}
+    if type(data) is list:
+        return [_sorted_keys(item) for item in data]
+    return data
 
 
 def _tool_call(entry: Any, index: int) -> ToolCall | ParseError:

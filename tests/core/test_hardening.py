@@ -225,6 +225,40 @@ def test_snapshots_replay_non_json_actions_down_the_same_branch():
     assert restored.trace.model_dump() == env.trace.model_dump()
 
 
+def _reversed_keys(value):
+    """``value`` with every object's keys in reverse sorted order (JSON leaves the order open)."""
+    if isinstance(value, dict):
+        return {key: _reversed_keys(value[key]) for key in sorted(value, reverse=True)}
+    if isinstance(value, list):
+        return [_reversed_keys(item) for item in value]
+    return value
+
+
+@pytest.mark.parametrize("as_text", [False, True])
+def test_the_order_of_an_objects_keys_changes_nothing_live_or_replayed(as_text):
+    """A snapshot logs actions as canonical JSON (sorted keys): a change of two parameters sent
+    in another order was applied and reported in that order live and sorted in the replay, so
+    a clone's transcript differed (found by a semantic fuzz campaign)."""
+    histories = []
+    for order in (_reversed_keys, lambda value: value):
+        env = make_env("pci_collision", privileged=True)
+        _, info = env.reset(seed=1)
+        cell = info["privileged"]["gold_chain"][-1]["arguments"]["cell_id"]
+        call = order(
+            {
+                "name": "optimize_cell",
+                "arguments": {"cell_id": cell, "changes": {"tilt_deg": 7, "a3_offset_db": 4.0}},
+            }
+        )
+        observation, *_ = env.step(json.dumps(call) if as_text else call)
+        changed = [change["parameter"] for change in json.loads(observation)["changes"]]
+        assert changed == ["a3_offset_db", "tilt_deg"]  # whatever order they came in
+        twin = env.clone()
+        assert twin.trace.model_dump() == env.trace.model_dump()
+        histories.append(env.trace.model_dump(mode="json")["actions"])
+    assert histories[0] == histories[1]
+
+
 @pytest.mark.parametrize(
     "options",
     [
