@@ -113,3 +113,30 @@ def test_the_configuration_read_once_follows_changes_and_their_undoing():
     state.apply("push_config", 2, "test", [("cell", serving, [("tilt_deg", tilt, tilt + 1)])])
     assert state.configuration()[owner]["tilt_deg"] == tilt + 1
     assert state.configuration() == state._read_configuration()
+
+
+def _samples_in_rows(env) -> int:
+    episode = env.unwrapped.episode
+    query = "SELECT count(*) FROM kpi_samples WHERE episode_id = ?"
+    return episode.setup.state.db.fetch_all(query, (episode.row_id,))[0][0]
+
+
+def test_a_refused_request_does_not_collect_a_neighbours_counters():
+    """A neighbour's counters are collected on its first request; kpi_timeseries asked for a
+    family a neighbour does not have (slice) wrote them and then refused the call, so a refused
+    call changed the rows (found by a semantic fuzz campaign)."""
+    env, _, _ = network_episode("beam_misalignment", seed=1)
+    state = env.unwrapped.episode.setup.state
+    neighbour = state.cell_ids[1]
+    rows = _samples_in_rows(env)
+    refused = tool_call("kpi_timeseries", cell_id=neighbour, kpi="slice", window="1h")
+    assert '"error"' in env.step(refused)[0]
+    assert _samples_in_rows(env) == rows and neighbour not in state.latest_kpis()
+    # The first request that succeeds collects them, as it does without the refused call.
+    fresh, _, _ = network_episode("beam_misalignment", seed=1)
+    for one in (env, fresh):
+        one.step(tool_call("kpi_timeseries", cell_id=neighbour, kpi="PRB", window="1h"))
+    kept = env.unwrapped.episode.setup.state.latest_kpis()
+    assert kept[neighbour] == fresh.unwrapped.episode.setup.state.latest_kpis()[neighbour]
+    assert _samples_in_rows(env) > rows
+    _agrees(env)

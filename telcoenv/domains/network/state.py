@@ -411,6 +411,15 @@ class NetworkState:
             return [(self.collection_start, kpis)]
         return _regimes(rows)
 
+    def uncollected_kpis(self, cell_id: str) -> dict[str, float] | None:
+        """The KPIs a neighbour's first request would collect, without collecting them: None
+        once they are collected, or for an id that is not a cell of the cluster. For a tool
+        that may still refuse the call, which must then leave the network as it was."""
+        if cell_id in self._current or cell_id not in self.cell_ids:
+            return None
+        cell = self.cell(cell_id)
+        return derived_kpis(cell.load, cell.area, cell.role, cell.kpi_seed)
+
     def latest_kpis(self) -> dict[str, dict[str, float]]:
         """The current KPIs of every object measured so far (copies, by object id)."""
         return {owner: dict(self._current[owner]) for owner in sorted(self._current)}

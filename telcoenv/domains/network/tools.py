@@ -200,6 +200,10 @@ def _family_kpis(
     return found
 
 
+def _no_counters(kpi: str, cell_id: str) -> ToolError:
+    return ToolError(f"no {kpi} counters are collected for {cell_id}", kind="not_found")
+
+
 @TOOLS.tool
 def kpi_timeseries(
     ctx: ToolContext,
@@ -225,13 +229,16 @@ def kpi_timeseries(
         f"{s}Z"
         for s in np.datetime_as_string(first + np.arange(points) * np.timedelta64(step), unit="s")
     ]
+    # The serving cell's series include its link's and slices' counters.
+    owners = (state.link_id, *sorted(state.initial.slices)) if serving else ()
+    extra = [state.kpis(owner) for owner in owners]
+    uncollected = state.uncollected_kpis(cell_id)  # a neighbour's, before its first request
+    if uncollected is not None and not _family_kpis(state, cell_id, [uncollected, *extra], kpi):
+        raise _no_counters(kpi, cell_id)  # refused before collecting: nothing written
     history = state.kpi_history(cell_id)
-    pools = [latest(history)]
-    if serving:  # the serving cell's series include its link's and slices' counters
-        pools += [state.kpis(owner) for owner in (state.link_id, *sorted(state.initial.slices))]
-    values = _family_kpis(state, cell_id, pools, kpi)
+    values = _family_kpis(state, cell_id, [latest(history), *extra], kpi)
     if not values:
-        raise ToolError(f"no {kpi} counters are collected for {cell_id}", kind="not_found")
+        raise _no_counters(kpi, cell_id)
     definitions = kpi_definitions()
     names = list(values)
     digits = [definitions.digits(n) for n in names]
