@@ -57,6 +57,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_bss.py
 	$(BIN)/python benchmarks/bench_growth.py
 	$(BIN)/python benchmarks/bench_concurrency.py
+	$(BIN)/python benchmarks/bench_anatomy.py
 
 clean:
 	rm -rf $(VENV) build dist .pytest_cache
