@@ -37,6 +37,10 @@ from telcoenv.tooling import RESERVED_SUBMIT, canonical_json
 
 #: Deepest nesting of lists and objects an action may have (real tool calls need 4 or 5).
 MAX_DEPTH = 32
+#: Bits of the largest integer an action may hold (2**1023 - 1, about 9e307): a double holds
+#: it. Beyond, ``float()`` overflows (argument accuracy compares numbers as floats), and past
+#: 4,300 digits Python refuses to read or write the number as text (JSON).
+MAX_INT_BITS = 1023
 #: The key of a log entry that holds a parsed action instead of the action itself.
 REPLAY_MARKER = "$telcoenv_parsed"
 #: Characters of a bad value quoted in an error message.
@@ -47,7 +51,7 @@ _SHOWN = 60
 class BadValue:
     """A value with no faithful JSON form; ``problem`` completes "argument 'x' ..."."""
 
-    kind: str  # invalid_text, non_finite_number, unsupported_value, too_deep
+    kind: str  # invalid_text, non_finite_number, number_too_large, unsupported_value, too_deep
     problem: str
     shown: str  # a short, printable description of what was received
 
@@ -150,8 +154,10 @@ def is_plain(value: Any, depth: int = 0) -> bool:
     kind = type(value)
     if kind is str:
         return value.isascii() or _is_utf8(value)
-    if value is None or kind is int or kind is bool:
+    if value is None or kind is bool:
         return True
+    if kind is int:
+        return value.bit_length() <= MAX_INT_BITS
     if kind is float:
         return math.isfinite(value)
     if depth >= MAX_DEPTH:
@@ -201,8 +207,10 @@ def _converted(value: Any, depth: int) -> Any:
             return float(value)
         problem = "is NaN" if math.isnan(value) else "is infinite"
         return BadValue("non_finite_number", f"{problem}: send a finite number", repr(value))
-    if isinstance(value, int):
-        return int(value)  # bool is handled above; IntEnum and friends become plain ints
+    if isinstance(value, int):  # bool is handled above; IntEnum and friends: plain ints
+        if value.bit_length() > MAX_INT_BITS:
+            return BadValue("number_too_large", _too_large(value), _digits(value))
+        return int(value)
     if isinstance(value, np.generic | np.ndarray):
         return _converted(value.tolist() if isinstance(value, np.ndarray) else value.item(), depth)
     if isinstance(value, Mapping | list | tuple) and depth >= MAX_DEPTH:
@@ -229,6 +237,18 @@ def _converted(value: Any, depth: int) -> Any:
         f"is a Python {kind}, not a JSON value (text, number, true/false, null, list, object)",
         _shown(value),
     )
+
+
+def _too_large(value: int) -> str:
+    return f"is too large ({_digits(value)}): send a number of at most 307 digits"
+
+
+def _digits(value: int) -> str:
+    """How long an integer is, not the integer itself (an error quotes it)."""
+    try:
+        return f"an integer of {len(str(abs(value)))} digits"
+    except ValueError:  # Python writes no integer of more than 4,300 digits
+        return "an integer of more than 4,300 digits"
 
 
 def first_bad(data: Any, path: str = "") -> tuple[str, BadValue] | None:
@@ -267,6 +287,8 @@ def decode_json(text: str) -> tuple[Any, str | None]:
         return None, f"{exc.msg} at line {exc.lineno}, column {exc.colno}"
     except RecursionError:
         return None, "it nests lists or objects too deeply to parse"
+    except ValueError:  # Python reads no integer of more than 4,300 digits
+        return None, "it holds a number of more than 4,300 digits"
 
 
 # --- parsing -------------------------------------------------------------------------------------

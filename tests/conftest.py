@@ -191,6 +191,8 @@ HOSTILE_ACTIONS = [
     deep_list(100_000),
     {1, 2},
     None,
+    '<tool_call>{"name": "oss_query", "arguments": {"cell_id": 1' + "0" * 5000 + "}}</tool_call>",
+    {"name": "oss_query", "arguments": {"cell_id": 10**5000}},
 ]
 
 

@@ -393,7 +393,7 @@ class OpenAIAgent:
         if isinstance(arguments, str):
             try:
                 arguments = json.loads(arguments)
-            except ValueError:
+            except (ValueError, RecursionError):  # the environment names what is wrong
                 return function
         spec = next(
             (t["function"] for t in self.tools if t["function"]["name"] == function.get("name")),
@@ -652,7 +652,8 @@ def _call_key(call: dict[str, Any]) -> str:
     function = call.get("function") or {}
     arguments = function.get("arguments")
     if isinstance(arguments, str):
-        with contextlib.suppress(ValueError):  # text that is no JSON is compared as it is
+        # Text that is no JSON (or too deep for Python's decoder) is compared as it is.
+        with contextlib.suppress(ValueError, RecursionError):
             arguments = json.loads(arguments)
     return json.dumps([function.get("name"), arguments], sort_keys=True, default=str)
 

@@ -55,10 +55,11 @@ def _call(decoded: Any) -> dict[str, Any] | None:
 
 def _decoded(text: str) -> tuple[Any, bool]:
     """(value, True) when ``text`` is JSON; (None, False) when it does not parse, including
-    text nested too deeply for Python's decoder."""
+    text nested too deeply for Python's decoder or holding a number of over 4,300 digits
+    (a ValueError that is no JSONDecodeError)."""
     try:
         return json.loads(text), True
-    except (json.JSONDecodeError, RecursionError):
+    except (ValueError, RecursionError):
         return None, False
 
 
@@ -68,7 +69,7 @@ def _objects(text: str) -> list[Any]:
     while index >= 0:
         try:
             value, end = decoder.raw_decode(text, index)
-        except (json.JSONDecodeError, RecursionError):
+        except (ValueError, RecursionError):  # see _decoded
             end = index + 1
         else:
             found.append(value)

@@ -28,6 +28,7 @@ from tests.conftest import (
     error_of,
     gold_actions,
     make_env,
+    network_episode,
     play,
     serving_cell,
     submit,
@@ -52,6 +53,10 @@ BAD_ARGUMENTS = [
     ((i for i in range(2)), "invalid_arguments", "Python generator"),
     (_BrokenRepr(), "invalid_arguments", "Python _BrokenRepr"),
     (deep_list(100_000), "invalid_arguments", "deeper than 32 levels"),
+    pytest.param(10**400, "invalid_arguments", "an integer of 401 digits", id="int-401-digits"),
+    pytest.param(  # json.dumps raised
+        -(10**5000), "invalid_arguments", "more than 4,300 digits", id="int-5001-digits"
+    ),
 ]
 DOMAINS = {
     "network": ("beam_misalignment", "oss_query", "cell_id"),
@@ -105,6 +110,7 @@ def test_a_bad_value_in_any_argument_is_refused_naming_the_argument(domain_env, 
         ({1: "x"}, "unsupported_action", "object keys must be valid text"),
         ({"name": float("nan"), "arguments": {}}, "non_finite_number", "tool name"),
         ({"tool_calls": deep_list(1000)}, "malformed_action", "tool_calls[0] must be an object"),
+        (f'{{"name": "x", "arguments": {{"a": 1{"0" * 5000}}}}}', "malformed_json", "4,300 digits"),
     ],
 )
 def test_a_bad_action_is_one_precise_error_observation(domain_env, action, kind, words):
@@ -130,6 +136,33 @@ def test_json_text_with_nan_infinity_and_escaped_surrogates_names_the_argument()
         error = error_of(env.step(text)[0])
         assert error["type"] == "invalid_arguments" and words in error["message"]
         assert "argument 'cell_id'" in error["message"] or "argument 'window'" in error["message"]
+
+
+def test_numbers_beyond_a_doubles_range_are_refused_and_the_rest_scored():
+    """Python reads and writes no integer of over 4,300 digits (a ValueError, which step raised
+    for JSON text and for a Python int alike), and float() overflows past 2**1024 (argument
+    accuracy raised at the submission after a refused call held 10**400; found by a semantic
+    fuzz campaign)."""
+    env, info, cell = network_episode("pci_collision", seed=1)
+    huge = "1" + "0" * 5000
+    text_arguments = {"name": "oss_query", "arguments": f'{{"cell_id": {huge}}}'}
+    error = error_of(env.step(text_arguments)[0])
+    assert error["type"] == "malformed_arguments" and "4,300 digits" in error["message"]
+    wrapped = RawTextAction(env, parser="hermes")
+    observation = wrapped.step(
+        f'<tool_call>{{"name": "oss_query", "arguments": {huge}}}</tool_call>'
+    )
+    assert "error" in json.loads(observation[0])
+    # The largest accepted integer reaches the schema, which refuses it for the argument; the
+    # refused call is scored with the rest.
+    largest = {
+        "name": "optimize_cell",
+        "arguments": {"cell_id": cell, "changes": {"tilt_deg": 2**1023 - 1}},
+    }
+    error = error_of(env.step(largest)[0])
+    assert error["type"] == "invalid_arguments" and "too large" not in error["message"]
+    *_, terminated, _, final = env.step(submit("pci_collision", "a summary"))
+    assert terminated and final["metrics"]["args"] is not None and "metrics_error" not in final
 
 
 def test_a_surrogate_pair_written_as_two_code_points_is_one_valid_character():

@@ -476,6 +476,23 @@ def test_optional_arguments_sent_empty_are_left_out(server, as_text):
     assert agent.usage["dropped_arguments"] == 0
 
 
+def test_arguments_python_cannot_decode_reach_the_environment(server):
+    """Arguments nested deeper than Python's decoder goes raised RecursionError in the agent
+    (it decodes them to drop empty optionals and to spot a repeated call), which failed the
+    episode; like a number of over 4,300 digits, they go to the environment, which names the
+    problem and the episode goes on."""
+    deep = {"name": "get_customer", "arguments": "[" * 100_000}
+    digits = {"name": "get_customer", "arguments": '{"msisdn": 1' + "0" * 5000 + "}"}
+    replies = [
+        {"role": "assistant", "tool_calls": [{"id": f"c{i}", "function": call}]}
+        for i, call in enumerate([deep, digits])
+    ]
+    info, _, _ = _replayed("contact_update", replies, "bss")
+    actions = info["trace"].actions
+    assert [a.error_kind for a in actions] == ["malformed_arguments"] * 2
+    assert "too deeply" in actions[0].error and "4,300 digits" in actions[1].error
+
+
 @pytest.mark.parametrize(
     "refusal",
     [
