@@ -63,7 +63,14 @@ hostile_scalars = st.sampled_from(
         "\u202eRLO \u200b zero width \x00 nul",
     ]
 ) | st.sampled_from(
-    [object, lambda: deep_list(200), lambda: "[" * 3000, lambda: "x" * 200_000]
+    [
+        object,
+        lambda: deep_list(200),
+        lambda: "[" * 3000,
+        lambda: "x" * 200_000,
+        lambda: 10**5000,  # beyond what Python writes as JSON
+        lambda: 2**1023 - 1,  # the largest integer an action may hold
+    ]
 ).map(
     lambda make: make()  # built when drawn: short strategy reprs
 )
@@ -98,7 +105,10 @@ def _as_text(value: object) -> str:
     try:
         return json.dumps(value)  # NaN/Infinity and surrogate escapes included
     except (TypeError, ValueError, RecursionError):
-        return repr(value)
+        try:
+            return repr(value)
+        except ValueError:  # holds an integer of over 4,300 digits: as JSON text, unreadable
+            return '{"name": "oss_query", "arguments": {"cell_id": 1' + "0" * 5000 + "}}"
 
 
 def _actions(domain: str) -> st.SearchStrategy:
