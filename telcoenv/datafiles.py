@@ -97,23 +97,26 @@ def content_hash() -> str:
     return digest.hexdigest()
 
 
-def cached_build(name: str, build: Callable[[], T]) -> T:
+def cached_build(name: str, build: Callable[[], T], key: str | None = None) -> T:
     """``build()``'s result, from the cache when no packaged file has changed since it was
     stored (``name``: a word naming what is built). Only for results built from the packaged
-    files alone; ``TELCOENV_NO_CACHE=1`` always builds."""
-    found = load_cached(name)
+    files alone, or from what ``key`` names (then the key instead of the packaged files' hash:
+    say a version and a hash of the files it is built from); ``TELCOENV_NO_CACHE=1`` always
+    builds."""
+    found = load_cached(name, key)
     if found is not None:
         return found  # type: ignore[no-any-return]
     result = build()
-    store_cached(name, result)
+    store_cached(name, result, key)
     return result
 
 
-def load_cached(name: str) -> Any:
-    """The value stored as ``name`` for the packaged files as they are now, else None."""
+def load_cached(name: str, key: str | None = None) -> Any:
+    """The value stored as ``name`` for the packaged files as they are now (or for ``key``),
+    else None."""
     if os.environ.get("TELCOENV_NO_CACHE"):
         return None
-    path = _cached_path(name)
+    path = _cached_path(name, key)
     try:
         result = pickle.loads(path.read_bytes())
     except Exception:  # absent, truncated or from another Python: build it again
@@ -123,15 +126,15 @@ def load_cached(name: str) -> Any:
     return result
 
 
-def store_cached(name: str, value: Any) -> None:
-    """Keep ``value`` as ``name`` for the packaged files as they are now (unless
-    ``TELCOENV_NO_CACHE`` is set); a failure only loses the cache."""
+def store_cached(name: str, value: Any, key: str | None = None) -> None:
+    """Keep ``value`` as ``name`` for the packaged files as they are now (or for ``key``;
+    unless ``TELCOENV_NO_CACHE`` is set); a failure only loses the cache."""
     if not os.environ.get("TELCOENV_NO_CACHE"):
-        _store(_cached_path(name), value)
+        _store(_cached_path(name, key), value)
 
 
-def _cached_path(name: str) -> Path:
-    return cache_dir() / f"{name}.{content_hash()}.pickle"
+def _cached_path(name: str, key: str | None = None) -> Path:
+    return cache_dir() / f"{name}.{key or content_hash()}.pickle"
 
 
 def _store(path: Path, result: Any) -> None:

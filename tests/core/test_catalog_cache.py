@@ -130,3 +130,13 @@ def test_a_fresh_process_uses_the_cache_and_validates_nothing(tmp_path: Path) ->
     ]
     assert int(runs[0]) > 0
     assert runs[1] == "0"
+
+
+def test_a_keyed_build_follows_its_key_not_the_packaged_files(data: Path) -> None:
+    build = Builds()
+    assert datafiles.cached_build("model", build, key="1.0-abc") == {"built": 1}
+    (data / "tool.json").write_text('{"changed": true}')
+    datafiles.content_hash.cache_clear()
+    assert datafiles.cached_build("model", build, key="1.0-abc") == {"built": 1}
+    assert datafiles.cached_build("model", build, key="1.1-abd") == {"built": 2}
+    assert build.count == 2

