@@ -4,6 +4,7 @@ and when the run is interrupted; nothing that finished playing is lost."""
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import time
 from typing import Any
@@ -153,3 +154,34 @@ def test_a_scoring_process_that_hangs_is_given_up_and_replaced(tmp_path, referen
     summary = evaluate(store, "r", GRID, RunConfig("oracle", {}, embedder=HashEmbedder()))
     assert (summary.stored, summary.failed) == (len(GRID), 0)
     assert _records(store, "r") == reference
+
+
+def _episode(token: int) -> list[tuple[int, list[tuple[str, str]]]]:
+    return [(token, [(f"intent {token}", "label")])]
+
+
+def test_the_scoring_process_lets_episodes_queue_up_until_asked():
+    """Episodes are encoded together once BATCH_EPISODES are in, when the runner waits for
+    their scores (FLUSH), when the first has waited long enough, or at the end."""
+    ours, theirs = multiprocessing.Pipe()
+    for token in range(3):
+        ours.send(_episode(token))
+    ours.send(scoring.FLUSH)
+    batch, done = scoring._received(theirs, wait_s=3600)  # returns at the flush
+    assert [token for token, _ in batch] == [0, 1, 2] and not done
+
+    ours.send(scoring.FLUSH)  # nothing left to score: it waits for the next episode
+    full = scoring.BATCH_EPISODES
+    for token in range(3, 3 + full + 2):
+        ours.send(_episode(token))
+    batch, done = scoring._received(theirs, wait_s=3600)  # returns once the batch is full
+    assert [token for token, _ in batch] == list(range(3, 3 + full)) and not done
+
+    batch, done = scoring._received(theirs, wait_s=0.01)  # the first waited long enough
+    assert [token for token, _ in batch] == [3 + full, 4 + full] and not done
+
+    ours.send(_episode(99))
+    ours.send(None)
+    assert scoring._received(theirs, wait_s=3600) == (_episode(99), True)
+    ours.close()
+    assert scoring._received(theirs) == ([], True)
