@@ -109,8 +109,8 @@ def with_scores(record: dict[str, Any], scores: Scores) -> dict[str, Any]:
 
 
 def _serve(connection: Connection, spec: Any) -> None:
-    """The scoring process: lists of (token, pairs) in, lists of (token, scores) out; what
-    arrived while it was busy is scored together."""
+    """The scoring process: lists of (token, pairs) in, lists of (token, scores) out; the
+    episodes :func:`_received` gives are scored together."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the runner's: it waits for us
     embedder = make_embedder(spec)
     done = False
