@@ -106,8 +106,8 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 def crowded_cores_note(workers: int, cores: int, embedder: str | None, backend: str) -> str:
     """A note when local workers and the scoring process (an embedder) share too few cores:
-    on 2 cores the full grid with the embedder took 20.4 s with 2 workers and 16.4 s with one
-    (docs/performance.md). Empty when nothing is crowded."""
+    on 2 cores the full grid with the embedder took 17.6 s with 2 workers and 15.7 s with one
+    (medians of 4 alternating runs; docs/evaluation.md). Empty when nothing is crowded."""
     if embedder is None or backend != "local" or cores < 2 or workers < cores:
         return ""
     return (
