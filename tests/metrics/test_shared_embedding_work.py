@@ -181,6 +181,78 @@ def test_the_token_sum_is_numpys_reduceat():
 
 
 @pytest.mark.slow  # the real multilingual model
+def test_a_rows_product_does_not_depend_on_the_rows_beside_it(model):
+    """What a vector's independence of its batch rests on, for every weight matrix the encoder
+    multiplies by, with this machine's BLAS: a row's product alone is its product among others,
+    however many and wherever it sits."""
+    windowed = WindowedUSE(model)
+    rng = np.random.default_rng(1)
+    with windowed._threads():
+        for weights in [windowed.proj, *windowed.w1, *windowed.w2, *windowed.head.values()]:
+            rows = rng.standard_normal((300, weights.w.shape[0])).astype(np.float32)
+            alone = {i: use_windows._product(rows[i : i + 1], weights)[0] for i in range(0, 300, 7)}
+            for start, stop in [(0, 300), (1, 300), (0, 41), (5, 22), (0, 17), (3, 16)]:
+                together = use_windows._product(rows[start:stop], weights)
+                for i in range(start, stop):
+                    if i in alone:
+                        np.testing.assert_array_equal(together[i - start], alone[i])
+
+
+def _rounding_by_place(monkeypatch: pytest.MonkeyPatch, odd: Any) -> list[tuple[int, bool]]:
+    """A BLAS that rounds the rows for which ``odd(rows in the call, places, transposed)`` holds
+    one step up, as a kernel that treats rows by their place in its tiles would, and the others
+    alike (each row alone); the calls it gets."""
+    calls: list[tuple[int, bool]] = []
+
+    def placed(self: use_windows._Weights, a: np.ndarray) -> np.ndarray:
+        calls.append((len(a), self.transposed))
+        out = np.matmul(a[:, None, :], self.w)[:, 0]
+        rows = odd(len(a), np.arange(len(a)), self.transposed)
+        out[rows] = np.nextafter(out[rows], np.inf)
+        return out
+
+    monkeypatch.setattr(use_windows._Weights, "block", placed)
+    return calls
+
+
+def test_the_probe_takes_the_layout_whose_rows_do_not_depend_on_their_place(monkeypatch):
+    w = np.random.default_rng(2).standard_normal((64, 24)).astype(np.float32)
+    rows = np.random.default_rng(3).standard_normal((100, 64)).astype(np.float32)
+    # As rows, rows 6-11 of every 12 round differently; as columns, every place alike.
+    calls = _rounding_by_place(
+        monkeypatch, lambda n, at, transposed: (at % 12 >= 6) & (not transposed)
+    )
+    weights = use_windows._probed(w)
+    assert weights.transposed and weights.sizes == use_windows._BLOCK_SIZES
+    calls.clear()
+    got = use_windows._product(rows, weights)
+    assert calls == [(128, True)]  # the smallest size that holds them, zero rows added
+    for i in range(0, 100, 9):
+        np.testing.assert_array_equal(got[i], use_windows._product(rows[i : i + 1], weights)[0])
+    # Calls of 64 rows and more round differently, as rows or as columns: calls of at most 32.
+    calls = _rounding_by_place(monkeypatch, lambda n, at, transposed: np.full(n, n >= 64))
+    weights = use_windows._probed(w)
+    assert not weights.transposed and weights.sizes == (16, 32)
+    calls.clear()
+    assert np.array_equal(use_windows._product(rows, weights)[40], weights.block(rows[32:64])[8])
+    assert calls == [(32, False), (32, False), (32, False), (16, False), (32, False)]
+
+
+def test_without_a_safe_layout_each_row_gets_a_call_of_its_own(monkeypatch):
+    w = np.random.default_rng(4).standard_normal((64, 24)).astype(np.float32)
+    rows = np.random.default_rng(5).standard_normal((40, 64)).astype(np.float32)
+    calls = _rounding_by_place(monkeypatch, lambda n, at, transposed: at % 2 == 1)
+    weights = use_windows._probed(w)
+    assert weights.sizes == ()
+    calls.clear()
+    got = use_windows._product(rows, weights)
+    assert calls == []  # numpy's stacked product: one BLAS call per row
+    for i in range(40):
+        np.testing.assert_array_equal(got[i], use_windows._product(rows[i : i + 1], weights)[0])
+    np.testing.assert_allclose(got, rows @ w, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.slow  # the real multilingual model
 def test_products_run_under_the_models_thread_limit(model, monkeypatch):
     calls: list[tuple[int, str]] = []
 
