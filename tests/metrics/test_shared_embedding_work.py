@@ -200,6 +200,18 @@ def test_a_rows_product_does_not_depend_on_the_rows_beside_it(model):
                         np.testing.assert_array_equal(together[i - start], alone[i])
 
 
+@pytest.mark.slow  # the real multilingual model
+def test_with_two_blas_threads_a_vector_still_depends_on_its_text_alone(episodes):
+    """A user may give the encoder more BLAS threads, which split a product differently: the
+    probe runs under the same limit, so the vectors still do not depend on the batch."""
+    model = with_cached_weights(with_cached_tokenizer(USE(threads=2)))
+    texts = _flat(episodes)
+    one_call = WindowedUSE(model).encode(texts)
+    per_episode = WindowedUSE(model)
+    by_text = {t: v for ts in episodes for t, v in zip(ts, per_episode.encode(ts), strict=True)}
+    np.testing.assert_array_equal(np.stack([by_text[t] for t in texts]), one_call)
+
+
 def _rounding_by_place(monkeypatch: pytest.MonkeyPatch, odd: Any) -> list[tuple[int, bool]]:
     """A BLAS that rounds the rows for which ``odd(rows in the call, places, transposed)`` holds
     one step up, as a kernel that treats rows by their place in its tiles would, and the others
