@@ -45,9 +45,14 @@ demo: $(CORE)
 	    --html $(DEMO_OUT)/episodes.html
 	@echo "report, plots and the episode viewer: $(DEMO_OUT)/ (report.md, report.csv, report.json, *.png, episodes.html); results: $(DEMO_DB)"
 
+# pytest-xdist: one test process per core (at most 4: each loads embedders and starts its own
+# PostgreSQL); TEST_WORKERS=0 runs them all in this process.
+TEST_WORKERS ?= logical
+
 test: $(STAMP) browser postgres
 	$(BIN)/ruff check telcoenv tests benchmarks examples
-	TELCOENV_REQUIRE_BROWSER=1 TELCOENV_REQUIRE_POSTGRES=1 $(BIN)/python -m pytest
+	TELCOENV_REQUIRE_BROWSER=1 TELCOENV_REQUIRE_POSTGRES=1 $(BIN)/python -m pytest \
+	    --numprocesses $(TEST_WORKERS) --maxprocesses 4 --dist worksteal
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_core.py
