@@ -72,6 +72,10 @@ LOST_WORKER_GRACE_S = 60.0
 _POLL_S = 1.0
 # Episodes claimed in one transaction: fewer commits, while other processes still find work.
 CLAIM_BATCH = 8
+# Finished episodes stored in one transaction: at most this many, and none waits longer than
+# STORE_WAIT_S (a commit per episode cost about a third of a fast agent's run).
+STORE_BATCH = 32
+STORE_WAIT_S = 0.25
 # The HTTP/2 client connection preface, then an empty SETTINGS frame (type 4).
 _HTTP2_SETTINGS = 0x04
 _HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes(
@@ -572,13 +576,20 @@ class _Pool:
         self.done.put((spec, failed_record(spec, error)))
 
     def wait(self) -> _Finished:
+        """The episodes finished by now (they are stored together); waits for a first."""
         try:
-            spec, record = self.done.get(timeout=_POLL_S)
+            arrived = [self.done.get(timeout=_POLL_S)]
         except queue.Empty:
             return self._overdue()
-        if self.running.pop(spec.key, None) is None:  # given up on already
-            return []
-        return [(spec, record)]
+        with suppress(queue.Empty):
+            while True:
+                arrived.append(self.done.get_nowait())
+        # One given up on already (overdue) is not stored again.
+        return [
+            (spec, record)
+            for spec, record in arrived
+            if self.running.pop(spec.key, None) is not None
+        ]
 
     def _overdue(self) -> _Finished:
         if self.patience is None:
@@ -734,6 +745,63 @@ def _claims_kept(store: ResultStore, owner: Owner) -> Iterator[None]:
             store.release(owner)
 
 
+class _Keeper:
+    """Stores a run's finished episodes, several in one transaction: once :data:`STORE_BATCH`
+    are in or the first has waited :data:`STORE_WAIT_S`. A record waiting to be stored is in
+    flight like a running episode: a run killed meanwhile loses it (its claim expires and a
+    resumed run plays it again); an interrupted run stores it (:meth:`flush`)."""
+
+    def __init__(self, store: ResultStore, run: str, owner: Owner) -> None:
+        self.store, self.run, self.owner = store, run, owner
+        self.stored = self.failed = 0
+        self.db_seconds = 0.0
+        self.waiting: _Finished = []
+        self.since = 0.0  # when the first waiting record came
+
+    def add(self, finished: _Finished) -> None:
+        if finished and not self.waiting:
+            self.since = time.monotonic()
+        self.waiting.extend(finished)
+        while len(self.waiting) >= STORE_BATCH:
+            self._store(STORE_BATCH)
+        if self.waiting and time.monotonic() - self.since >= STORE_WAIT_S:
+            self.flush()
+
+    def flush(self) -> None:
+        """Store every waiting record now."""
+        while self.waiting:
+            self._store(STORE_BATCH)
+
+    def _store(self, count: int) -> None:
+        """Store the first ``count`` waiting records in one transaction."""
+        tick = time.perf_counter()
+        kept = _store_many(self.store, self.run, self.waiting[:count], self.owner)
+        del self.waiting[:count]
+        self.stored += len(kept)
+        self.failed += sum(record["status"] == "failed" for record in kept)
+        self.db_seconds += time.perf_counter() - tick
+
+
+def _store_many(
+    store: ResultStore, run: str, finished: _Finished, owner: Owner
+) -> list[dict[str, Any]]:
+    """Store records that finished together in one transaction; the records stored (an
+    episode stored already is left out). When the database refuses the batch for a reason
+    other than the database itself failing, each record is stored on its own (:func:`_store`):
+    one bad record fails only its own episode."""
+    if len(finished) > 1:
+        try:
+            added = store.add_many(run, [record for _, record in finished], owner)
+        except StoreError:  # the database itself fails: nothing more can be stored
+            raise
+        except Exception:
+            pass
+        else:
+            return [record for (_, record), new in zip(finished, added, strict=True) if new]
+    kept = (_store(store, run, spec, record, owner) for spec, record in finished)
+    return [record for record in kept if record is not None]
+
+
 def _store(
     store: ResultStore, run: str, spec: EpisodeSpec, record: dict[str, Any], owner: Owner
 ) -> dict[str, Any] | None:
@@ -848,8 +916,9 @@ def evaluate(
     todo = deque(pending)
     ready: deque[EpisodeSpec] = deque()  # claimed, not yet submitted
     owner = Owner.current()
-    stored = failed = elsewhere = 0
-    db_seconds = 0.0
+    keeper = _Keeper(store, run, owner)
+    elsewhere = 0
+    claim_seconds = 0.0
     started = time.perf_counter()
     interrupted = False
     scorer = _scorer(config, backend) if pending else None
@@ -857,17 +926,13 @@ def evaluate(
         config = replace(config, deferred_scoring=True)
 
     def keep(finished: _Finished) -> None:
-        nonlocal stored, failed, db_seconds
+        unscored = []
         for spec, record in finished:
             if scorer is not None and PAIRS in record:
                 scorer.submit(spec, record)
-                continue
-            tick = time.perf_counter()
-            kept = _store(store, run, spec, record, owner)
-            if kept is not None:
-                stored += 1
-                failed += kept["status"] == "failed"
-            db_seconds += time.perf_counter() - tick
+            else:
+                unscored.append((spec, record))
+        keeper.add(unscored)
 
     try:
         with (
@@ -889,22 +954,27 @@ def evaluate(
                                 run, [s.key for s in batch], owner, retry_failed=retry_failed
                             )
                         )
-                        db_seconds += time.perf_counter() - tick
+                        claim_seconds += time.perf_counter() - tick
                         ready.extend(spec for spec in batch if spec.key in keys)
                         elsewhere += len(batch) - len(keys)
                         continue
                     executor.submit(ready.popleft())
                 keep(executor.wait() if executor.busy else [])
                 if progress is not None:
-                    waiting = executor.busy + (scorer.pending if scorer else 0)
+                    waiting = executor.busy + len(keeper.waiting)
+                    waiting += scorer.pending if scorer else 0
                     progress(len(pending) - len(todo) - len(ready) - waiting, len(pending))
             if scorer is not None:
                 keep(scorer.drain())
+            keeper.flush()
+            if progress is not None:
+                progress(len(pending), len(pending))
     except KeyboardInterrupt:
         interrupted = True
-        if scorer is not None:  # what finished playing is stored with its scores
-            with suppress(KeyboardInterrupt):
+        with suppress(KeyboardInterrupt):  # what finished playing is stored (with its scores)
+            if scorer is not None:
                 keep(scorer.drain())
+            keeper.flush()
     finally:
         if scorer is not None:
             scorer.close()
@@ -912,11 +982,11 @@ def evaluate(
         run,
         len(grid),
         len(grid) - len(pending),
-        stored,
-        failed,
+        keeper.stored,
+        keeper.failed,
         interrupted,
         time.perf_counter() - started,
-        db_seconds,
+        keeper.db_seconds + claim_seconds,
         retried=len(retry & {s.key for s in pending}),
         elsewhere=elsewhere,
     )

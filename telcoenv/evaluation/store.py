@@ -516,23 +516,45 @@ class ResultStore:
     def add(self, run: str, record: dict[str, Any], owner: Owner | None = None) -> bool:
         """Store one finished episode (replacing a failed result of it) and drop its claim;
         False when it was already stored (by any process)."""
-        values = {k: record[k] for k in record if k in COLUMNS}
-        values.update(run=run, finished_at=_now())
-        episode = {"run": run, "key": values["key"]}
+        try:
+            self._insert(run, [record], owner)
+        except IntegrityError:
+            return False
+        return True
+
+    def add_many(
+        self, run: str, records: Sequence[dict[str, Any]], owner: Owner | None = None
+    ) -> list[bool]:
+        """Store several finished episodes as :meth:`add` does, in one transaction (one commit
+        instead of one per episode); whether each was new. When one of them was stored already
+        (by any process), each is stored on its own instead."""
+        if len(records) < 2:
+            return [self.add(run, record, owner) for record in records]
+        try:
+            self._insert(run, records, owner)
+        except IntegrityError:
+            return [self.add(run, record, owner) for record in records]
+        return [True] * len(records)
+
+    def _insert(self, run: str, records: Sequence[dict[str, Any]], owner: Owner | None) -> None:
+        now = _now()
+        rows = [
+            {k: r[k] for k in r if k in COLUMNS} | {"run": run, "finished_at": now} for r in records
+        ]
+        episodes = [{"run": run, "key": row["key"]} for row in rows]
         try:
             with self.engine.begin() as connection:
                 # A failed result gives way to the new one; a stored success makes the insert fail.
-                connection.execute(_DROP_FAILED, episode)
-                connection.execute(_INSERT_EPISODE, values)
+                connection.execute(_DROP_FAILED, episodes)
+                # One statement per set of columns (a failed record has no metrics).
+                for same in _grouped_by_columns(rows):
+                    connection.execute(_INSERT_EPISODE, same)
                 if owner is not None:
-                    connection.execute(_DROP_CLAIM, {**episode, "owner": owner.id})
-        except IntegrityError:
-            return False
+                    connection.execute(_DROP_CLAIM, [{**e, "owner": owner.id} for e in episodes])
         except OperationalError as exc:
             raise StoreError(
                 f"cannot write to the results database {self.where}: {exc.orig}"
             ) from None
-        return True
 
     def runs(self) -> list[str]:
         with Session(self.engine) as session:
@@ -551,6 +573,14 @@ class ResultStore:
                 select(EpisodeRow).where(EpisodeRow.run.in_(names)).order_by(EpisodeRow.id)
             )
             return [{c: getattr(row, c) for c in columns} for row in rows]
+
+
+def _grouped_by_columns(rows: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """The rows grouped by the columns they give (one INSERT each), in order of appearance."""
+    groups: dict[frozenset[str], list[dict[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault(frozenset(row), []).append(row)
+    return list(groups.values())
 
 
 def _now() -> str:

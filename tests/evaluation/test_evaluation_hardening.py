@@ -113,14 +113,14 @@ def test_a_trace_that_does_not_serialise_fails_the_episode_and_is_kept_by_repr(
 
 def test_a_record_the_database_refuses_is_stored_as_the_episodes_failure(tmp_path, monkeypatch):
     store, _ = result_store(tmp_path)
-    add = ResultStore.add
+    insert = ResultStore._insert  # what storing one record or several comes down to
 
-    def picky_add(self: ResultStore, run: str, record: dict[str, Any], owner: Any = None) -> bool:
-        if record["status"] == "ok":
+    def picky_insert(self: ResultStore, run: str, records: Any, owner: Any) -> None:
+        if any(record["status"] == "ok" for record in records):
             raise ValueError("value out of range for column sas")
-        return add(self, run, record, owner)
+        insert(self, run, records, owner)
 
-    monkeypatch.setattr(ResultStore, "add", picky_add)
+    monkeypatch.setattr(ResultStore, "_insert", picky_insert)
     summary = evaluate(store, "r", GRID, _config("oracle"))
     assert (summary.stored, summary.failed) == (len(GRID), len(GRID))
     for record in store.records(["r"]):
