@@ -44,6 +44,7 @@ from telcoenv.evaluation.runner import (
     LOST_WORKER_GRACE_S,
     EpisodeSpec,
     RunConfig,
+    _arrived,
     _describe,
     _EpisodeTimeout,
     _Executor,
@@ -264,24 +265,15 @@ class _Concurrent:
         self.done.put((spec, record))
 
     def wait(self) -> _Finished:
-        try:
-            arrived = [self.done.get(timeout=_POLL_S)]
-        except queue.Empty:
-            late = _late(self.running, self.patience)
-            error = (
-                f"no result after {self.patience:g} s: the agent's aact blocks the event loop "
-                "(it must await, never block)"
-            )
-            return _given_up(self.running, late, error) if late else []
-        with suppress(queue.Empty):  # and every other record already there
-            while True:
-                arrived.append(self.done.get_nowait())
-        # An episode given up on already is not stored twice.
-        return [
-            (spec, record)
-            for spec, record in arrived
-            if self.running.pop(spec.key, None) is not None
-        ]
+        arrived = _arrived(self.done, self.running)
+        if arrived is not None:
+            return arrived
+        late = _late(self.running, self.patience)
+        error = (
+            f"no result after {self.patience:g} s: the agent's aact blocks the event loop "
+            "(it must await, never block)"
+        )
+        return _given_up(self.running, late, error) if late else []
 
     def close(self) -> None:
         self.loop.close()

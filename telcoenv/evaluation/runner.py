@@ -497,7 +497,8 @@ def _run_in_worker(spec: EpisodeSpec) -> dict[str, Any]:
     return _WORKER.run(spec)
 
 
-_Finished = list[tuple[EpisodeSpec, dict[str, Any]]]
+_Done = tuple[EpisodeSpec, dict[str, Any]]
+_Finished = list[_Done]
 
 
 class _Executor(Protocol):
@@ -576,20 +577,8 @@ class _Pool:
         self.done.put((spec, failed_record(spec, error)))
 
     def wait(self) -> _Finished:
-        """The episodes finished by now (they are stored together); waits for a first."""
-        try:
-            arrived = [self.done.get(timeout=_POLL_S)]
-        except queue.Empty:
-            return self._overdue()
-        with suppress(queue.Empty):
-            while True:
-                arrived.append(self.done.get_nowait())
-        # One given up on already (overdue) is not stored again.
-        return [
-            (spec, record)
-            for spec, record in arrived
-            if self.running.pop(spec.key, None) is not None
-        ]
+        arrived = _arrived(self.done, self.running)
+        return self._overdue() if arrived is None else arrived
 
     def _overdue(self) -> _Finished:
         if self.patience is None:
@@ -604,6 +593,22 @@ class _Pool:
     def close(self) -> None:
         self.pool.terminate()
         self.pool.join()
+
+
+def _arrived(
+    done: queue.Queue[_Done] | queue.SimpleQueue[_Done], running: dict[str, Any]
+) -> _Finished | None:
+    """The episodes finished by now (stored together), after waiting up to :data:`_POLL_S` for
+    a first (None when none came); those ``running`` no longer holds were given up on already
+    (stored as overdue) and are not stored twice."""
+    try:
+        arrived = [done.get(timeout=_POLL_S)]
+    except queue.Empty:
+        return None
+    with suppress(queue.Empty):
+        while True:
+            arrived.append(done.get_nowait())
+    return [(spec, record) for spec, record in arrived if running.pop(spec.key, None) is not None]
 
 
 def _check_reachable(address: str) -> None:
