@@ -4,6 +4,7 @@ the database refuses fails only its own episode, and an interrupted run stores w
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import pytest
@@ -11,7 +12,7 @@ import pytest
 from telcoenv.evaluation import runner
 from telcoenv.evaluation.runner import RunConfig, build_grid, evaluate
 from telcoenv.evaluation.store import Owner, ResultStore
-from tests.conftest import result_store
+from tests.conftest import result_store, shared_results_url
 
 GRID = build_grid(["beam_misalignment", "pci_collision"], samples=2, languages=("en", "ar"))
 _VOLATILE = ("duration_s", "agent_usage", "finished_at")
@@ -81,20 +82,25 @@ def _played(tmp_path) -> list[dict[str, Any]]:
     return store.records(["r"], with_trace=True)
 
 
-def test_add_many_leaves_out_what_is_stored_already_and_replaces_failures(tmp_path):
+@pytest.mark.parametrize("database", ["sqlite", "postgresql"])
+def test_add_many_leaves_out_what_is_stored_already_and_replaces_failures(
+    request, tmp_path, database
+):
     first, second, third = ({**r, "run": "x"} for r in _played(tmp_path))
-    store, _ = result_store(tmp_path)
-    store.ensure_run("r", "oracle", {})
+    store = ResultStore(shared_results_url(request, database, tmp_path))
+    run = f"many-{os.urandom(4).hex()}"  # a PostgreSQL database outlives the test
+    store.ensure_run(run, "oracle", {})
     owner = Owner.current()
-    assert store.claim_many("r", [second["key"], third["key"]], owner)
-    store.add("r", first)
-    store.add("r", {**third, "status": "failed", "error": "boom"})
-    assert store.add_many("r", [first, second, third], owner) == [False, True, True]
-    records = {r["key"]: r for r in store.records(["r"])}
+    assert store.claim_many(run, [second["key"], third["key"]], owner)
+    store.add(run, first)
+    store.add(run, {**third, "status": "failed", "error": "boom"})
+    assert store.add_many(run, [first, second, third], owner) == [False, True, True]
+    records = {r["key"]: r for r in store.records([run])}
     assert len(records) == 3 and {r["status"] for r in records.values()} == {"ok"}
-    assert store.add_many("r", [second, third], owner) == [False, False]
+    assert store.add_many(run, [second, third], owner) == [False, False]
     with store.engine.connect() as connection:
-        assert connection.exec_driver_sql("SELECT count(*) FROM claims").scalar() == 0
+        claims = connection.exec_driver_sql(f"SELECT count(*) FROM claims WHERE run = '{run}'")
+        assert claims.scalar() == 0
 
 
 def test_a_record_the_database_refuses_fails_only_its_own_episode_of_a_batch(tmp_path, monkeypatch):
