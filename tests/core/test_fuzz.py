@@ -164,6 +164,15 @@ def _check_step(env: TelcoEnv, result: tuple, max_steps: int) -> None:
     json.loads(trace.model_dump_json())  # whatever was sent, the trace is valid JSON
 
 
+def _check_snapshot(env: TelcoEnv) -> None:
+    """The snapshot takes every action down the same branch: its clone's trace is the same."""
+    twin = env.clone()
+    assert canonical_json(twin.trace.model_dump(mode="json")) == canonical_json(
+        env.trace.model_dump(mode="json")
+    )
+    twin.close()
+
+
 @pytest.mark.slow  # property fuzzing
 @pytest.mark.parametrize("domain", ["network", "bss"])
 def test_step_never_raises_and_refused_actions_change_nothing(domain, tmp_path):
@@ -189,11 +198,7 @@ def test_step_never_raises_and_refused_actions_change_nothing(domain, tmp_path):
             new = env.trace.actions[records_before:]
             if not any(record.valid for record in new):
                 assert _dump(engine, stored_id) == before, "a refused action changed the state"
-        twin = env.clone()  # the snapshot takes every action down the same branch
-        assert canonical_json(twin.trace.model_dump(mode="json")) == canonical_json(
-            env.trace.model_dump(mode="json")
-        )
-        twin.close()
+        _check_snapshot(env)
 
     try:
         run()
@@ -308,7 +313,8 @@ def test_well_formed_calls_with_the_episodes_values_keep_every_invariant(domain,
     outcomes: Counter[tuple[str, bool]] = Counter()
 
     @settings(
-        max_examples=40,
+        max_examples=60,
+        derandomize=True,  # the same calls every run: the counts below cannot flake
         deadline=None,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
     )
@@ -338,11 +344,7 @@ def test_well_formed_calls_with_the_episodes_values_keep_every_invariant(domain,
                 assert _dump(engine, stored_id) == before, "a refused call changed the state"
             if result[2] or result[3]:
                 break
-        twin = env.clone()
-        assert canonical_json(twin.trace.model_dump(mode="json")) == canonical_json(
-            env.trace.model_dump(mode="json")
-        )
-        twin.close()
+        _check_snapshot(env)
 
     try:
         run()
@@ -350,7 +352,7 @@ def test_well_formed_calls_with_the_episodes_values_keep_every_invariant(domain,
         env.close()
         engine.dispose()
     # Not a vacuous run: the writes got past their checks, and some were refused by them.
-    # (Of 40 examples' calls, 11-40 writes got through in bss and 26-46 in network, 5 runs.)
-    assert outcomes[("write", True)] >= 5, outcomes
-    assert outcomes[("write", False)] >= 5, outcomes
+    # (Here: 22 of 156 writes got through in bss, 72 of 156 in network.)
+    assert outcomes[("write", True)] >= 10, outcomes
+    assert outcomes[("write", False)] >= 10, outcomes
     assert outcomes[("read", True)] >= 20, outcomes
