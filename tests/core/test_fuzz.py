@@ -15,6 +15,7 @@ import json
 import math
 import re
 from collections import Counter, defaultdict
+from contextlib import contextmanager
 
 import numpy as np
 import pytest
@@ -164,6 +165,22 @@ def _check_step(env: TelcoEnv, result: tuple, max_steps: int) -> None:
     json.loads(trace.model_dump_json())  # whatever was sent, the trace is valid JSON
 
 
+@contextmanager
+def _env_on_a_file(domain: str, tmp_path, max_steps: int, **options: object):
+    """An environment whose episodes are kept in a SQLite file, and an engine that reads them
+    through a connection of its own (both closed at the end)."""
+    url = f"sqlite:///{tmp_path}/fuzz.sqlite"
+    env = TelcoEnv(
+        None, domain=domain, max_steps=max_steps, embedder=None, database_url=url, **options
+    )
+    engine = create_engine(url)
+    try:
+        yield env, engine
+    finally:
+        env.close()
+        engine.dispose()
+
+
 def _check_snapshot(env: TelcoEnv) -> None:
     """The snapshot takes every action down the same branch: its clone's trace is the same."""
     twin = env.clone()
@@ -176,10 +193,7 @@ def _check_snapshot(env: TelcoEnv) -> None:
 @pytest.mark.slow  # property fuzzing
 @pytest.mark.parametrize("domain", ["network", "bss"])
 def test_step_never_raises_and_refused_actions_change_nothing(domain, tmp_path):
-    url = f"sqlite:///{tmp_path}/fuzz.sqlite"
     max_steps = 8
-    env = TelcoEnv(None, domain=domain, max_steps=max_steps, embedder=None, database_url=url)
-    engine = create_engine(url)
 
     @settings(
         max_examples=60,
@@ -200,11 +214,8 @@ def test_step_never_raises_and_refused_actions_change_nothing(domain, tmp_path):
                 assert _dump(engine, stored_id) == before, "a refused action changed the state"
         _check_snapshot(env)
 
-    try:
+    with _env_on_a_file(domain, tmp_path, max_steps) as (env, engine):
         run()
-    finally:
-        env.close()
-        engine.dispose()
 
 
 @pytest.mark.slow  # property fuzzing
@@ -303,13 +314,8 @@ def test_well_formed_calls_with_the_episodes_values_keep_every_invariant(domain,
     (the gold chain's arguments, then every output), enums, numbers at and beyond their bounds,
     arguments left out. The write tools then pass their checks often enough to reach the
     business rules (counted below); the invariants are those of the hostile actions."""
-    url = f"sqlite:///{tmp_path}/fuzz.sqlite"
     max_steps = 14
-    env = TelcoEnv(
-        None, domain=domain, max_steps=max_steps, embedder=None, database_url=url, privileged=True
-    )
-    engine = create_engine(url)
-    specs = {name: env.domain.catalog.tools[name] for name in TOOLS[domain]}
+    specs = {name: get_domain(domain).catalog.tools[name] for name in TOOLS[domain]}
     outcomes: Counter[tuple[str, bool]] = Counter()
 
     @settings(
@@ -346,11 +352,8 @@ def test_well_formed_calls_with_the_episodes_values_keep_every_invariant(domain,
                 break
         _check_snapshot(env)
 
-    try:
+    with _env_on_a_file(domain, tmp_path, max_steps, privileged=True) as (env, engine):
         run()
-    finally:
-        env.close()
-        engine.dispose()
     # Not a vacuous run: the writes got past their checks, and some were refused by them.
     # (Here: 22 of 156 writes got through in bss, 72 of 156 in network.)
     assert outcomes[("write", True)] >= 10, outcomes
