@@ -5,6 +5,7 @@ options)."""
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -65,6 +66,25 @@ class Exiting(Misbehaving):
 class Dying(Misbehaving):
     def act(self, observation: str, info: dict[str, Any]) -> Any:
         os._exit(3)  # a crash in native code: the worker process is gone, nothing is raised
+
+
+class DeafHang(Misbehaving):
+    """Hangs where the episode timeout's signal cannot reach it (as a call blocked in native
+    code with signals masked): only the runner can end it, by killing its process."""
+
+    def act(self, observation: str, info: dict[str, Any]) -> Any:
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
+        time.sleep(60)
+
+
+class BrokenInWorkers(OracleAgent):
+    """The oracle in the process that checks it (``parent``: its pid); it cannot be made in
+    any other (a worker process lacks a library, a file or a credential)."""
+
+    def __init__(self, parent: int) -> None:
+        if os.getpid() != parent:
+            raise ImportError("libcuda.so.1: cannot open shared object file")
+        super().__init__()
 
 
 class SwallowingHang(Misbehaving):

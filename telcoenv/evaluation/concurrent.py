@@ -19,32 +19,32 @@ parallel with ``workers``.
 from __future__ import annotations
 
 import asyncio
-import multiprocessing
-import os
 import queue
-import signal
-import sys
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from contextlib import suppress
-from dataclasses import dataclass, field
 from functools import cached_property, partial
 from multiprocessing.connection import Connection
-from multiprocessing.connection import wait as ready_connections
-from multiprocessing.process import BaseProcess
 from typing import Any
 
 from telcoenv.agents import AsyncAgent, load_agent
 from telcoenv.errors import TelcoEnvError
+from telcoenv.evaluation.processes import (
+    CLOSE_S,
+    LocalProcesses,
+    given_up,
+    incoming,
+    late,
+    patience,
+    send_record,
+)
 from telcoenv.evaluation.runner import (
     _POLL_S,
     EMBEDDER_THREADS,
-    LOST_WORKER_GRACE_S,
     EpisodeSpec,
     RunConfig,
-    _arrived,
     _describe,
     _EpisodeTimeout,
     _Executor,
@@ -53,9 +53,6 @@ from telcoenv.evaluation.runner import (
     _Worker,
     failed_record,
 )
-
-# Seconds to wait, when a run ends, for the episodes in flight to stop and the clients to close.
-CLOSE_S = 10.0
 
 Record = dict[str, Any]
 Done = Callable[[EpisodeSpec, Record], None]
@@ -82,7 +79,10 @@ def concurrent_executor(
     if backend == "ray":
         return _RayConcurrent(config, workers, address, concurrency)
     if workers > 1:
-        return _Processes(config, workers, concurrency)
+        hangs = "it hangs (an agent blocks its event loop)"
+        return LocalProcesses(
+            config, workers, _serve, at_once=concurrency, queue_behind=False, hangs=hangs
+        )
     return _Concurrent(config, concurrency)
 
 
@@ -221,24 +221,20 @@ def _deliver(spec: EpisodeSpec, done: Done, future: Future[Record]) -> None:
         done(spec, failed_record(spec, f"the episode could not be run: {_describe(problem)}"))
 
 
-def _patience(config: RunConfig) -> float | None:
-    """How long an episode may go without a record before it is given up: its timeout, as long
-    again for a process's start-up (its embedder loading), and a grace."""
-    timeout = config.episode_timeout
-    return 2 * timeout + LOST_WORKER_GRACE_S if timeout > 0 else None
-
-
-def _late(running: Running, patience: float | None) -> list[str]:
-    """The keys of the episodes in ``running`` that are past ``patience``."""
-    if patience is None:
-        return []
-    now = time.monotonic()
-    return [key for key, (_, since) in running.items() if now - since > patience]
-
-
-def _given_up(running: Running, keys: list[str], error: str) -> _Finished:
-    """The episodes ``keys``, taken out of ``running`` as failed with ``error``."""
-    return [(spec, failed_record(spec, error)) for spec, _ in map(running.pop, keys)]
+def _arrived(
+    done: queue.SimpleQueue[tuple[EpisodeSpec, Record]], running: Running
+) -> _Finished | None:
+    """The episodes finished by now (stored together), after waiting up to :data:`_POLL_S` for
+    a first (None when none came); those ``running`` no longer holds were given up on already
+    (stored as overdue) and are not stored twice."""
+    try:
+        arrived = [done.get(timeout=_POLL_S)]
+    except queue.Empty:
+        return None
+    with suppress(queue.Empty):
+        while True:
+            arrived.append(done.get_nowait())
+    return [(spec, record) for spec, record in arrived if running.pop(spec.key, None) is not None]
 
 
 class _Concurrent:
@@ -250,7 +246,7 @@ class _Concurrent:
         self.capacity = concurrency
         self.done: queue.SimpleQueue[tuple[EpisodeSpec, Record]] = queue.SimpleQueue()
         self.running: Running = {}
-        self.patience = _patience(config)
+        self.patience = patience(config)
         self.loop = _Loop(config, EMBEDDER_THREADS, concurrency)
 
     @property
@@ -268,12 +264,12 @@ class _Concurrent:
         arrived = _arrived(self.done, self.running)
         if arrived is not None:
             return arrived
-        late = _late(self.running, self.patience)
+        overdue = late(self.running, self.patience)
         error = (
             f"no result after {self.patience:g} s: the agent's aact blocks the event loop "
             "(it must await, never block)"
         )
-        return _given_up(self.running, late, error) if late else []
+        return given_up(self.running, overdue, error) if overdue else []
 
     def close(self) -> None:
         self.loop.close()
@@ -284,115 +280,19 @@ def _serve(
 ) -> None:
     """A worker process: play the episodes that come in on ``tasks``, ``concurrency`` at once,
     and send each one's spec and record back on ``results``, until the parent is gone."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is handled by the parent
     outbox: queue.SimpleQueue[tuple[EpisodeSpec, Record]] = queue.SimpleQueue()
     # Sent from a thread of their own: a full pipe must not stall the event loop.
     threading.Thread(target=_send_all, args=(outbox, results), daemon=True).start()
     episodes = _Loop(config, threads, concurrency)
-    parent = os.getppid()
-    # A parent killed outright closes no pipe that its other children hold: watch it instead.
-    with suppress(EOFError, OSError):
-        while os.getppid() == parent:
-            if tasks.poll(_POLL_S):
-                episodes.start(tasks.recv(), lambda spec, record: outbox.put((spec, record)))
+    for spec in incoming(tasks):
+        episodes.start(spec, lambda spec, record: outbox.put((spec, record)))
     episodes.close()
 
 
 def _send_all(outbox: queue.SimpleQueue[tuple[EpisodeSpec, Record]], results: Connection) -> None:
     with suppress(OSError):  # the parent is gone
         while True:
-            results.send(outbox.get())
-
-
-@dataclass
-class _Process:
-    """A worker process: where its episodes go, where their records come back, and its
-    episodes in flight."""
-
-    process: BaseProcess
-    tasks: Connection
-    results: Connection
-    running: Running = field(default_factory=dict)
-
-
-class _Processes:
-    """``workers`` local processes playing ``concurrency`` episodes at once each. A process
-    that dies, or that returns nothing long past its episodes' timeout (an agent blocks its
-    event loop), is replaced and its episodes in flight are stored as failed."""
-
-    def __init__(self, config: RunConfig, workers: int, concurrency: int) -> None:
-        self.context = multiprocessing.get_context("fork" if sys.platform == "linux" else "spawn")
-        self.args = (config, EMBEDDER_THREADS, concurrency)
-        self.capacity = workers * concurrency
-        self.patience = _patience(config)
-        self.processes = [self._start() for _ in range(workers)]
-
-    def _start(self) -> _Process:
-        tasks, to_child = self.context.Pipe(duplex=False)
-        from_child, results = self.context.Pipe(duplex=False)
-        process = self.context.Process(
-            target=_serve, args=(*self.args, tasks, results), name="telcoenv-episodes", daemon=True
-        )
-        process.start()
-        tasks.close()  # the child's ends
-        results.close()
-        return _Process(process, to_child, from_child)
-
-    @property
-    def busy(self) -> int:
-        return sum(len(worker.running) for worker in self.processes)
-
-    def submit(self, spec: EpisodeSpec) -> None:
-        worker = min(self.processes, key=lambda w: len(w.running))
-        worker.running[spec.key] = (spec, time.monotonic())
-        with suppress(OSError):  # a process that died: wait finds it, with its episodes
-            worker.tasks.send(spec)
-
-    def wait(self) -> _Finished:
-        ready = ready_connections([worker.results for worker in self.processes], _POLL_S)
-        finished: _Finished = []
-        for worker in self.processes:
-            if worker.results in ready:
-                finished += self._received(worker)
-        return finished + self._lost()
-
-    @staticmethod
-    def _received(worker: _Process) -> _Finished:
-        finished: _Finished = []
-        with suppress(EOFError, OSError):  # a process that died: _lost finds it
-            while worker.results.poll():
-                spec, record = worker.results.recv()
-                if worker.running.pop(spec.key, None) is not None:  # not given up on already
-                    finished.append((spec, record))
-        return finished
-
-    def _lost(self) -> _Finished:
-        lost: _Finished = []
-        for index, worker in enumerate(self.processes):
-            if not worker.process.is_alive():
-                error = f"the worker process died (exit code {worker.process.exitcode})"
-            elif _late(worker.running, self.patience):  # its other episodes wait behind it
-                error = (
-                    f"no result from the worker process after {self.patience:g} s: it hangs "
-                    "(an agent blocks its event loop)"
-                )
-            else:
-                continue
-            lost += _given_up(worker.running, list(worker.running), error)
-            self._end(worker)
-            self.processes[index] = self._start()
-        return lost
-
-    @staticmethod
-    def _end(worker: _Process) -> None:
-        worker.process.terminate()
-        worker.process.join(CLOSE_S)
-        worker.tasks.close()
-        worker.results.close()
-
-    def close(self) -> None:
-        for worker in self.processes:
-            self._end(worker)
+            send_record(results, *outbox.get())
 
 
 class _RayConcurrent(_Ray):

@@ -8,9 +8,10 @@ committed at once, so a run killed at any moment (SIGKILL included) loses only t
 flight. Ctrl-C stops cleanly after saving what finished. A run keeps the configuration it was
 started with (:func:`run_settings`); resuming it with another one is refused.
 
-Episodes run in this process (``workers=1``), in local worker processes or on a Ray cluster;
-this process is the only writer. With ``concurrency`` above 1, each of them plays that many
-episodes at once, for an agent that awaits its I/O (:mod:`telcoenv.evaluation.concurrent`).
+Episodes run in this process (``workers=1``), in local worker processes
+(:mod:`telcoenv.evaluation.processes`) or on a Ray cluster; this process is the only writer.
+With ``concurrency`` above 1, each of them plays that many episodes at once, for an agent that
+awaits its I/O (:mod:`telcoenv.evaluation.concurrent`).
 Each episode is claimed in the store before it is computed, so two processes on one run split
 the work instead of computing an episode twice. Any failure
 inside an episode (the agent raising, hanging past ``episode_timeout`` or returning garbage, the
@@ -22,11 +23,8 @@ from __future__ import annotations
 
 import json
 import math
-import multiprocessing
-import queue
 import signal
 import socket
-import sys
 import threading
 import time
 import traceback
@@ -34,7 +32,6 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass, replace
-from functools import partial
 from typing import Any, Protocol
 
 from sqlalchemy.exc import SQLAlchemyError
@@ -67,7 +64,7 @@ from telcoenv.trace import EpisodeTrace
 # Seconds to wait for a Ray cluster's port to answer before giving up.
 RAY_CONNECT_TIMEOUT_S = 10.0
 # A worker process that has not returned an episode this long past the time it may take (its
-# wait in the queue and its timeout) died or hangs.
+# wait in the queue and its timeout) hangs (one that dies is seen at once).
 LOST_WORKER_GRACE_S = 60.0
 _POLL_S = 1.0
 # Episodes claimed in one transaction: fewer commits, while other processes still find work.
@@ -483,20 +480,6 @@ class _Worker:
             return {"error": f"the agent's usage could not be read: {_describe(exc)}"}
 
 
-_WORKER: _Worker | None = None
-
-
-def _init_worker(config: RunConfig, threads: int) -> None:
-    global _WORKER
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is handled by the parent
-    _WORKER = _Worker(config, threads)
-
-
-def _run_in_worker(spec: EpisodeSpec) -> dict[str, Any]:
-    assert _WORKER is not None
-    return _WORKER.run(spec)
-
-
 _Done = tuple[EpisodeSpec, dict[str, Any]]
 _Finished = list[_Done]
 
@@ -538,77 +521,6 @@ class _InProcess:
 
     def close(self) -> None:
         pass
-
-
-class _Pool:
-    """Episodes in local worker processes; one that returns nothing long past its timeout (its
-    process died) is stored as failed."""
-
-    def __init__(self, config: RunConfig, workers: int) -> None:
-        context = multiprocessing.get_context("fork" if sys.platform == "linux" else "spawn")
-        self.pool = context.Pool(
-            workers, initializer=_init_worker, initargs=(config, EMBEDDER_THREADS)
-        )
-        self.capacity = 2 * workers  # one queued behind each running episode: no idle worker
-        self.done: queue.Queue[tuple[EpisodeSpec, dict[str, Any]]] = queue.Queue()
-        self.running: dict[str, float] = {}  # key -> when it was submitted
-        self.specs: dict[str, EpisodeSpec] = {}
-        timeout = config.episode_timeout  # an episode waits for at most one before it runs
-        self.patience = 2 * timeout + LOST_WORKER_GRACE_S if timeout > 0 else None
-
-    @property
-    def busy(self) -> int:
-        return len(self.running)
-
-    def submit(self, spec: EpisodeSpec) -> None:
-        self.running[spec.key], self.specs[spec.key] = time.monotonic(), spec
-        self.pool.apply_async(
-            _run_in_worker,
-            (spec,),
-            callback=partial(self._finished, spec),
-            error_callback=partial(self._lost, spec),
-        )
-
-    def _finished(self, spec: EpisodeSpec, record: dict[str, Any]) -> None:
-        self.done.put((spec, record))
-
-    def _lost(self, spec: EpisodeSpec, exc: BaseException) -> None:
-        error = f"the worker process could not return the episode: {_describe(exc)}"
-        self.done.put((spec, failed_record(spec, error)))
-
-    def wait(self) -> _Finished:
-        arrived = _arrived(self.done, self.running)
-        return self._overdue() if arrived is None else arrived
-
-    def _overdue(self) -> _Finished:
-        if self.patience is None:
-            return []
-        now = time.monotonic()
-        late = [key for key, since in self.running.items() if now - since > self.patience]
-        error = f"no result from the worker process after {self.patience:g} s (it died or hangs)"
-        for key in late:
-            del self.running[key]
-        return [(self.specs[key], failed_record(self.specs[key], error)) for key in late]
-
-    def close(self) -> None:
-        self.pool.terminate()
-        self.pool.join()
-
-
-def _arrived(
-    done: queue.Queue[_Done] | queue.SimpleQueue[_Done], running: dict[str, Any]
-) -> _Finished | None:
-    """The episodes finished by now (stored together), after waiting up to :data:`_POLL_S` for
-    a first (None when none came); those ``running`` no longer holds were given up on already
-    (stored as overdue) and are not stored twice."""
-    try:
-        arrived = [done.get(timeout=_POLL_S)]
-    except queue.Empty:
-        return None
-    with suppress(queue.Empty):
-        while True:
-            arrived.append(done.get_nowait())
-    return [(spec, record) for spec, record in arrived if running.pop(spec.key, None) is not None]
 
 
 def _check_reachable(address: str) -> None:
@@ -717,7 +629,9 @@ def _executor(
     elif backend == "ray":
         executor = _Ray(config, workers, address)
     elif workers > 1:
-        executor = _Pool(config, workers)
+        from telcoenv.evaluation.processes import LocalProcesses
+
+        executor = LocalProcesses(config, workers)
     else:
         executor = _InProcess(config)
     try:

@@ -24,7 +24,7 @@ from sqlalchemy import event
 
 from telcoenv.cli import main
 from telcoenv.errors import EpisodeOptionError
-from telcoenv.evaluation import runner
+from telcoenv.evaluation import processes, runner
 from telcoenv.evaluation.report import build_report, render
 from telcoenv.evaluation.runner import RunConfig, build_grid, evaluate, run_settings
 from telcoenv.evaluation.store import (
@@ -80,15 +80,55 @@ def test_a_failing_agent_fails_its_episodes_with_steps_and_trace_and_the_run_goe
             assert len(record["predicted_chain"]) == 2 and record["gold_chain"]
 
 
-@pytest.mark.slow  # waits for the lost worker
-def test_a_worker_process_that_dies_fails_its_episode_and_the_run_goes_on(tmp_path, monkeypatch):
-    monkeypatch.setattr(runner, "LOST_WORKER_GRACE_S", 1.0)
+def test_a_worker_process_that_dies_fails_its_episode_at_once_and_the_run_goes_on(tmp_path):
+    # No episode timeout: nothing would ever give the episode up but its process's death.
     store, _ = result_store(tmp_path)
-    config = dataclasses.replace(_config(f"{AGENTS}:Dying"), episode_timeout=1.0)
+    config = dataclasses.replace(_config(f"{AGENTS}:Dying"), episode_timeout=0)
     summary = evaluate(store, "r", GRID, config, workers=2)
     assert (summary.stored, summary.failed) == (len(GRID), len(GRID))
     for record in store.records(["r"]):
-        assert "no result from the worker process after 3 s (it died or hangs)" in record["error"]
+        assert record["error"] == "the worker process died (exit code 3)"
+
+
+@pytest.mark.slow  # waits for the hung worker
+def test_a_worker_process_that_hangs_past_its_timeout_is_killed_and_the_run_goes_on(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setattr(processes, "LOST_WORKER_GRACE_S", 1.0)
+    store, _ = result_store(tmp_path)
+    config = dataclasses.replace(_config(f"{AGENTS}:DeafHang"), episode_timeout=1.0)
+    started = time.monotonic()
+    summary = evaluate(store, "r", GRID, config, workers=2)
+    assert time.monotonic() - started < 30  # not the agent's 60 s
+    assert (summary.stored, summary.failed) == (len(GRID), len(GRID))
+    for record in store.records(["r"]):
+        assert record["error"] == (
+            "no result from the worker process after 3 s: "
+            "it hangs (an agent's call blocks the episode timeout)"
+        )
+
+
+def test_an_agent_that_cannot_be_made_in_a_worker_fails_each_episode_with_the_reason(tmp_path):
+    store, _ = result_store(tmp_path)
+    config = _config(f"{AGENTS}:BrokenInWorkers", parent=os.getpid())
+    summary = evaluate(store, "r", GRID, config, workers=2)
+    assert (summary.stored, summary.failed) == (len(GRID), len(GRID))
+    for record in store.records(["r"]):
+        assert record["error"] == (
+            "the worker process could not start: "
+            "ImportError: libcuda.so.1: cannot open shared object file"
+        )
+
+
+def test_a_record_that_does_not_pickle_fails_its_episode_in_a_worker(tmp_path, monkeypatch):
+    # Workers are forked: they play with this class as patched here.
+    monkeypatch.setattr(runner._Worker, "_usage", lambda self: {"cost": lambda: 0})
+    store, _ = result_store(tmp_path)
+    summary = evaluate(store, "r", GRID, _config("oracle"), workers=2)
+    assert (summary.stored, summary.failed) == (len(GRID), len(GRID))
+    for record in store.records(["r"]):
+        assert record["error"].startswith("the worker process could not return the episode: ")
+        assert "pickle" in record["error"]
 
 
 def test_a_trace_that_does_not_serialise_fails_the_episode_and_is_kept_by_repr(
