@@ -68,6 +68,19 @@ class Dying(Misbehaving):
         os._exit(3)  # a crash in native code: the worker process is gone, nothing is raised
 
 
+class DyingInArabic(OracleAgent):
+    """The oracle in English; in Arabic its process dies (a crash in native code)."""
+
+    def reset(self, observation: str, info: dict[str, Any]) -> None:
+        super().reset(observation, info)
+        self.arabic = info["language"] == "ar"
+
+    def act(self, observation: str, info: dict[str, Any]) -> Any:
+        if self.arabic:
+            os._exit(3)
+        return super().act(observation, info)
+
+
 class DeafHang(Misbehaving):
     """Hangs where the episode timeout's signal cannot reach it (as a call blocked in native
     code with signals masked): only the runner can end it, by killing its process."""

@@ -1,12 +1,14 @@
 """Episodes in local worker processes: ``evaluate(..., workers=N)`` on this machine.
 
 Each process gets its episodes on a pipe of its own and sends each spec and record back on
-another; the runner waits on all of them (and on their processes) in one call. No thread in the
-runner shuffles tasks or results, so a finished episode costs the runner a read and a write (a
-:class:`multiprocessing.pool.Pool` kept three threads busy for it: about 2.5 s of the runner's
-CPU on the 2,940-episode grid with 2 workers). A process that dies fails its episodes in flight
-at once with its exit code, and is replaced; one that returns nothing long past its episodes'
-timeout is taken for hung, killed and replaced.
+another; the runner waits on all of them in one call, and checks its processes after it. No
+thread in the runner shuffles tasks or results, so a finished episode costs the runner a read
+and a write (a :class:`multiprocessing.pool.Pool` kept three threads busy for it: about 2.5 s of
+the runner's CPU on the 2,940-episode grid with 2 workers).
+
+A process that dies fails the episodes it was playing at once, with its exit code, and is
+replaced; one that returns nothing long past its episodes' timeout is taken for hung, killed and
+replaced. An episode queued behind the one that died goes to another process.
 
 A process plays one episode at a time (:func:`serve_one_at_a_time`) or many on an event loop
 (:mod:`telcoenv.evaluation.concurrent`). One at a time, a process whose episodes are quick gets
@@ -227,9 +229,15 @@ class LocalProcesses:
             else:
                 continue
             ended += self._received(worker)  # what it sent before it died or hung
-            ended += given_up(worker.running, list(worker.running), error)
+            # One at a time, only the first episode was playing: those queued behind it go to
+            # another process. With several at once, all of them were playing.
+            playing = list(worker.running)[: self.at_once]
+            queued = [spec for spec, _ in worker.running.values()][len(playing) :]
+            ended += given_up(worker.running, playing, error)
             self._end(worker)
             self.processes[index] = self._start()
+            for spec in queued:
+                self.submit(spec)
         return ended
 
     @staticmethod

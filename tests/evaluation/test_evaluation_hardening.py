@@ -90,6 +90,21 @@ def test_a_worker_process_that_dies_fails_its_episode_at_once_and_the_run_goes_o
         assert record["error"] == "the worker process died (exit code 3)"
 
 
+def test_a_worker_process_that_dies_fails_only_the_episode_it_played(tmp_path):
+    # Quick episodes get one more queued behind them in their process: that one is played by
+    # another process, not failed with the one that killed it.
+    grid = build_grid(["beam_misalignment"], samples=4, languages=("en", "ar"))
+    store, _ = result_store(tmp_path)
+    config = _config(f"{AGENTS}:DyingInArabic")
+    summary = evaluate(store, "r", grid, config, workers=2)
+    assert (summary.stored, summary.failed) == (len(grid), len(grid) // 2)
+    for record in store.records(["r"]):
+        if record["language"] == "ar":
+            assert record["error"] == "the worker process died (exit code 3)"
+        else:
+            assert record["status"] == "ok", record["error"]
+
+
 @pytest.mark.slow  # waits for the hung worker
 def test_a_worker_process_that_hangs_past_its_timeout_is_killed_and_the_run_goes_on(
     tmp_path, monkeypatch
