@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -140,6 +141,50 @@ def test_two_processes_on_one_run_store_each_episode_once(tmp_path):
         == len(set(keys))
         == len(build_grid(["coverage_hole", "pci_collision"], samples=4))
     )
+
+
+def _children(pid: int) -> list[int]:
+    return [
+        int(child)
+        for child in os.listdir("/proc")
+        if child.isdigit() and _status(int(child)).get("PPid") == str(pid)
+    ]
+
+
+def _status(pid: int) -> dict[str, str]:
+    """/proc/PID/status as a dict (empty once the process is gone)."""
+    try:
+        lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    except OSError:
+        return {}
+    return dict(line.split(":\t", 1) for line in lines if ":\t" in line)
+
+
+@pytest.mark.slow  # a subprocess
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc")
+def test_the_worker_processes_of_a_killed_run_stop_within_seconds(tmp_path):
+    store, url = result_store(tmp_path)
+    process = subprocess.Popen(
+        evaluate_command(url, "killed", SLOW_ORACLE, "--workers", "2", samples=30),
+        cwd=REPO_ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and (
+        "killed" not in store.runs() or not store.done_keys("killed")
+    ):
+        time.sleep(0.05)
+    workers = _children(process.pid)
+    assert len(workers) == 2  # playing
+    process.send_signal(signal.SIGKILL)  # no chance to stop them itself
+    process.wait()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(
+        _status(pid).get("State", "Z").split()[0] not in "ZX" for pid in workers
+    ):
+        time.sleep(0.1)
+    assert all(_status(pid).get("State", "Z").split()[0] in "ZX" for pid in workers)
 
 
 @pytest.mark.slow  # a subprocess
