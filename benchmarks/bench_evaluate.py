@@ -1,9 +1,11 @@
 """The full oracle grid: 49 blueprints x 30 samples x 2 languages (with-list condition), into a
 fresh SQLite store, with IRA and RA by the default multilingual embedder and without an embedder.
 
-Reports, per worker count and embedder, wall time, episodes per second and the share of time
-spent writing to the database; with both embedders, the ratio of the grid's time with the
-embedder to its time without. Every grid runs in a fresh process (the model loaded there).
+Reports, per worker count and embedder, wall time, episodes per second, the share of time
+spent writing to the database and the CPU time of the evaluating process and of its children
+(workers, scoring process; steadier than wall time on a shared machine); with both embedders,
+the ratio of the grid's time with the embedder to its time without. Every grid runs in a fresh
+process (the model loaded there).
 Run: ``.venv/bin/python benchmarks/bench_evaluate.py [--samples 30] [--workers 1,2]
 [--embedder none,multilingual] [--json]`` (``--json``: all figures as one flat JSON object on
 the last line, for ``benchmarks/compare.py``).
@@ -19,17 +21,23 @@ import tempfile
 from pathlib import Path
 
 CHILD = """
-import json, sys
+import json, resource, sys
 from telcoenv.evaluation.runner import RunConfig, build_grid, evaluate
 from telcoenv.evaluation.store import ResultStore
 url, samples, workers, embedder = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 grid = build_grid("all", samples=samples, languages=("en", "ar"), conditions=(True,))
 config = RunConfig("oracle", {}, embedder=None if embedder == "none" else embedder)
+def cpu(who):
+    usage = resource.getrusage(who)
+    return usage.ru_utime + usage.ru_stime
+runner, children = cpu(resource.RUSAGE_SELF), cpu(resource.RUSAGE_CHILDREN)
 summary = evaluate(ResultStore(url), "oracle", grid, config, workers=workers)
 print(json.dumps({"episodes": summary.stored, "failed": summary.failed,
                   "seconds": round(summary.seconds, 2),
                   "episodes_per_second": round(summary.stored / summary.seconds, 1),
-                  "db_share": round(summary.db_seconds / summary.seconds, 3)}))
+                  "db_share": round(summary.db_seconds / summary.seconds, 3),
+                  "runner_cpu_s": round(cpu(resource.RUSAGE_SELF) - runner, 2),
+                  "children_cpu_s": round(cpu(resource.RUSAGE_CHILDREN) - children, 2)}))
 """
 
 
