@@ -485,7 +485,10 @@ _Finished = list[_Done]
 
 
 class _Executor(Protocol):
-    capacity: int
+    @property
+    def capacity(self) -> int:
+        """Episodes it takes at once now (may change as it learns how long they take)."""
+        ...
 
     @property
     def busy(self) -> int: ...
