@@ -8,6 +8,7 @@ import signal
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -143,6 +144,24 @@ def test_two_processes_on_one_run_store_each_episode_once(tmp_path):
     )
 
 
+def _run_under_way(
+    store: ResultStore, url: str, run: str, stored: int, **popen: Any
+) -> subprocess.Popen:
+    """``telcoenv evaluate`` of the slow oracle with 2 workers in a subprocess, on a grid long
+    enough (about 10 s) that it is still running once ``stored`` episodes are stored."""
+    process = subprocess.Popen(
+        evaluate_command(url, run, SLOW_ORACLE, "--workers", "2", samples=30),
+        cwd=REPO_ROOT,
+        **popen,
+    )
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and (
+        run not in store.runs() or len(store.done_keys(run)) < stored
+    ):
+        time.sleep(0.05)
+    return process
+
+
 def _children(pid: int) -> list[int]:
     return [
         int(child)
@@ -164,17 +183,9 @@ def _status(pid: int) -> dict[str, str]:
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc")
 def test_the_worker_processes_of_a_killed_run_stop_within_seconds(tmp_path):
     store, url = result_store(tmp_path)
-    process = subprocess.Popen(
-        evaluate_command(url, "killed", SLOW_ORACLE, "--workers", "2", samples=30),
-        cwd=REPO_ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+    process = _run_under_way(
+        store, url, "killed", 1, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and (
-        "killed" not in store.runs() or not store.done_keys("killed")
-    ):
-        time.sleep(0.05)
     workers = _children(process.pid)
     assert len(workers) == 2  # playing
     process.send_signal(signal.SIGKILL)  # no chance to stop them itself
@@ -190,21 +201,17 @@ def test_the_worker_processes_of_a_killed_run_stop_within_seconds(tmp_path):
 @pytest.mark.slow  # a subprocess
 def test_ctrl_c_stops_cleanly_with_what_finished_saved(tmp_path):
     store, url = result_store(tmp_path)
-    process = subprocess.Popen(
-        # A grid long enough (about 10 s) that the interrupt always lands mid-run.
-        evaluate_command(url, "interrupted", SLOW_ORACLE, "--workers", "2", samples=30),
-        cwd=REPO_ROOT,
+    process = _run_under_way(
+        store,
+        url,
+        "interrupted",
+        3,
         stdout=subprocess.PIPE,
         text=True,
         # A runner started in the background (``make test &``) ignores SIGINT, and a child
         # inherits that; give the CLI the default disposition, as in a terminal.
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and (
-        "interrupted" not in store.runs() or len(store.done_keys("interrupted")) < 3
-    ):
-        time.sleep(0.05)
     process.send_signal(signal.SIGINT)
     output, _ = process.communicate(timeout=60)
     assert process.returncode == 130 and "everything finished so far is saved" in output
