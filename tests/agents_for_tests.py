@@ -81,6 +81,26 @@ class DyingInArabic(OracleAgent):
         return super().act(observation, info)
 
 
+class Planned(OracleAgent):
+    """The oracle, but where ``plan`` (``"<blueprint id>/<language>"`` -> what) says so: its
+    model server fails (``"raise"``) or its process dies (``"die"``) at the first action."""
+
+    def __init__(self, plan: dict[str, str]) -> None:
+        super().__init__()
+        self.plan = plan
+
+    def reset(self, observation: str, info: dict[str, Any]) -> None:
+        super().reset(observation, info)
+        self.what = self.plan.get(f"{info['privileged']['blueprint_id']}/{info['language']}")
+
+    def act(self, observation: str, info: dict[str, Any]) -> Any:
+        if self.what == "raise":
+            raise RuntimeError("planned failure")
+        if self.what == "die":
+            os._exit(3)
+        return super().act(observation, info)
+
+
 class DeafHang(Misbehaving):
     """Hangs where the episode timeout's signal cannot reach it (as a call blocked in native
     code with signals masked): only the runner can end it, by killing its process."""

@@ -1,15 +1,19 @@
 """The local worker processes of ``evaluate(..., workers=N)`` (telcoenv.evaluation.processes):
-one more episode queued behind a process's running one only while its episodes are quick."""
+one more episode queued behind a process's running one only while its episodes are quick, and
+whatever the episodes do (finish, fail, kill their process), each is stored once, as it ended."""
 
 from __future__ import annotations
 
 import time
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from telcoenv.evaluation import processes
 from telcoenv.evaluation.processes import LocalProcesses
-from telcoenv.evaluation.runner import RunConfig, build_grid
+from telcoenv.evaluation.runner import RunConfig, build_grid, evaluate
+from telcoenv.evaluation.store import ResultStore
 
 SPECS = build_grid(["beam_misalignment"], samples=2, languages=("en",))
 
@@ -47,3 +51,33 @@ def test_a_process_gets_an_episode_queued_behind_its_running_one_only_while_they
     finally:
         pool.close()
     assert not any(worker.process.is_alive() for worker in pool.processes)
+
+
+# One sample of three intents in both languages: 12 episodes, one per blueprint and language.
+MIXED = build_grid(["beam_misalignment", "coverage_hole", "pci_collision"], samples=1)
+FATES = st.sampled_from(["ok", "raise", "die"])
+ERRORS = {"raise": "RuntimeError: planned failure", "die": "the worker process died (exit code 3)"}
+
+
+@pytest.mark.slow  # processes started and killed
+@settings(max_examples=6, deadline=None, derandomize=True)
+@given(st.lists(FATES, min_size=len(MIXED), max_size=len(MIXED)), st.sampled_from([2, 3]))
+@example(fates=["die"] * len(MIXED), workers=2)
+@example(fates=["ok", "die"] * (len(MIXED) // 2), workers=2)
+def test_every_episode_is_stored_once_as_it_ended_whatever_kills_its_process(
+    tmp_path_factory, fates, workers
+):
+    plan = {f"{s.blueprint_id}/{s.language}": fate for s, fate in zip(MIXED, fates, strict=True)}
+    assert len(plan) == len(MIXED)
+    store = ResultStore(f"sqlite:///{tmp_path_factory.mktemp('fates') / 'r.sqlite'}")
+    config = RunConfig("tests.agents_for_tests:Planned", {"plan": plan}, embedder=None)
+    summary = evaluate(store, "r", MIXED, config, workers=workers)
+    assert (summary.stored, summary.failed) == (len(MIXED), len(MIXED) - fates.count("ok"))
+    records = store.records(["r"])
+    assert sorted(r["key"] for r in records) == sorted(s.key for s in MIXED)
+    for record in records:
+        fate = plan[f"{record['blueprint_id']}/{record['language']}"]
+        if fate == "ok":
+            assert record["status"] == "ok", record["error"]
+        else:
+            assert record["status"] == "failed" and ERRORS[fate] in record["error"]
