@@ -104,26 +104,6 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
-def crowded_cores_note(workers: int, cores: int, embedder: str | None, backend: str) -> str:
-    """A note when local workers and the scoring process (an embedder) share too few cores:
-    on 2 cores the full grid with the embedder took 17.6 s with 2 workers and 15.7 s with one
-    (medians of 4 alternating runs; docs/evaluation.md). Empty when nothing is crowded."""
-    if embedder is None or backend != "local" or cores < 2 or workers < cores:
-        return ""
-    return (
-        f"{workers} workers and the IRA/RA scoring process share {cores} cores; "
-        f"--workers {cores - 1} leaves the scorer a core (faster on 2 cores: "
-        "docs/performance.md#batch-evaluation)"
-    )
-
-
-def _usable_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
-
-
 def _cmd_rescore(args: argparse.Namespace) -> int:
     domain = _domain_that_can(args.domain, "rescore_release", "re-score a published release")
 
@@ -244,9 +224,6 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     )
     # An agent that cannot play the grid (or not concurrently) fails before the store opens.
     check_agent(config, grid, args.concurrency)
-    note = crowded_cores_note(args.workers, _usable_cores(), config.embedder, args.backend)
-    if note:
-        print(f"telcoenv: note: {note}", file=sys.stderr)
     store = ResultStore(args.db)
     run = args.run or f"{args.agent.replace(':', '_')}-seed{args.seed}"
     bars: list[Any] = []  # made at the first report, when the number of pending episodes is known

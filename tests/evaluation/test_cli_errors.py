@@ -246,24 +246,3 @@ def test_a_shell_pipeline_into_head_stays_quiet():
     )
     assert process.stdout.startswith("\n") or process.stdout.strip()
     assert "Traceback" not in process.stderr and "BrokenPipeError" not in process.stderr
-
-
-def test_crowded_cores_are_noted_once_not_refused(monkeypatch, capsys, db):
-    """As many local workers as cores, with an embedder: the scoring process needs a core of
-    its own, which one line says; the run goes on. Without an embedder, or with a core to
-    spare, nothing is said."""
-    from telcoenv import cli
-
-    assert cli.crowded_cores_note(2, 2, "multilingual", "local").startswith("2 workers")
-    assert "--workers 3" in cli.crowded_cores_note(4, 4, "multilingual", "local")
-    for args in [
-        (1, 2, "multilingual", "local"),
-        (2, 2, None, "local"),
-        (2, 2, "multilingual", "ray"),
-        (1, 1, "multilingual", "local"),
-    ]:
-        assert cli.crowded_cores_note(*args) == ""
-    monkeypatch.setattr(cli, "crowded_cores_note", lambda *a: "crowded")
-    assert main(_evaluate(db, "--workers", "2")) == 0
-    err = capsys.readouterr().err
-    assert err.count("telcoenv: note: crowded") == 1 and "Traceback" not in err
