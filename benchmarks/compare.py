@@ -8,7 +8,8 @@ same code) in a fresh process, first with the earlier commit's ``telcoenv`` on `
 then with this checkout's, so that both see the same machine load. The script must print a JSON
 object of figures as its last line of output (``--json`` in the scripts here). Prints, per
 figure, the median of each side and the ratio now / before (below 1: now is smaller, which is
-better for times and memory, worse for rates).
+better for times and memory, worse for rates), and the lowest and highest of the rounds' own
+ratios (each round's two runs saw about the same load, so their spread is the noise's).
 """
 
 from __future__ import annotations
@@ -53,6 +54,13 @@ def compare(ref: str, command: list[str], rounds: int) -> dict[str, dict[str, fl
         subprocess.run(
             ["git", "worktree", "add", "--detach", "-q", str(earlier), ref], cwd=ROOT, check=True
         )
+        # Both sides import compiled bytecode: with PYTHONDONTWRITEBYTECODE set, the fresh
+        # worktree would otherwise compile every module from source in every process (about
+        # 0.1 s more for a first make + reset), and this checkout's cache may be stale.
+        for checkout in (earlier, ROOT):
+            subprocess.run(
+                [sys.executable, "-m", "compileall", "-q", str(checkout / "telcoenv")], check=True
+            )
         try:
             before: list[dict[str, float]] = []
             now: list[dict[str, float]] = []
@@ -69,10 +77,16 @@ def compare(ref: str, command: list[str], rounds: int) -> dict[str, dict[str, fl
             continue
         old = statistics.median(figures[name] for figures in before)
         new = statistics.median(figures[name] for figures in now)
+        # Each round's two runs saw about the same load: their ratios show the spread.
+        paired = [
+            round(n[name] / b[name], 3) if b[name] else float("nan")
+            for b, n in zip(before, now, strict=True)
+        ]
         result[name] = {
             "before": round(old, 4),
             "now": round(new, 4),
             "ratio": round(new / old, 3) if old else float("nan"),
+            "round_ratios": paired,
         }
     return result
 
@@ -89,9 +103,16 @@ def main() -> None:
     command = argv[split + 1 :]
     result = compare(args.ref, command, args.rounds)
     width = max(len(name) for name in result) if result else 10
-    print(f"{'figure':<{width}}  {'before':>10}  {'now':>10}  ratio   ({args.rounds} rounds)")
+    print(
+        f"{'figure':<{width}}  {'before':>10}  {'now':>10}  {'ratio':>6}  "
+        f"round ratios, lowest-highest ({args.rounds} rounds, medians)"
+    )
     for name, row in result.items():
-        print(f"{name:<{width}}  {row['before']:>10}  {row['now']:>10}  {row['ratio']}")
+        spread = [r for r in row["round_ratios"] if r == r]  # NaN: a figure of 0 before
+        low_high = f"{min(spread)}-{max(spread)}" if spread else "nan"
+        print(
+            f"{name:<{width}}  {row['before']:>10}  {row['now']:>10}  {row['ratio']:>6}  {low_high}"
+        )
     print(json.dumps({"ref": args.ref, "rounds": args.rounds, "figures": result}))
 
 
