@@ -81,3 +81,18 @@ def test_every_episode_is_stored_once_as_it_ended_whatever_kills_its_process(
             assert record["status"] == "ok", record["error"]
         else:
             assert record["status"] == "failed" and ERRORS[fate] in record["error"]
+
+
+def test_the_spawn_start_method_plays_the_same_episodes(tmp_path, monkeypatch):
+    # macOS and Windows spawn: what a process runs must pickle, and it imports everything anew.
+    real = processes.multiprocessing.get_context
+    monkeypatch.setattr(processes.multiprocessing, "get_context", lambda _=None: real("spawn"))
+    records = {}
+    for name, workers in (("spawned", 2), ("here", 1)):
+        store = ResultStore(f"sqlite:///{tmp_path / name}.sqlite")
+        config = RunConfig("oracle", {}, embedder=None)
+        summary = evaluate(store, name, SPECS, config, workers=workers)
+        assert (summary.stored, summary.failed) == (len(SPECS), 0)
+        stored = store.records([name], with_trace=True)
+        records[name] = {r["key"]: (r["sas"], r["trace"]) for r in stored}
+    assert records["spawned"] == records["here"]
