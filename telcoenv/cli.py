@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from telcoenv.errors import TelcoEnvError, UsageError
-from telcoenv.evaluation.store import DEFAULT_DB
+from telcoenv.evaluation import DEFAULT_DB
 from telcoenv.specs import BlueprintModel, show_fields
 
 if TYPE_CHECKING:

@@ -55,8 +55,8 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 from telcoenv.database import driver_hint, share_sqlite_file, without_credentials
 from telcoenv.errors import RunMismatchError, StoreError
+from telcoenv.evaluation import DEFAULT_DB
 
-DEFAULT_DB = "sqlite:///telcoenv-results.sqlite"
 # A claim not refreshed for this long belongs to a process that died on another machine (or
 # hangs); its episode is then free again. Claims are refreshed every HEARTBEAT_S.
 STALE_AFTER_S = 120.0

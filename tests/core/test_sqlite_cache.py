@@ -57,6 +57,23 @@ def test_a_warm_process_plays_both_domains_without_importing_sqlalchemy(tmp_path
     assert any(key.startswith("bss:") for key in kept)
 
 
+# The command line's lookups, which open no results store (``--db`` names its default without
+# importing the store): each one says whether SQLAlchemy was imported.
+_LOOKUPS = """
+import contextlib, io, sys
+from telcoenv.cli import main
+for argv in (["list"], ["show", "beam_misalignment"], ["evaluate", "--help"]):
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):
+        main(argv)
+print("sqlalchemy" in sys.modules)
+"""
+
+
+def test_the_command_lines_lookups_do_not_import_sqlalchemy(tmp_path: Path) -> None:
+    _run(_EPISODES, tmp_path)  # a warm cache
+    assert _run(_LOOKUPS, tmp_path) == "False"
+
+
 def test_a_broken_statement_cache_is_compiled_again(tmp_path: Path) -> None:
     _run(_EPISODES, tmp_path)
     (path,) = tmp_path.glob("sqlite-statements.*.pickle")
