@@ -147,6 +147,19 @@ def _at_least(flag: str, value: int) -> None:
         raise UsageError(f"{flag} must be at least 1, got {value}")
 
 
+def _workers(text: str) -> int:
+    """--workers as a number; ``auto``: one per core this process may run on."""
+    if text.strip().lower() == "auto":
+        try:
+            return len(os.sched_getaffinity(0))
+        except AttributeError:  # not on Linux
+            return os.cpu_count() or 1
+    try:
+        return int(text)
+    except ValueError:
+        raise UsageError(f"--workers must be a number or auto, got {text!r}") from None
+
+
 def _agent_options(text: str) -> dict[str, Any]:
     """--agent-options as a dict (its text is never echoed: it may hold an API key)."""
     if not text.strip():
@@ -194,6 +207,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     languages = _items("--lang", args.lang, LANGUAGES)
     conditions = _items("--intent-list", args.intent_list, list(CONDITIONS))
     difficulties = _items("--difficulty", args.difficulty)
+    args.workers = _workers(args.workers)
     for flag, value in (
         ("--samples", args.samples),
         ("--workers", args.workers),
@@ -451,7 +465,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="guided (the published statements), symptom, noisy, or several comma-separated",
     )
     evaluate.add_argument("--seed", type=int, default=0)
-    evaluate.add_argument("--workers", type=int, default=1)
+    evaluate.add_argument(
+        "--workers", default="1", help="local worker processes, or auto: one per usable core"
+    )
     evaluate.add_argument(
         "--concurrency",
         type=int,

@@ -68,6 +68,7 @@ def db(tmp_path: Path) -> str:
         (["--domain", "bss"], "'beam_misalignment' belongs to the network domain, not to bss"),
         (["--samples", "0"], "--samples must be at least 1, got 0"),
         (["--workers", "0"], "--workers must be at least 1"),
+        (["--workers", "two"], "--workers must be a number or auto, got 'two'"),
         (["--max-steps", "-2"], "--max-steps must be at least 1"),
         (["--timeout", "-1"], "--timeout must be seconds >= 0"),
         (["--timeout", "nan"], "--timeout must be seconds >= 0"),
@@ -246,3 +247,23 @@ def test_a_shell_pipeline_into_head_stays_quiet():
     )
     assert process.stdout.startswith("\n") or process.stdout.strip()
     assert "Traceback" not in process.stderr and "BrokenPipeError" not in process.stderr
+
+
+def test_workers_auto_is_one_worker_per_usable_core(monkeypatch, db):
+    from telcoenv import cli
+    from telcoenv.evaluation import runner
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    assert cli._workers("auto") == cli._workers(" Auto ") == cores
+    assert cli._workers("3") == 3
+    asked = []
+    run = runner.evaluate
+
+    def recorded(*args, **kwargs):
+        asked.append(kwargs["workers"])
+        return run(*args, **kwargs)
+
+    monkeypatch.setattr(runner, "evaluate", recorded)
+    assert main(_evaluate(db, "--workers", "auto")) == 0
+    assert asked == [cores]
+    assert len(ResultStore(db).records([ResultStore(db).runs()[0]])) == 2
