@@ -211,8 +211,10 @@ def _converted(value: Any, depth: int) -> Any:
         if value.bit_length() > MAX_INT_BITS:
             return BadValue("number_too_large", _too_large(value), _digits(value))
         return int(value)
-    if isinstance(value, np.generic | np.ndarray):
-        return _converted(value.tolist() if isinstance(value, np.ndarray) else value.item(), depth)
+    if isinstance(value, np.ndarray):
+        return _converted(value.tolist(), depth)
+    if isinstance(value, np.generic):
+        return _converted(_numpy_item(value), depth)
     if isinstance(value, Mapping | list | tuple) and depth >= MAX_DEPTH:
         return BadValue(
             "too_deep", f"nests lists or objects deeper than {MAX_DEPTH} levels", _shown(value)
@@ -237,6 +239,15 @@ def _converted(value: Any, depth: int) -> Any:
         f"is a Python {kind}, not a JSON value (text, number, true/false, null, list, object)",
         _shown(value),
     )
+
+
+def _numpy_item(value: np.generic) -> Any:
+    """The Python value of a numpy scalar. ``item()`` gives a long double (and a complex one)
+    back as itself, which would be converted forever: it becomes a float (a complex)."""
+    item = value.item()
+    if isinstance(item, np.generic):
+        return complex(item) if isinstance(item, np.complexfloating) else float(item)
+    return item
 
 
 def _too_large(value: int) -> str:
@@ -378,6 +389,25 @@ _MESSAGE_KEYS = frozenset(
 )
 
 
+def message_action(text: Any) -> dict[str, Any]:
+    """The action that sends ``text`` to the counterpart as a message: an assistant message,
+    so that a text that looks like a JSON tool call is still a message, never run as a call
+    (what an adapter's "say this to the engineer" means)."""
+    return {"role": "assistant", "content": text}
+
+
+def _parts_text(content: list[Any]) -> str | BadValue | None:
+    """The text of OpenAI-style content parts (``[{"type": "text", "text": ...}, ...]``;
+    other parts, e.g. images, carry none); ``None`` for a list that is not parts."""
+    if not content or not all(
+        isinstance(p, dict) and isinstance(p.get("type"), str) for p in content
+    ):
+        return None
+    texts = [part.get("text") for part in content if part["type"] == "text"]
+    bad = next((text for text in texts if isinstance(text, BadValue)), None)
+    return bad if bad is not None else "".join(t for t in texts if isinstance(t, str))
+
+
 def _from_dict(action: dict[str, Any]) -> Parsed:
     calls = action.get("tool_calls")
     if calls:
@@ -392,6 +422,9 @@ def _from_dict(action: dict[str, Any]) -> Parsed:
         call = _tool_call(action, 0)
         return call if isinstance(call, ParseError) else [call]
     content = action.get("content")
+    if isinstance(content, list):
+        joined = _parts_text(content)
+        content = content if joined is None else joined
     if isinstance(content, BadValue):
         return ParseError(content.kind, content.describe("the message content"))
     if "content" not in action and set(action) - _MESSAGE_KEYS:

@@ -214,9 +214,12 @@ class TelcoEnv(gymnasium.Env[str, Any]):
             check_difficulty(self.domain, options["difficulty"], "reset option 'difficulty'")
         elif self.difficulty != GUIDED:  # kept with the snapshot: the tier makes the statement
             options["difficulty"] = self.difficulty
-        super().reset(seed=seed)
         lang = check_lang(options.get("lang", self.lang))
-        intent, blueprint = self._draw(options)
+        chosen = self._chosen(options)
+        # Reseeded only once every option is accepted: a refused reset leaves later ones as
+        # they were.
+        super().reset(seed=seed)
+        intent, blueprint = self._drawn(*chosen)
         key = self._episode_key(blueprint, options.get("sample_index"))
         self._start = EpisodeStart.model_construct(  # trusted values: no validation on reset
             seed=seed,
@@ -229,8 +232,9 @@ class TelcoEnv(gymnasium.Env[str, Any]):
         )
         return self._begin(intent, blueprint, key, lang, seed, options)
 
-    def _draw(self, options: dict[str, Any]) -> tuple[IntentModel, Any]:
-        """The episode's intent and blueprint: from the options, the settings or the generator."""
+    def _chosen(self, options: dict[str, Any]) -> tuple[IntentModel | None, Any]:
+        """The intent and blueprint the options and the settings fix (``None``: to be drawn);
+        raises on options this environment refuses."""
         catalog = self.domain.catalog
         intent = self.fixed_intent
         if "intent" in options:
@@ -245,6 +249,11 @@ class TelcoEnv(gymnasium.Env[str, Any]):
         fits = fixed is not None and (intent is None or fixed.intent == intent.key)
         if blueprint is None and fits:
             blueprint = fixed
+        return intent, blueprint
+
+    def _drawn(self, intent: IntentModel | None, blueprint: Any) -> tuple[IntentModel, Any]:
+        """The episode's intent and blueprint: those chosen, the rest from the generator."""
+        catalog = self.domain.catalog
         if blueprint is not None:
             return catalog.intent(blueprint.intent), blueprint
         if intent is None:
@@ -306,9 +315,16 @@ class TelcoEnv(gymnasium.Env[str, Any]):
 
     def step(self, action: Any) -> tuple[str, SupportsFloat, bool, bool, dict[str, Any]]:
         """Take one action; never raises on what the agent sends (see the class docstring)."""
+        self._check_running("step()")
+        return self._episode.step(receive(action))  # type: ignore[union-attr]
+
+    def _check_running(self, call: str) -> None:
+        """Raise ``ResetNeeded`` unless an episode was started and the environment is open: a
+        closed one has released the database its episode's state is in."""
         if self._episode is None:
-            raise ResetNeeded("call reset() before step()")
-        return self._episode.step(receive(action))
+            raise ResetNeeded(f"call reset() before {call}")
+        if self._database is None:
+            raise ResetNeeded(f"the environment was closed: call reset() before {call}")
 
     def truncate(self, reason: str) -> tuple[float, dict[str, Any]]:
         """End the running episode as truncated (a limit outside the task, e.g. a tool budget).
@@ -316,7 +332,8 @@ class TelcoEnv(gymnasium.Env[str, Any]):
         The episode is verified and scored as at ``max_steps``; returns the terminal reward and
         the final info. Raises ``ResetNeeded`` when no episode is running.
         """
-        if self._episode is None or self._episode.ended:
+        self._check_running("truncate()")
+        if self._episode.ended:  # type: ignore[union-attr]
             raise ResetNeeded("no running episode to truncate")
         return self._episode.truncate(reason)
 
@@ -338,7 +355,10 @@ class TelcoEnv(gymnasium.Env[str, Any]):
         """
         state = state if isinstance(state, EnvState) else EnvState.model_validate(state)
         start = state.start
+        check_seed(start.seed)
         options = check_reset_options(start.options)
+        if "difficulty" in options:
+            check_difficulty(self.domain, options["difficulty"], "the snapshot's 'difficulty'")
         intent = self.domain.catalog.intent(start.intent)
         if self.fixed_intent is not None and intent != self.fixed_intent:
             raise EpisodeOptionError(
@@ -347,7 +367,12 @@ class TelcoEnv(gymnasium.Env[str, Any]):
             )
         blueprint = check_blueprint(self.domain, start.blueprint_id, intent)
         generator = np.random.Generator(np.random.PCG64())
-        generator.bit_generator.state = start.np_random
+        try:
+            generator.bit_generator.state = start.np_random
+        except (KeyError, TypeError, ValueError) as exc:
+            raise EpisodeOptionError(
+                f"the snapshot's np_random is not a PCG64 generator state: {exc!r}"
+            ) from None
         self._np_random, self._np_random_seed = generator, start.seed
         self._start = start
         lang = check_lang(start.lang)

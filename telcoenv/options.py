@@ -59,13 +59,25 @@ def check_lang(lang: Any) -> Language:
     return lang
 
 
+#: The most bits of a seed or a sample index: a number past 4,300 digits has no JSON form
+#: (Python refuses to write it), and the trace and the recorder write both.
+MAX_INDEX_BITS = 1023
+
+
+def _index(name: str, value: int) -> int:
+    """``value``, a non-negative integer of at most :data:`MAX_INDEX_BITS` bits, or raise."""
+    if value < 0 or value.bit_length() > MAX_INDEX_BITS:
+        shown = value if value.bit_length() <= 64 else f"an integer of {value.bit_length()} bits"
+        raise EpisodeOptionError(
+            f"{name} must be a non-negative integer below 2**{MAX_INDEX_BITS}, got {shown}"
+        )
+    return value
+
+
 def check_seed(seed: Any) -> int | None:
     if seed is None:
         return None
-    seed = typed_value("seed", seed, int)
-    if seed < 0:
-        raise EpisodeOptionError(f"seed must be a non-negative integer, got {seed}")
-    return seed
+    return _index("seed", typed_value("seed", seed, int))
 
 
 def check_reset_options(options: Any) -> dict[str, Any]:
@@ -88,10 +100,8 @@ def check_reset_options(options: Any) -> dict[str, Any]:
         for name, value in options.items()
         if value is not None
     }
-    if checked.get("sample_index", 0) < 0:
-        raise EpisodeOptionError(
-            f"sample_index must be a non-negative integer, got {checked['sample_index']!r}"
-        )
+    if "sample_index" in checked:
+        _index("sample_index", checked["sample_index"])
     return checked
 
 
@@ -119,9 +129,18 @@ def check_tool_format(tool_format: Any) -> ToolFormat:
     return tool_format
 
 
+def check_render_mode(render_mode: Any) -> None:
+    if render_mode is not None and (
+        not isinstance(render_mode, str) or render_mode not in RENDER_MODES
+    ):
+        raise EpisodeOptionError(
+            f"render_mode must be one of {list(RENDER_MODES)} or None, got {render_mode!r}"
+        )
+
+
 def check_domain(domain: Any) -> Domain:
     if isinstance(domain, str | None):
-        return get_domain(domain or DEFAULT_DOMAIN)
+        return get_domain(DEFAULT_DOMAIN if domain is None else domain)
     if not all(hasattr(domain, name) for name in ("catalog", "toolbox", "start_episode")):
         raise EpisodeOptionError(f"domain must be a domain name or a Domain, got {domain!r}")
     return domain
@@ -197,10 +216,7 @@ class EnvSettings:
         max_steps = typed_value("max_steps", max_steps, int)
         if max_steps < 1:
             raise EpisodeOptionError(f"max_steps must be a positive integer, got {max_steps!r}")
-        if render_mode not in (None, *RENDER_MODES):
-            raise EpisodeOptionError(
-                f"render_mode must be one of {list(RENDER_MODES)} or None, got {render_mode!r}"
-            )
+        check_render_mode(render_mode)
         try:  # a copy of the weights: the caller's dict may change later
             reward = check_reward(reward, embedder is not None)
         except ValueError as exc:

@@ -24,7 +24,7 @@ from telcoenv.domains import (
     domain_names,
     get_domain,
 )
-from telcoenv.errors import UnknownEnvironmentError
+from telcoenv.errors import EpisodeOptionError, UnknownEnvironmentError
 from telcoenv.specs import gym_name
 
 NAMESPACE = "telcoenv"
@@ -103,8 +103,15 @@ def register_envs(*, plugins: bool = True) -> None:
         kwargs: dict[str, Any] = {"intent": entry.intent} if entry.intent else {}
         if entry.domain != DEFAULT_DOMAIN:
             kwargs["domain"] = entry.domain
+        # Gymnasium's passive checker is left off: it marks a reset as checked even when the
+        # reset raised, and every later step then fails in it (a refused first reset would
+        # break the environment for good). The tests run its full check_env instead.
         gymnasium.register(
-            id=entry.id, entry_point=ENTRY_POINT, kwargs=kwargs, nondeterministic=False
+            id=entry.id,
+            entry_point=ENTRY_POINT,
+            kwargs=kwargs,
+            nondeterministic=False,
+            disable_env_checker=True,
         )
 
 
@@ -141,4 +148,26 @@ def make(name: str, **kwargs: Any) -> gymnasium.Env:
     Equivalent to ``gymnasium.make(env_id(name), **kwargs)``; keyword arguments go to
     :class:`telcoenv.env.TelcoEnv` (``lang``, ``blueprint``, ``max_steps``, ...).
     """
-    return gymnasium.make(env_id(name), **kwargs)
+    found = env_id(name)
+    _check_fixed(found, kwargs)
+    if "render_mode" in kwargs:  # gymnasium.make reads it first, as a string
+        from telcoenv.options import check_render_mode
+
+        check_render_mode(kwargs["render_mode"])
+    return gymnasium.make(found, **kwargs)
+
+
+def _check_fixed(found: str, kwargs: dict[str, Any]) -> None:
+    """Refuse keyword arguments that would make another environment than ``found`` under its
+    name (an intent's environment given another intent, a domain's another domain)."""
+    for name, fixed in gymnasium.spec(found).kwargs.items():
+        given = kwargs.get(name)
+        named = given if isinstance(given, str) else getattr(given, "name", None)  # a Domain
+        if given is None or (isinstance(named, str) and named.casefold() == fixed.casefold()):
+            continue
+        hint = (
+            "make() the intended intent's environment by name"
+            if name == "intent"
+            else "make() that domain's environment"
+        )
+        raise EpisodeOptionError(f"{found} is fixed to {name} {fixed!r}, not {given!r}: {hint}")

@@ -53,7 +53,10 @@ def _weight(name: str, value: Any) -> float:
     """One reward weight as a float; a bool, a non-number, NaN, inf or a negative is refused."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ValueError(f"reward weight {name!r} must be a number, got {value!r}")
-    weight = float(value)
+    try:
+        weight = float(value)
+    except OverflowError:  # an integer past float's range
+        weight = math.inf
     # Every metric is "higher is better": a negative weight would reward failure.
     if not math.isfinite(weight) or weight < 0:
         raise ValueError(f"reward weight {name!r} must be a finite number >= 0, got {value!r}")

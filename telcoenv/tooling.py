@@ -95,6 +95,17 @@ def _short(value: Any) -> str:
     return f"{shown[:_QUOTED]}… ({size})"
 
 
+def _without_long_values(message: str, arguments: Mapping[str, Any]) -> str:
+    """A tool's error ``message`` with each long text argument it quotes shortened as
+    :func:`_short` quotes it (a tool names the id it could not find; the agent should not get
+    a megabyte of it back)."""
+    for value in arguments.values():
+        if isinstance(value, str) and len(value) > _QUOTED:
+            message = message.replace(repr(value), _short(value))
+            message = message.replace(value, _short(value))
+    return message
+
+
 def _problem(error: jsonschema.ValidationError) -> str:
     """jsonschema's message, with a long value shortened and length limits stated."""
     if error.validator in ("maxLength", "minLength") and isinstance(error.instance, str):
@@ -112,6 +123,8 @@ def _problem(error: jsonschema.ValidationError) -> str:
 
 def _describe(error: jsonschema.ValidationError, optional: frozenset[str] = frozenset()) -> str:
     path = ".".join(str(p) for p in error.absolute_path)
+    if len(path) > _QUOTED:  # a key of the agent's making
+        path = f"{path[:_QUOTED]}… ({len(path)} characters)"
     if path in optional and error.instance in ("", None):
         # Small models fill every parameter: an empty optional one is better left out.
         empty = json.dumps(error.instance)
@@ -126,8 +139,10 @@ def _describe(error: jsonschema.ValidationError, optional: frozenset[str] = froz
         where = f" in {path!r}" if path else ""
         return f"give {bound} {error.validator_value} of the arguments ({names}){where}"
     if error.validator == "additionalProperties" and not path:
-        names = ", ".join(sorted(error.schema.get("properties", {}))) or "none"
-        unexpected = error.message.split("(")[-1].rstrip(")")
+        known = error.schema.get("properties", {})
+        names = ", ".join(sorted(known)) or "none"
+        extra = [_short(key) for key in error.instance if key not in known]
+        unexpected = f"{', '.join(extra)} {'was' if len(extra) == 1 else 'were'} unexpected"
         return f"unexpected argument(s): {unexpected}; this tool takes: {names}"
     if error.validator == "pattern" and path and error.schema.get("description"):
         # A regex means little to a model; the parameter's own description says what is
@@ -335,7 +350,7 @@ class Toolbox:
             return ToolResult(
                 None,
                 "unknown_tool",
-                f"unknown tool {name!r}; available tools: {known}, {RESERVED_SUBMIT}",
+                f"unknown tool {_short(name)}; available tools: {known}, {RESERVED_SUBMIT}",
             )
         checked = self.check(name, arguments)
         if checked is not None:
@@ -346,4 +361,6 @@ class Toolbox:
         try:
             return ToolResult(self.implementations[name](context, **arguments))
         except ToolError as exc:
-            return ToolResult(None, exc.kind, f"{name} failed: {exc}")
+            return ToolResult(
+                None, exc.kind, f"{name} failed: {_without_long_values(str(exc), arguments)}"
+            )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 from typing import Any
 
 import gymnasium
@@ -17,9 +18,13 @@ class ToolBudget(gymnasium.Wrapper):
 
     def __init__(self, env: gymnasium.Env, max_tool_calls: int) -> None:
         super().__init__(env)
-        if not isinstance(max_tool_calls, int) or max_tool_calls < 1:
+        if (
+            isinstance(max_tool_calls, bool)
+            or not isinstance(max_tool_calls, numbers.Integral)
+            or max_tool_calls < 1
+        ):
             raise ValueError(f"max_tool_calls must be a positive integer, got {max_tool_calls!r}")
-        self.max_tool_calls = max_tool_calls
+        self.max_tool_calls = int(max_tool_calls)
 
     def step(self, action: Any) -> tuple[Any, Any, bool, bool, dict[str, Any]]:
         observation, reward, terminated, truncated, info = self.env.step(action)

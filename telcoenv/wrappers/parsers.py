@@ -16,16 +16,20 @@ from typing import Any
 
 Parser = Callable[[str], Any]
 
-_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
-_HERMES = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)
+# Bodies are stripped in code, not by ``\s*`` around a lazy group: the two would try every
+# split of a long run of spaces against each other (quadratic time on an unclosed block).
+_FENCE = re.compile(r"```(?:json)?(.*?)```", re.DOTALL)
+_HERMES = re.compile(r"<tool_call>(.*?)(?:</tool_call>|$)", re.DOTALL)
 _NAME = re.compile(r'"name"\s*:\s*"([^"]*)"')
 # <function name="X" arguments='{...}'/> (what Qwen2.5-Coder wrote inside <tools>) and
 # <function=X>{...}</function> (Llama 3.1's custom format): the name, then the arguments as an
-# attribute or as the element's body.
+# attribute or as the element's body. Neither runs past the next "<function" (a text of many
+# unclosed tags would otherwise be searched to its end from each of them: quadratic time).
+_WITHIN = r"(?:(?!<function).)*?"
 _FUNCTION_TAG = re.compile(
     r"""<function(?:\s+name\s*=\s*(?P<quote>["'])(?P<name>[^"']+)(?P=quote)|=(?P<bare>[\w.-]+))"""
-    r"""(?:\s+(?:arguments|parameters)\s*=\s*(?P<aquote>["'])(?P<attribute>.*?)(?P=aquote))?"""
-    r"""\s*(?:/>|>(?P<body>.*?)</function>)""",
+    rf"""(?:\s+(?:arguments|parameters)\s*=\s*(?P<aquote>["'])(?P<attribute>{_WITHIN})(?P=aquote))?"""
+    rf"""\s*(?:/>|>(?P<body>{_WITHIN})</function>)""",
     re.DOTALL,
 )
 _TOOLS_WRAPPER = re.compile(r"</?tools>")
@@ -129,7 +133,7 @@ def parse_hermes(text: str) -> Any:
     if not bodies:
         return text
     calls = []
-    for body in bodies:
+    for body in map(str.strip, bodies):
         decoded, ok = _decoded(body)
         call = _call(decoded) if ok else None
         calls.append(call if call is not None else _undecodable(body))

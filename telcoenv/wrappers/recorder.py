@@ -26,6 +26,8 @@ class TrajectoryRecorder(gymnasium.Wrapper):
     def __init__(self, env: gymnasium.Env, path: str | os.PathLike[str]) -> None:
         super().__init__(env)
         self.path = Path(path)
+        if not str(path) or self.path.is_dir():  # found out otherwise at the first episode's end
+            raise ValueError(f"path {str(path)!r} is a folder: give the .jsonl file to append to")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._transcript = ChatTranscript()
         self._rewards: list[float] = []

@@ -25,6 +25,11 @@ class RawTextAction(gymnasium.ActionWrapper):
             if parser not in PARSERS:
                 raise ValueError(f"unknown parser {parser!r}; use one of {sorted(PARSERS)}")
             parser = PARSERS[parser]
+        elif not callable(parser):
+            raise TypeError(
+                f"parser must be one of {sorted(PARSERS)} or a callable text -> action, "
+                f"got {parser!r}"
+            )
         self.parser = parser
         self.action_space = Unicode()
 

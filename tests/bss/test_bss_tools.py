@@ -437,6 +437,16 @@ def test_apply_credit_inserts_a_negative_note_within_limits(env):
         amount=1.005,
         reason="dispute",
     )
+    for amount in (1e-10, 5e-10):  # within the decimals' tolerance, 0.00 as money: refused by
+        refused(  # the tool, not by the database's CHECK constraint
+            ctx,
+            "apply_credit",
+            "rejected",
+            "is 0.00 to the cent",
+            account_id=account,
+            amount=amount,
+            reason="dispute",
+        )
     refused(
         ctx,
         "apply_credit",

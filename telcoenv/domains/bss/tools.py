@@ -683,9 +683,14 @@ def _credit_amount(amount: float) -> float:
             "a larger credit needs a billing_dispute ticket",
             kind="rejected",
         )
-    if abs(round(amount, 2) - amount) > 1e-9:
+    cents = round(amount, 2)
+    if abs(cents - amount) > 1e-9:
         raise ToolError(f"amount {amount} has more than two decimals", kind="bad_args")
-    return round(amount, 2)
+    if cents == 0:  # within the tolerance of 0.00: nothing to credit
+        raise ToolError(
+            f"credit amount {amount} is 0.00 to the cent: credit at least 0.01", kind="rejected"
+        )
+    return cents
 
 
 def _check_invoice_credit(state: BssState, account_id: str, invoice_id: str, value: float) -> None:
