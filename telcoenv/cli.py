@@ -24,6 +24,9 @@ LANGUAGES = ("en", "ar")
 CONDITIONS = {"with": True, "without": False}
 
 
+MIN_WIDTH = 40  # demo's lines: a label, an arrow and a tool name before the text
+
+
 def _short(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
@@ -59,6 +62,8 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     from telcoenv.domains import get_domain
     from telcoenv.env import TelcoEnv
 
+    if args.width < MIN_WIDTH:
+        raise UsageError(f"--width must be at least {MIN_WIDTH} characters, got {args.width}")
     agent = OracleAgent()
     episodes = 0
     domain = get_domain(args.domain)
@@ -140,6 +145,16 @@ def _items(flag: str, text: str, valid: Sequence[str] | None = None) -> list[str
     if unknown:
         raise UsageError(f"{flag}: unknown {', '.join(map(repr, unknown))}; {hint}")
     return items
+
+
+def _text(flag: str, value: str) -> str:
+    """``value`` of ``flag``, refused if it cannot be stored as text (bytes that are not UTF-8
+    in the command line reach Python as lone surrogates)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UsageError(f"{flag} {value!r} holds bytes that are not UTF-8 text") from None
+    return value
 
 
 def _at_least(flag: str, value: int) -> None:
@@ -238,8 +253,8 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     )
     # An agent that cannot play the grid (or not concurrently) fails before the store opens.
     check_agent(config, grid, args.concurrency)
+    run = _text("--run", args.run) or f"{args.agent.replace(':', '_')}-seed{args.seed}"
     store = ResultStore(args.db)
-    run = args.run or f"{args.agent.replace(':', '_')}-seed{args.seed}"
     bars: list[Any] = []  # made at the first report, when the number of pending episodes is known
 
     def progress(done: int, pending: int) -> None:
@@ -287,10 +302,11 @@ def _cmd_report(args: argparse.Namespace) -> int:
     from telcoenv.evaluation.report import build_report, render, write_plots
     from telcoenv.evaluation.store import ResultStore
 
+    runs = [_text("--run", run) for run in args.run]
     store = ResultStore(args.db, create=False)
     out = _output_folder("--out", Path(args.out)) if args.out else None
     html = check_output_path(Path(args.html)) if args.html else None
-    records = {run: store.records([run], with_trace=html is not None) for run in args.run}
+    records = {run: store.records([run], with_trace=html is not None) for run in runs}
     report = build_report(records, args.weights)
     print(render(report, args.format))
     if html is not None:
@@ -360,13 +376,16 @@ def _show(name: str, catalog: Any) -> bool:
 
 
 def _cmd_generate(args: argparse.Namespace) -> int:
-    from telcoenv.options import GUIDED, check_difficulty
+    from telcoenv.options import GUIDED, check_difficulty, check_seed
 
     domain = _domain_that_can(args.domain, "generate_dataset", "generate a dataset")
     _at_least("--samples", args.samples)
     tier = {}
     if args.difficulty != GUIDED:  # only a domain that offers tiers is told one
         tier["difficulty"] = check_difficulty(domain, args.difficulty, "--difficulty")
+    check_seed(args.seed)  # before any folder is made for the dataset
+    if not args.out:
+        raise UsageError("--out is empty: give the dataset's folder (or a .jsonl file)")
     out = Path(args.out)
     if args.format == "jsonl" and out.suffix == ".jsonl":  # a file
         if out.is_dir():
@@ -566,18 +585,39 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         code = args.func(args)
-        sys.stdout.flush()  # a reader gone (| head) fails here, not at interpreter exit
+        if sys.stdout is not None:  # None: started with stdout closed
+            sys.stdout.flush()  # a reader gone (| head) fails here, not at interpreter exit
         return code
     except TelcoEnvError as exc:
-        # One line, also when the message quotes a driver's (a database server's is several).
-        message = "; ".join(line.strip() for line in str(exc).splitlines() if line.strip())
-        print(f"telcoenv: error: {message}", file=sys.stderr)
+        _error(str(exc))
         return 2
     except BrokenPipeError:  # the reader of our output stopped reading: nothing to report
         _quiet_stdout()
         return 1
+    except OSError as exc:  # a file, folder or device failed under us: full, too long a name...
+        if not _flushed():
+            _quiet_stdout()
+        where = f"{exc.filename}: " if exc.filename else ""
+        _error(f"{where}{exc.strerror or exc}")
+        return 1
     except KeyboardInterrupt:
         return 130
+
+
+def _error(message: str) -> None:
+    """The one line a user mistake gets, also for a message of several (a database server's)."""
+    line = "; ".join(part.strip() for part in message.splitlines() if part.strip())
+    print(f"telcoenv: error: {line}", file=sys.stderr)
+
+
+def _flushed() -> bool:
+    """Whether what was written to stdout went out (False: stdout itself failed)."""
+    try:
+        if sys.stdout is not None:
+            sys.stdout.flush()
+    except (OSError, ValueError):
+        return False
+    return True
 
 
 if __name__ == "__main__":

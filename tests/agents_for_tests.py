@@ -162,3 +162,15 @@ class Counting(OracleAgent):
     def act(self, observation: str, info: dict[str, Any]) -> Any:
         time.sleep(0.05)
         return super().act(observation, info)
+
+
+class StringDomains(OracleAgent):
+    """Declares its domains as a bare string (read letter by letter, it named none)."""
+
+    domains = "network"
+
+
+class NumberDomains(OracleAgent):
+    """Declares its domains as a number."""
+
+    domains = 5

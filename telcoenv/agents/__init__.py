@@ -97,7 +97,15 @@ def load_agent(spec: str, **options: Any) -> Agent:
 def agent_domains(agent: Any) -> tuple[str, ...] | None:
     """The domains an agent declares it plays (``None``: every domain, also when undeclared)."""
     declared = getattr(agent, "domains", None)
-    return None if declared is None else tuple(declared)
+    if declared is None:
+        return None
+    # A bare string would be read letter by letter: a collection of domain names or nothing.
+    if isinstance(declared, str) or not isinstance(declared, Iterable):
+        raise UnknownAgentError(
+            f"{type(agent).__name__}.domains must be a tuple of domain names such as "
+            f"('network',), got {declared!r}"
+        )
+    return tuple(declared)
 
 
 def check_domains(agent: Any, name: str, domains: Iterable[str]) -> None:

@@ -136,8 +136,8 @@ class OpenAIAgent:
         _check_options(tool_call_parser, max_tokens, timeout, connect_timeout, max_retries)
         if not isinstance(empty_retries, int) or empty_retries < 0:
             raise TelcoEnvError(f"empty_retries must be an integer >= 0, not {empty_retries!r}")
-        self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip(
-            "/"
+        self.base_url = _server_url(
+            base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
         )
         self.api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY", "")
         self.temperature, self.max_tokens = temperature, max_tokens
@@ -221,7 +221,7 @@ class OpenAIAgent:
             or self._passes_on_advice(content)
             or self._hands_over_a_tool(content)
             or self._echoes_counterpart(content)
-            or _REFUSAL.match(content.casefold()) is not None
+            or _is_refusal(content)
         )
         self.usage["repeated_replies"] += repeated
         return repeated
@@ -605,10 +605,22 @@ def _check_options(
         raise TelcoEnvError(f"max_retries must be a non-negative integer, not {retries!r}")
 
 
+def _server_url(url: Any) -> str:
+    """The server's URL without a final slash; one that is no http(s) URL is refused here, not
+    by every request of a run."""
+    if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+        raise TelcoEnvError(
+            f"base_url must be an http:// or https:// URL such as http://localhost:8000/v1, "
+            f"not {url!r}"
+        )
+    return url.rstrip("/")
+
+
 # A message that is one ```json block (closed or not).
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)(?:```\s*$|$)", re.DOTALL | re.IGNORECASE)
 # A canned refusal of a plain task ("I'm sorry, but I can't assist with that.", 3 replies of one
 # episode, each ending the model's plan): sampled again.
+_REFUSAL_CHARS = 200
 _REFUSAL = re.compile(
     r"\s*(?:i['’]?m sorry|sorry|i apologi[sz]e)?[,.!]?\s*(?:but\s+)?"
     r"i\s+(?:can(?:no|['’])t|am\s+(?:not\s+able|unable)\s+to|won['’]t\s+be\s+able\s+to)\s+"
@@ -616,6 +628,15 @@ _REFUSAL = re.compile(
     r"|\s*(?:عذراً|آسف)?[،,]?\s*(?:لكن\s*)?(?:لا\s+أستطيع|لا\s+يمكنني)\s+(?:المساعدة|مساعدتك)"
     r"(?:\s+في\s+(?:ذلك|هذا))?\s*[.!]?\s*$"
 )
+
+
+def _is_refusal(content: str) -> bool:
+    """Whether a reply is a canned refusal. Matched with its whitespace runs made single
+    spaces: the pattern's neighbouring ``\\s*`` would try every split of a long run (quadratic
+    time on a reply of spaces, which small models write)."""
+    if len(content) > _REFUSAL_CHARS:  # a canned refusal is one short sentence
+        return False
+    return _REFUSAL.match(" ".join(content.casefold().split())) is not None
 
 
 def _advice(content: Any) -> str | None:

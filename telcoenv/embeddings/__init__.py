@@ -266,6 +266,15 @@ def _model_directory(spec: str | Path) -> Path:
     return path
 
 
+def check_embedder(spec: str | Path) -> None:
+    """Resolve ``spec`` and, for a model directory, load it: a model that does not load fails
+    here, before a run, instead of leaving every episode of the run without IRA and RA. (A
+    packaged embedder needs only its package, which resolving checks.)"""
+    embedder = get_embedder(spec)
+    if str(spec) not in _FACTORIES:
+        embedder.encode(["telcoenv"])
+
+
 def get_embedder(spec: str | Path | Embedder) -> Embedder:
     """Resolve ``"multilingual"``, ``"english"``, ``"e5"``, a local model directory, or an Embedder.
 

@@ -76,7 +76,25 @@ def check_output_path(path: Path, flag: str = "--html") -> Path:
     writable = os.access(path, os.W_OK) if path.exists() else os.access(folder, os.W_OK | os.X_OK)
     if not writable:
         raise UsageError(f"{flag} {path} is not writable")
+    if not _replaceable(path):
+        raise UsageError(
+            f"{flag} {path} exists and is not an HTML page (a results database?): "
+            "give a new file name; the page would replace it"
+        )
     return path
+
+
+def _replaceable(path: Path) -> bool:
+    """Whether writing the page to ``path`` loses nothing but an earlier page: it is missing,
+    empty or starts like an HTML document."""
+    try:
+        with path.open("rb") as file:
+            start = file.read(512).lstrip(b"\xef\xbb\xbf \t\r\n").lower()
+    except FileNotFoundError:
+        return True
+    except OSError:  # unreadable: not ours to replace
+        return False
+    return not start or start.startswith((b"<!doctype html", b"<html"))
 
 
 def write_html(

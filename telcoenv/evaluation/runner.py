@@ -39,7 +39,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from telcoenv import __version__
 from telcoenv.agents import Agent, check_domains, load_agent
 from telcoenv.domains import DEFAULT_DOMAIN, domain_names, get_domain
-from telcoenv.embeddings import get_embedder
+from telcoenv.embeddings import check_embedder, get_embedder
 from telcoenv.env import TelcoEnv
 from telcoenv.errors import (
     EpisodeOptionError,
@@ -57,7 +57,7 @@ from telcoenv.evaluation.scoring import (
 )
 from telcoenv.evaluation.store import HEARTBEAT_S, Owner, ResultStore, StoreError, without_secrets
 from telcoenv.metrics.scoring import text_pairs
-from telcoenv.options import GUIDED, check_difficulty, check_tool_format
+from telcoenv.options import GUIDED, check_difficulty, check_seed, check_tool_format
 from telcoenv.registration import env_id, list_envs
 from telcoenv.trace import EpisodeTrace
 
@@ -128,6 +128,10 @@ class RunConfig:
     # Set by evaluate, not part of a run's settings: the workers leave IRA and RA to the
     # runner's scoring process (telcoenv.evaluation.scoring) and hand over the texts.
     deferred_scoring: bool = False
+
+    def __post_init__(self) -> None:
+        # Refused here, not by every episode's reset: a run of failed episodes otherwise.
+        check_seed(self.seed)
 
 
 def run_settings(config: RunConfig, grid: Sequence[EpisodeSpec]) -> dict[str, Any]:
@@ -741,8 +745,9 @@ def _store(
 
 def check_agent(config: RunConfig, grid: Sequence[EpisodeSpec], concurrency: int = 1) -> None:
     """Make the agent once here, so that a wrong name or option, a grid with a domain the
-    agent does not play (its ``domains``) or a ``concurrency`` above 1 for an agent without an
-    async ``aact`` fails at once, in one line, before any episode."""
+    agent does not play (its ``domains``), an embedder that does not load or a
+    ``concurrency`` above 1 for an agent without an async ``aact`` fails at once, in one line,
+    before any episode."""
     try:
         agent = load_agent(config.agent, **config.agent_options)
     except TelcoEnvError:
@@ -753,6 +758,8 @@ def check_agent(config: RunConfig, grid: Sequence[EpisodeSpec], concurrency: int
             f"cannot make the agent {config.agent!r} with options {options}: {_describe(exc)}"
         ) from None
     check_domains(agent, config.agent, {spec.domain for spec in grid})
+    if config.embedder is not None:
+        check_embedder(config.embedder)
     if concurrency > 1:
         from telcoenv.evaluation.concurrent import check_concurrent
 

@@ -49,8 +49,14 @@ from sqlalchemy import (
     text,
     update,
 )
-from sqlalchemy.engine import Connection, Engine, make_url
-from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, OperationalError
+from sqlalchemy.engine import Connection, Engine, ExceptionContext, make_url
+from sqlalchemy.exc import (
+    ArgumentError,
+    DatabaseError,
+    DBAPIError,
+    IntegrityError,
+    OperationalError,
+)
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 from telcoenv.database import driver_hint, share_sqlite_file, without_credentials
@@ -240,6 +246,20 @@ def _stored_secrets(connection: Connection) -> dict[str, dict[str, Any]]:
     return cleaned
 
 
+_DETAIL = 160  # characters of a driver's message in an error line
+
+
+def _problem(doing: str, where: str, error: DBAPIError) -> str:
+    # SQLite says "file is not a database" of a corrupted file or another kind of file, and
+    # "database disk image is malformed" of one damaged further in.
+    # "Could not decode to UTF-8" of a text damaged in place (it quotes the whole text).
+    detail = str(error.orig)
+    damaged = any(words in detail for words in ("not a database", "malformed", "decode"))
+    what = "corrupted, or not a SQLite file: " if damaged else ""
+    shown = detail if len(detail) <= _DETAIL else detail[: _DETAIL - 1] + "…"
+    return f"{doing} the results database {where}: {what}{shown}"
+
+
 def _sqlite_pragmas(engine: Engine) -> None:
     event.listen(engine, "connect", lambda connection, _: share_sqlite_file(connection))
 
@@ -303,11 +323,18 @@ class ResultStore:
         try:
             self._prepare()
         except DBAPIError as exc:
-            # SQLite says "file is not a database" of a corrupted file or another kind of file.
-            what = "corrupted, or not a SQLite file: " if "not a database" in str(exc.orig) else ""
-            raise StoreError(
-                f"cannot open the results database {self.where}: {what}{exc.orig}"
-            ) from None
+            raise StoreError(_problem("cannot open", self.where, exc)) from None
+        # Opened: a later failure of the database itself (damaged past its first pages,
+        # read-only, gone) stops the command with one StoreError naming it.
+        event.listen(self.engine, "handle_error", self._as_store_error)
+
+    def _as_store_error(self, context: ExceptionContext) -> StoreError | None:
+        """The database's own failures as a StoreError; integrity errors (the claims expect
+        them) and errors in our statements pass as they are."""
+        error = context.sqlalchemy_exception
+        if isinstance(error, OperationalError) or type(error) is DatabaseError:
+            return StoreError(_problem("cannot use", self.where, error))
+        return None
 
     def _prepare(self) -> None:
         """Check the tables, then create and migrate what is missing in one transaction (on
@@ -542,19 +569,14 @@ class ResultStore:
             {k: r[k] for k in r if k in COLUMNS} | {"run": run, "finished_at": now} for r in records
         ]
         episodes = [{"run": run, "key": row["key"]} for row in rows]
-        try:
-            with self.engine.begin() as connection:
-                # A failed result gives way to the new one; a stored success makes the insert fail.
-                connection.execute(_DROP_FAILED, episodes)
-                # One statement per set of columns (a failed record has no metrics).
-                for same in _grouped_by_columns(rows):
-                    connection.execute(_INSERT_EPISODE, same)
-                if owner is not None:
-                    connection.execute(_DROP_CLAIM, [{**e, "owner": owner.id} for e in episodes])
-        except OperationalError as exc:
-            raise StoreError(
-                f"cannot write to the results database {self.where}: {exc.orig}"
-            ) from None
+        with self.engine.begin() as connection:
+            # A failed result gives way to the new one; a stored success makes the insert fail.
+            connection.execute(_DROP_FAILED, episodes)
+            # One statement per set of columns (a failed record has no metrics).
+            for same in _grouped_by_columns(rows):
+                connection.execute(_INSERT_EPISODE, same)
+            if owner is not None:
+                connection.execute(_DROP_CLAIM, [{**e, "owner": owner.id} for e in episodes])
 
     def runs(self) -> list[str]:
         with Session(self.engine) as session:

@@ -267,3 +267,117 @@ def test_workers_auto_is_one_worker_per_usable_core(monkeypatch, db):
     assert main(_evaluate(db, "--workers", "auto")) == 0
     assert asked == [cores]
     assert len(ResultStore(db).records([ResultStore(db).runs()[0]])) == 2
+
+
+# --- found by driving the CLI as a careless user (session 21) ---------------------------------
+
+
+def test_an_html_page_never_replaces_the_results_database(capsys, tmp_path, db):
+    assert main(_evaluate(db)) == 0
+    store = tmp_path / "results.sqlite"
+    stored = store.read_bytes()
+    capsys.readouterr()
+    report = ["report", "--db", db, "--run", "oracle-seed0", "--html"]
+    _fails(capsys, [*report, str(store)], "exists and is not an HTML page")
+    assert store.read_bytes() == stored
+    notes = tmp_path / "notes.txt"
+    notes.write_text("mine")
+    _fails(capsys, [*report, str(notes)], "is not an HTML page")
+    assert notes.read_text() == "mine"
+    page = tmp_path / "page.html"
+    for _ in range(2):  # a page written before is replaced by the new one
+        assert main([*report, str(page)]) == 0
+    assert page.read_text(encoding="utf-8").lower().startswith("<!doctype html")
+
+
+def test_a_negative_seed_is_refused_before_the_run_starts(capsys, tmp_path, db):
+    _fails(capsys, _evaluate(db, "--seed", "-1"), "seed must be a non-negative integer")
+    assert not (tmp_path / "results.sqlite").exists()
+    out = tmp_path / "dataset"
+    _fails(capsys, ["generate", "--samples", "1", "--out", str(out), "--seed", "-1"], "seed")
+    assert not out.exists()
+
+
+def test_text_arguments_that_are_not_utf8_are_one_line(capsys, db):
+    bad = os.fsdecode(b"bad\xffname")  # what Python makes of such bytes in argv
+    _fails(capsys, _evaluate(db, "--run", bad), "--run", "not UTF-8")
+    _fails(capsys, ["report", "--db", db, "--run", bad], "--run", "not UTF-8")
+
+
+def test_operating_system_errors_are_one_line(capsys, tmp_path, db):
+    name = "a" * 300  # longer than a file name may be
+    for argv in (
+        ["generate", "--samples", "1", "--out", str(tmp_path / name)],
+        ["report", "--db", f"sqlite:///{tmp_path / name}.sqlite", "--run", "x"],
+        ["validate", "--tools", str(tmp_path / name)],
+    ):
+        assert main(argv) in (1, 2)
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith("telcoenv: error: "), err
+        assert "File name too long" in err or "too long" in err
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full here")
+def test_a_full_output_device_is_one_line():
+    with open("/dev/full", "w") as full:
+        process = subprocess.run(
+            [sys.executable, "-m", "telcoenv", "list"],
+            cwd=REPO_ROOT,
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
+    assert process.returncode == 1
+    assert process.stderr == "telcoenv: error: No space left on device\n", process.stderr
+
+
+def test_a_store_damaged_past_its_first_pages_is_one_line(capsys, tmp_path, db):
+    assert main(_evaluate(db, "--samples", "5")) == 0
+    capsys.readouterr()
+    store = tmp_path / "results.sqlite"
+    with sqlite3.connect(store) as connection:  # the episodes out of the write-ahead log
+        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    size = store.stat().st_size
+    assert size > 8 * 4096  # the damage lands past the pages read on opening
+    with store.open("r+b") as file:
+        file.seek(size // 2)
+        file.write(b"\xde\xad\xbe\xef" * (size // 8))
+    for argv in (
+        ["report", "--db", db, "--run", "oracle-seed0"],
+        _evaluate(db, "--samples", "5"),
+    ):
+        line = _fails(capsys, argv, "the results database", "corrupted")
+        assert len(line) < 500
+
+
+def test_demo_refuses_a_width_it_cannot_print_in(capsys):
+    _fails(capsys, ["demo", "--width", "0"], "--width must be at least 40")
+
+
+def test_an_agent_whose_domains_is_not_a_collection_is_one_line(capsys, db):
+    for agent in ("tests.agents_for_tests:StringDomains", "tests.agents_for_tests:NumberDomains"):
+        _fails(capsys, _evaluate(db, "--agent", agent), "domains must be a tuple")
+
+
+@pytest.mark.slow  # imports sentence-transformers
+def test_a_model_folder_that_does_not_load_fails_before_the_run(capsys, tmp_path):
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text("{")
+    db = f"sqlite:///{tmp_path / 'results.sqlite'}"
+    argv = [a if a != "none" else str(model) for a in _evaluate(db)]
+    _fails(capsys, argv, "cannot load the embedding model")
+    assert not (tmp_path / "results.sqlite").exists()
+
+
+def test_generate_refuses_an_empty_output_name(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _fails(capsys, ["generate", "--samples", "1", "--out", ""], "--out is empty")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_server_url_without_a_scheme_is_refused_before_the_run(capsys, db):
+    options = '{"model": "m", "base_url": "localhost:8000/v1"}'
+    argv = _evaluate(db, "--agent", "openai", "--agent-options", options)
+    _fails(capsys, argv, "base_url must be an http:// or https:// URL")

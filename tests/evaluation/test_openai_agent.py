@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import pickle
+import time
 
 import pytest
 
@@ -13,6 +14,7 @@ from telcoenv.agents import load_agent, run_episode
 from telcoenv.agents.openai_agent import (
     ModelServerError,
     OpenAIAgent,
+    _is_refusal,
     arguments_call,
     calls_in_text,
 )
@@ -511,6 +513,15 @@ def test_a_canned_refusal_is_sampled_again(server, refusal):
     info, agent, temperatures = _replayed("contact_update", replies, "bss")
     assert temperatures[:2] == [0.0, 0.7]
     assert info["trace"].actions[0].raw == ask["content"]
+
+
+def test_refusals_are_told_apart_in_linear_time():
+    # The pattern's neighbouring \s* tried every split of a run of spaces: 8,000 took 4.5 s.
+    for text in (" " * 200_000 + "x", "sorry, i can't help with that" + " " * 200_000 + "x"):
+        started = time.perf_counter()
+        assert not _is_refusal(text)
+        assert time.perf_counter() - started < 1.0  # a sanity bound; it takes microseconds
+    assert _is_refusal("  I'm sorry,   but I can't\n assist with that.  ")
 
 
 def test_a_reply_that_writes_out_the_last_error_is_sampled_again(server):

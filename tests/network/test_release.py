@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import shutil
 import warnings
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -165,6 +167,200 @@ def test_rescore_cli(capsys):
     payload = json.loads(capsys.readouterr().out)
     assert payload["weights"] == [0.5, 0.3, 0.2]
     assert main(["rescore", str(RELEASE / "nowhere")]) == 2
-    assert "no BLUEPRINTS folder in the release" in capsys.readouterr().err
+    assert "nowhere: <root>: no such release folder" in capsys.readouterr().err
     assert main(["rescore", str(RELEASE / "nowhere"), "--no-blueprints"]) == 2
-    assert "no TelcoAgent-Metrics folder" in capsys.readouterr().err
+    assert "nowhere: <root>: no such release folder" in capsys.readouterr().err
+
+
+# --- malformed release files: one CatalogError naming the file and the field, never a traceback
+
+PCI_RECORD = Path(
+    "TelcoAgent-Metrics/PCI_COLLISION/PCI_FIXTURE/PCI_COLLISION-PCI_FIXTURE-S0001.json"
+)
+PCI_SAMPLE = Path("TelcoAgent-Bench/PCI_COLLISION/PCI_FIXTURE/PCI_COLLISION-PCI_FIXTURE-S0001.json")
+
+
+def _release_with(tmp_path: Path, relative: Path, content: bytes | Callable[[dict], Any]) -> Path:
+    """A copy of the fixture release whose file ``relative`` holds ``content``: bytes, or the
+    file's JSON changed in place by a function."""
+    copy = tmp_path / "release"
+    shutil.copytree(RELEASE, copy)
+    path = copy / relative
+    if callable(content):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        content(data)
+        content = json.dumps(data).encode()
+    path.write_bytes(content)
+    return copy
+
+
+def _setting(*keys: str, value: Any) -> Callable[[dict], None]:
+    """A change of the JSON: ``keys`` lead to the value to set."""
+
+    def change(data: dict) -> None:
+        for key in keys[:-1]:
+            data = data[key]
+        data[keys[-1]] = value
+
+    return change
+
+
+# (file content, JSON path of the field, what is wrong)
+MALFORMED_RECORDS = {
+    "not UTF-8": (b"\xff\xfe{}", "byte 0", "not UTF-8 text"),
+    "an array": (b"[]", "", "expected an object, got an array"),
+    "no Tool": (b"{}", "Tool", "missing"),
+    "null gold chain": (
+        _setting("Tool", "GroundTruth", value=None),
+        "Tool.GroundTruth",
+        "expected an array, got null",
+    ),
+    "gold chain of integers": (
+        _setting("Tool", "GroundTruth", value=[1, 2]),
+        "Tool.GroundTruth.0",
+        "expected a string, got a number",
+    ),
+    "text score": (
+        _setting("Tool", "Score", "llama3:8b", "En", "MSC", value="high"),
+        "Tool.Score.llama3:8b.En.MSC",
+        "expected a number, got a string",
+    ),
+    "number for a chain": (
+        _setting("Tool", "Predict", "llama3:8b", "En", value=5),
+        "Tool.Predict.llama3:8b.En",
+        "expected an array, got a number",
+    ),
+    "array of models": (
+        _setting("Tool", "Predict", value=[1, 2]),
+        "Tool.Predict",
+        "expected an object, got an array",
+    ),
+    "number for the scores": (
+        _setting("Tool", "Score", "llama3:8b", "En", value=0.5),
+        "Tool.Score.llama3:8b.En",
+        "expected an object, got a number",
+    ),
+    "predicted chain of integers": (  # under a tag split at its dot: the path rejoins it
+        _setting("Tool", "Predict", "qwen2", "5:7b", "Ar", value=[1, 2, 3]),
+        "Tool.Predict.qwen2.5:7b.Ar.0",
+        "expected a string, got a number",
+    ),
+    "text intent score": (
+        _setting("Intent", "Score", "WithList", "llama3:8b", "En", value="1.0"),
+        "Intent.Score.WithList.llama3:8b.En",
+        "expected a number, got a string",
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    ("content", "field", "problem"), MALFORMED_RECORDS.values(), ids=MALFORMED_RECORDS
+)
+def test_a_malformed_evaluation_record_is_a_catalog_error_naming_file_and_field(
+    tmp_path, content, field, problem
+):
+    """Not skipped like a broken blueprint: dropping a record would change the means."""
+    copy = _release_with(tmp_path, PCI_RECORD, content)
+    with pytest.raises(CatalogError) as caught:
+        load_evaluations(copy)
+    error = caught.value
+    assert (error.file, error.field) == (str(copy / PCI_RECORD), field)
+    assert problem in error.problem
+    assert str(error).startswith(f"{copy / PCI_RECORD}: ") and "\n" not in str(error)
+
+
+MALFORMED_SAMPLES = {
+    "an array": (b"[1]", "", "expected an object, got an array"),
+    "no intent": (_setting("intent", value=None), "intent", "expected a string, got null"),
+    "a step without its tool": (
+        _setting("gold_path", 1, value={"step": 2}),
+        "gold_path.1.tool",
+        "missing",
+    ),
+    "a null query": (_setting("query", value=None), "query", "expected an object, got null"),
+}
+
+
+@pytest.mark.parametrize(
+    ("content", "field", "problem"), MALFORMED_SAMPLES.values(), ids=MALFORMED_SAMPLES
+)
+def test_a_malformed_sample_is_a_catalog_error_naming_file_and_field(
+    tmp_path, content, field, problem
+):
+    copy = _release_with(tmp_path, PCI_SAMPLE, content)
+    with pytest.raises(CatalogError) as caught:
+        load_samples(copy)
+    assert (caught.value.file, caught.value.field) == (str(copy / PCI_SAMPLE), field)
+    assert problem in caught.value.problem
+
+
+def test_a_release_without_records_names_its_metrics_folder(tmp_path):
+    copy = tmp_path / "release"
+    shutil.copytree(RELEASE, copy)
+    for path in (copy / "TelcoAgent-Metrics").glob("*/*/*.json"):
+        path.unlink()
+    with pytest.raises(CatalogError, match="no evaluation records") as caught:
+        load_evaluations(copy)
+    assert caught.value.file == str(copy / "TelcoAgent-Metrics")
+
+
+def test_records_without_predictions_name_where_they_come_from(tmp_path):
+    copy = tmp_path / "release"
+    shutil.copytree(RELEASE, copy)
+    for path in (copy / "TelcoAgent-Metrics").glob("*/*/*.json"):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        data["Tool"]["Predict"] = {}
+        path.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(CatalogError, match="no evaluation record with predictions") as caught:
+        rescore(load_evaluations(copy))  # as the command line calls it: records, not a folder
+    assert caught.value.file == str(copy / "TelcoAgent-Metrics")
+    with pytest.raises(CatalogError) as caught:
+        rescore([])
+    assert caught.value.file  # never an empty name
+
+
+@pytest.mark.parametrize("load", [load_release_blueprints, load_samples, load_evaluations])
+def test_a_release_folder_that_does_not_exist_is_named_as_such(tmp_path, load):
+    with pytest.raises(CatalogError, match="no such release folder") as caught:
+        load(tmp_path / "nowhere")
+    assert caught.value.file == str(tmp_path / "nowhere")
+
+
+@pytest.mark.parametrize(
+    ("case", "expected"),
+    [
+        ("not UTF-8", "<file>: byte 0: not UTF-8 text"),
+        ("an array", "<file>: <root>: expected an object, got an array"),
+        ("no Tool", "<file>: Tool: missing"),
+        ("number for a chain", "<file>: Tool.Predict.llama3:8b.En: expected an array"),
+        ("predicted chain of integers", "<file>: Tool.Predict.qwen2.5:7b.Ar.0: expected a"),
+    ],
+)
+def test_rescore_cli_reports_a_malformed_record_in_one_line(capsys, tmp_path, case, expected):
+    copy = _release_with(tmp_path, PCI_RECORD, MALFORMED_RECORDS[case][0])
+    assert main(["rescore", str(copy), "--no-blueprints"]) == 2
+    out, err = capsys.readouterr()
+    lines = err.splitlines()
+    assert len(lines) == 1 and "Traceback" not in err and not out, err
+    assert lines[0].startswith(
+        "telcoenv: error: " + expected.replace("<file>", str(copy / PCI_RECORD))
+    )
+
+
+def test_rescore_cli_tells_a_missing_release_from_a_missing_blueprints_folder(capsys, tmp_path):
+    for argv in (
+        ["rescore", str(tmp_path / "nowhere")],
+        ["rescore", str(tmp_path / "nowhere"), "--no-blueprints"],
+    ):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err == f"telcoenv: error: {tmp_path / 'nowhere'}: <root>: no such release folder\n"
+    copy = tmp_path / "release"
+    shutil.copytree(RELEASE, copy)
+    shutil.rmtree(copy / "BLUEPRINTS")
+    assert main(["rescore", str(copy)]) == 2
+    err = capsys.readouterr().err
+    assert (
+        err
+        == f"telcoenv: error: {copy / 'BLUEPRINTS'}: <root>: no BLUEPRINTS folder in the release\n"
+    )

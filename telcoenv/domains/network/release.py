@@ -15,6 +15,10 @@ stored as ``{"qwen2": {"5:7b": ...}}``): :func:`model_entries` rebuilds the tags
 The release is read as published: :func:`load_release_blueprints` repairs the one YAML defect
 its blueprint files hold (``throughput_p50_mbps:{ min: 0,  max: 5 }``, no space after a key's
 colon) and skips a blueprint that still fails, each time with a one-line warning naming the file.
+Blueprints feed no metric (they are only counted). A malformed sample or evaluation file (not
+UTF-8, not JSON, or a field of the wrong shape) stops the reading instead, with a
+:class:`~telcoenv.errors.CatalogError` naming the file and the JSON path of the field: skipping
+it would silently change the means :func:`rescore` compares with the stored ones.
 
 :func:`rescore` recomputes MSC, EAP and SAS per sample from the stored chains and compares them
 with the stored values (they must be equal, to the last bit), and computes GPC-0, GPC-1, SD and
@@ -24,15 +28,16 @@ BRS per blueprint, per model and language.
 from __future__ import annotations
 
 import json
+import os
 import re
 import warnings
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from statistics import fmean
-from typing import Any
+from typing import TYPE_CHECKING, Annotated, Any, Generic, TypeVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from telcoenv.datafiles import parse_yaml, read_yaml
 from telcoenv.domains.network.kpis import kpi_definitions
@@ -42,12 +47,17 @@ from telcoenv.errors import CatalogError, ReleaseWarning
 from telcoenv.metrics.reliability import ChainRecord, reliability
 from telcoenv.metrics.sequence import eap, msc, sas
 
+if TYPE_CHECKING:
+    from pydantic_core import ErrorDetails
+
 SAMPLE_DIRS = ("TelcoAgent-Bench", "DataGeneration")
 METRICS_DIR = "TelcoAgent-Metrics"
 LANGUAGE_KEYS = {"En": "en", "Ar": "ar"}
 # A block mapping key glued to a flow value (``key:{`` or ``key:[``): YAML reads ``key:{`` as
 # the start of a plain scalar and then fails on the next ``: ``.
 _GLUED_FLOW_VALUE = re.compile(r"^(\s*[A-Za-z_][\w.-]*):(?=[{\[])", re.MULTILINE)
+T = TypeVar("T")
+S = TypeVar("S", bound="_Shape")
 
 
 def _warn(message: str) -> None:
@@ -97,6 +107,7 @@ class EvaluationRecord(BaseModel):
     gold_label: str
     gold_chain: list[str]
     predictions: list[ModelPrediction]
+    file: str = ""  # the file it was read from, for error messages
 
 
 def model_entries(node: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
@@ -117,6 +128,138 @@ def model_entries(node: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[s
             yield from model_entries(value, f"{prefix}{key}.")
 
 
+def _per_model(node: Any) -> Any:
+    """Rebuild the tags of a per-model mapping (:func:`model_entries`) and keep each entry's
+    ``En``/``Ar`` values, so that validation reports ``Tool.Predict.qwen2.5:7b.En``; anything
+    but a mapping is left for validation to refuse."""
+    if not isinstance(node, Mapping):
+        return node
+    return {
+        tag: {key: value for key, value in entry.items() if key in LANGUAGE_KEYS}
+        for tag, entry in model_entries(node)
+    }
+
+
+# Model tag -> "En"/"Ar" -> value, as stored nested at the tag's first dot.
+PerModel = Annotated[dict[str, dict[str, T]], BeforeValidator(_per_model)]
+
+
+class _Shape(BaseModel):
+    """A part of a release JSON file, as far as this module reads it (other keys ignored).
+
+    Strict: a JSON file's values are what they are, a ``"0.5"`` is not a stored score.
+    """
+
+    model_config = ConfigDict(frozen=True, strict=True)
+
+
+class _StoredScores(_Shape):
+    MSC: float | None = None
+    EAP: float | None = None
+    SAS: float | None = None
+
+
+class _ToolSection(_Shape):
+    GroundTruth: list[str]
+    Predict: PerModel[list[str]] = Field(default_factory=dict)
+    Score: PerModel[_StoredScores] = Field(default_factory=dict)
+
+
+class _ByCondition(_Shape, Generic[T]):
+    """Intent predictions or scores, with and without the list of intents in the prompt."""
+
+    WithList: PerModel[T] = Field(default_factory=dict)
+    WithoutList: PerModel[T] = Field(default_factory=dict)
+
+
+class _IntentSection(_Shape):
+    GroundTruthKey: str | None = None
+    GroundTruthLabel: str = ""
+    Predict: _ByCondition[str | None] = Field(default_factory=_ByCondition[str | None])
+    Score: _ByCondition[float | None] = Field(default_factory=_ByCondition[float | None])
+
+
+class _ResolutionSection(_Shape):
+    Predict: PerModel[str | None] = Field(default_factory=dict)
+    Score: PerModel[float | None] = Field(default_factory=dict)
+
+
+class _EvaluationFile(_Shape):
+    """A ``TelcoAgent-Metrics`` file."""
+
+    Tool: _ToolSection
+    Intent: _IntentSection = Field(default_factory=_IntentSection)
+    Resolution: _ResolutionSection = Field(default_factory=_ResolutionSection)
+
+
+class _GoldStep(_Shape):
+    tool: str
+
+
+class _SampleFile(_Shape):
+    """A ``TelcoAgent-Bench`` file."""
+
+    id: str | None = None
+    intent: str
+    blueprint_id: str
+    query: dict[str, str]
+    gold_path: list[_GoldStep]
+    gold_summary: dict[str, str]
+
+
+_JSON_TYPES: tuple[tuple[type | tuple[type, ...], str], ...] = (
+    (type(None), "null"),
+    (bool, "a boolean"),
+    ((int, float), "a number"),
+    (str, "a string"),
+    (list, "an array"),
+    (dict, "an object"),
+)
+_EXPECTED = {
+    "model_type": "an object",
+    "dict_type": "an object",
+    "list_type": "an array",
+    "string_type": "a string",
+    "float_type": "a number",
+}
+
+
+def _json_type(value: Any) -> str:
+    return next((name for kind, name in _JSON_TYPES if isinstance(value, kind)), "a value")
+
+
+def _problem(error: ErrorDetails) -> str:
+    """A validation error in JSON's words (pydantic names Python types and our classes)."""
+    if error["type"] == "missing":
+        return "missing"
+    expected = _EXPECTED.get(error["type"])
+    if expected is None:
+        return error["msg"]
+    return f"expected {expected}, got {_json_type(error['input'])}"
+
+
+def _parse(shape: type[S], data: Any, path: Path) -> S:
+    """Validate ``data`` read from ``path`` as ``shape``; the first problem becomes a
+    CatalogError naming the file and the JSON path of the field (``Tool.GroundTruth.0``)."""
+    try:
+        return shape.model_validate(data)
+    except ValidationError as exc:
+        errors = exc.errors()
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        field = ".".join(map(str, errors[0]["loc"]))
+        raise CatalogError(str(path), field, _problem(errors[0]) + more) from exc
+
+
+def _release_folder(root: str | Path) -> Path:
+    """The release's folder; one that does not exist is named as such, not by the first
+    sub-folder missing from it."""
+    folder = Path(root)
+    if not folder.is_dir():
+        problem = "not a folder" if folder.exists() else "no such release folder"
+        raise CatalogError(str(folder), "", problem)
+    return folder
+
+
 def _json_files(folder: Path) -> list[Path]:
     return sorted(p for p in folder.glob("*/*/*.json") if p.is_file())
 
@@ -124,6 +267,12 @@ def _json_files(folder: Path) -> list[Path]:
 def _read_json(path: Path) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise CatalogError(str(path), "", f"cannot read file: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise CatalogError(
+            str(path), f"byte {exc.start}", "not UTF-8 text: save the file as UTF-8"
+        ) from exc
     except json.JSONDecodeError as exc:
         raise CatalogError(
             str(path), f"line {exc.lineno}, column {exc.colno}", f"invalid JSON: {exc.msg}"
@@ -168,7 +317,7 @@ def load_release_blueprints(
     skipped. Each repair and each skipped file is reported to ``warn`` in one line naming the
     file (default: a :class:`ReleaseWarning`). A missing BLUEPRINTS folder is an error.
     """
-    folder = Path(root) / "BLUEPRINTS"
+    folder = _release_folder(root) / "BLUEPRINTS"
     if not folder.is_dir():
         raise CatalogError(str(folder), "", "no BLUEPRINTS folder in the release")
     catalog = network_catalog()
@@ -193,86 +342,80 @@ def load_release_blueprints(
 
 def load_samples(root: str | Path) -> list[ReleaseSample]:
     """Load the benchmark samples (``TelcoAgent-Bench/`` or ``DataGeneration/``)."""
-    folder = next((Path(root) / d for d in SAMPLE_DIRS if (Path(root) / d).is_dir()), None)
+    release = _release_folder(root)
+    folder = next((release / d for d in SAMPLE_DIRS if (release / d).is_dir()), None)
     if folder is None:
         raise CatalogError(str(root), "", f"no samples folder ({' or '.join(SAMPLE_DIRS)})")
-    samples = []
-    for path in _json_files(folder):
-        data = _read_json(path)
-        samples.append(
-            ReleaseSample(
-                sample_id=data.get("id", path.stem),
-                intent=data["intent"],
-                blueprint_id=data["blueprint_id"],
-                query=data["query"],
-                gold_chain=[step["tool"] for step in data["gold_path"]],
-                gold_summary=data["gold_summary"],
-            )
-        )
-    return samples
+    return [_sample(path) for path in _json_files(folder)]
 
 
-def _predictions(data: Mapping[str, Any]) -> list[ModelPrediction]:
-    tool = data.get("Tool", {})
-    chains = dict(model_entries(tool.get("Predict", {})))
-    scores = dict(model_entries(tool.get("Score", {})))
-    intent = data.get("Intent", {})
-    intents = {
-        c: dict(model_entries(intent.get("Predict", {}).get(c, {})))
-        for c in ("WithList", "WithoutList")
-    }
-    intent_scores = {
-        c: dict(model_entries(intent.get("Score", {}).get(c, {})))
-        for c in ("WithList", "WithoutList")
-    }
-    resolution = data.get("Resolution", {})
-    summaries = dict(model_entries(resolution.get("Predict", {})))
-    summary_scores = dict(model_entries(resolution.get("Score", {})))
+def _sample(path: Path) -> ReleaseSample:
+    data = _parse(_SampleFile, _read_json(path), path)
+    return ReleaseSample(
+        sample_id=data.id if data.id is not None else path.stem,
+        intent=data.intent,
+        blueprint_id=data.blueprint_id,
+        query=data.query,
+        gold_chain=[step.tool for step in data.gold_path],
+        gold_summary=data.gold_summary,
+    )
+
+
+def _stored(per_model: Mapping[str, Mapping[str, T]], model: str, key: str) -> T | None:
+    return per_model.get(model, {}).get(key)
+
+
+def _predictions(data: _EvaluationFile) -> list[ModelPrediction]:
+    """One prediction per model and language with a stored chain, with what else is stored."""
+    tool, intent, resolution = data.Tool, data.Intent, data.Resolution
     predictions = []
-    for model, per_language in chains.items():
+    for model, chains in tool.Predict.items():
         for key, language in LANGUAGE_KEYS.items():
-            if key not in per_language:
+            if key not in chains:
                 continue
-            stored = scores.get(model, {}).get(key, {})
+            scores = _stored(tool.Score, model, key) or _StoredScores()
             predictions.append(
                 ModelPrediction(
                     model=model,
                     language=language,
-                    predicted_chain=list(per_language[key]),
-                    stored_msc=stored.get("MSC"),
-                    stored_eap=stored.get("EAP"),
-                    stored_sas=stored.get("SAS"),
-                    intent_with_list=intents["WithList"].get(model, {}).get(key),
-                    intent_without_list=intents["WithoutList"].get(model, {}).get(key),
-                    stored_ira_with_list=intent_scores["WithList"].get(model, {}).get(key),
-                    stored_ira_without_list=intent_scores["WithoutList"].get(model, {}).get(key),
-                    summary=summaries.get(model, {}).get(key),
-                    stored_ra=summary_scores.get(model, {}).get(key),
+                    predicted_chain=chains[key],
+                    stored_msc=scores.MSC,
+                    stored_eap=scores.EAP,
+                    stored_sas=scores.SAS,
+                    intent_with_list=_stored(intent.Predict.WithList, model, key),
+                    intent_without_list=_stored(intent.Predict.WithoutList, model, key),
+                    stored_ira_with_list=_stored(intent.Score.WithList, model, key),
+                    stored_ira_without_list=_stored(intent.Score.WithoutList, model, key),
+                    summary=_stored(resolution.Predict, model, key),
+                    stored_ra=_stored(resolution.Score, model, key),
                 )
             )
     return predictions
 
 
 def load_evaluations(root: str | Path) -> list[EvaluationRecord]:
-    """Load every evaluation record of ``TelcoAgent-Metrics/`` (stray files skipped)."""
-    folder = Path(root) / METRICS_DIR
+    """Load every evaluation record of ``TelcoAgent-Metrics/`` (stray files skipped); a folder
+    without any is an error, as is a malformed record (see the module's docstring)."""
+    folder = _release_folder(root) / METRICS_DIR
     if not folder.is_dir():
         raise CatalogError(str(folder), "", f"no {METRICS_DIR} folder in the release")
-    records = []
-    for path in _json_files(folder):
-        data = _read_json(path)
-        intent = data.get("Intent", {})
-        records.append(
-            EvaluationRecord(
-                sample_id=path.stem,
-                intent=intent.get("GroundTruthKey", path.parent.parent.name),
-                blueprint_id=path.parent.name,
-                gold_label=intent.get("GroundTruthLabel", ""),
-                gold_chain=list(data["Tool"]["GroundTruth"]),
-                predictions=_predictions(data),
-            )
-        )
-    return records
+    paths = _json_files(folder)
+    if not paths:
+        raise CatalogError(str(folder), "", "no evaluation records (<INTENT>/<BP>/<id>.json)")
+    return [_evaluation(path) for path in paths]
+
+
+def _evaluation(path: Path) -> EvaluationRecord:
+    data = _parse(_EvaluationFile, _read_json(path), path)
+    return EvaluationRecord(
+        sample_id=path.stem,
+        intent=data.Intent.GroundTruthKey or path.parent.parent.name,
+        blueprint_id=path.parent.name,
+        gold_label=data.Intent.GroundTruthLabel,
+        gold_chain=data.Tool.GroundTruth,
+        predictions=_predictions(data),
+        file=str(path),
+    )
 
 
 class ModelLanguageScores(BaseModel):
@@ -330,6 +473,12 @@ class RescoreReport(BaseModel):
                 f"{r.brs:.3f} |"
             )
         return "\n".join(lines)
+
+
+def _origin(records: Sequence[EvaluationRecord]) -> str:
+    """Where ``records`` come from, for an error message: their file or common folder."""
+    files = [record.file for record in records if record.file]
+    return os.path.commonpath(files) if files else "the evaluation records given"
 
 
 def _mean(values: Sequence[float | None]) -> float | None:
@@ -397,5 +546,5 @@ def rescore(
             )
         )
     if resolved is None:
-        raise CatalogError("", "", "no evaluation record with predictions")
+        raise CatalogError(_origin(records), "", "no evaluation record with predictions")
     return RescoreReport(records=len(records), weights=tuple(resolved), rows=rows)
