@@ -66,9 +66,10 @@ except ModuleNotFoundError as exc:  # pragma: no cover - exercised only without 
     ) from exc
 
 import telcoenv
+from telcoenv.actions import message_action
 from telcoenv.env import TelcoEnv
 from telcoenv.evaluation.runner import EpisodeSpec, build_grid
-from telcoenv.options import GUIDED
+from telcoenv.options import GUIDED, typed_value
 from telcoenv.registration import env_id, list_envs
 
 __all__ = [
@@ -212,7 +213,7 @@ async def _answers(env: TelcoEnv, messages: list[ChatMessage]) -> list[ChatMessa
         tools = [_tool(env, name, name, _ANY_ARGUMENTS) for name in names]
         return (await execute_tools(messages, tools)).messages
     # An assistant message, so that text starting with "{" is not read as a JSON tool call.
-    reply, _ = _step(env, {"role": "assistant", "content": message.text})
+    reply, _ = _step(env, message_action(message.text))
     return [ChatMessageUser(content=reply)]
 
 
@@ -277,6 +278,9 @@ def telcoenv_task(
     (``None``: no IRA or RA) are the TelcoEnv's; a sample has at most ``2 * max_steps`` turns.
     """
     name = _env_name(env)
+    samples = typed_value("samples", samples, int)
+    # The environment's settings checked now, not by every sample of the eval.
+    telcoenv.make(name, max_steps=max_steps, embedder=embedder).close()
     return Task(
         dataset=telcoenv_dataset(name, samples, lang, seed, intent_list, difficulty),
         solver=telcoenv_solver(max_steps, embedder),

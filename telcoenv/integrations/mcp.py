@@ -65,7 +65,9 @@ except ModuleNotFoundError as exc:  # pragma: no cover - exercised only without 
     ) from exc
 
 import telcoenv
+from telcoenv.actions import message_action
 from telcoenv.errors import TelcoEnvError
+from telcoenv.options import check_seed
 
 __all__ = ["RESOURCES", "TelcoMCPEnv", "create_mcp_server", "serve_mcp"]
 
@@ -211,7 +213,7 @@ class TelcoMCPEnv:
         if set(arguments) != {"text"} or not isinstance(text, str):
             return self._refused("message", "message takes one argument, 'text' (a string)")
         # An assistant message, so that text starting with "{" is not read as a JSON tool call.
-        return self._step({"role": "assistant", "content": text})
+        return self._step(message_action(text))
 
     def _reset(self, arguments: dict[str, Any]) -> types.CallToolResult:
         if set(arguments) - {"seed"}:
@@ -228,6 +230,7 @@ class TelcoMCPEnv:
     # --- the episode ------------------------------------------------------------------------------
 
     def _start(self, seed: Any) -> None:
+        seed = check_seed(seed)  # a numpy integer as a plain one: the status goes out as JSON
         statement, info = self.env.reset(seed=seed)
         self._statement: str = statement
         self._instructions: str = info["instructions"]

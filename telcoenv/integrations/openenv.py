@@ -62,6 +62,7 @@ try:
         create_app,
     )
     from openenv.core.env_server.types import EnvironmentMetadata
+    from starlette.responses import JSONResponse
 except ModuleNotFoundError as exc:  # pragma: no cover - exercised only without the extra
     if not (exc.name or "").startswith("openenv"):
         raise
@@ -70,6 +71,8 @@ except ModuleNotFoundError as exc:  # pragma: no cover - exercised only without 
     ) from exc
 
 import telcoenv
+from telcoenv.actions import message_action
+from telcoenv.errors import TelcoEnvError
 from telcoenv.options import RESET_OPTIONS
 
 if TYPE_CHECKING:
@@ -128,7 +131,7 @@ class TelcoAction(Action):
         if self.tool_name is not None:
             return {"name": self.tool_name, "arguments": self.arguments}
         # An assistant message, so that text starting with "{" is not read as a JSON tool call.
-        return {"role": "assistant", "content": self.message}
+        return message_action(self.message)
 
 
 class TelcoObservation(Observation):
@@ -404,13 +407,21 @@ def create_telcoenv_app(
     config = ConcurrencyConfig(
         max_concurrent_envs=max_concurrent_envs, session_timeout=session_timeout_s
     )
-    return create_app(
+    app = create_app(
         factory,
         TelcoAction,
         TelcoObservation,
         env_name="telcoenv",
         concurrency_config=config,
     )
+    # openenv-core answers what reset raises over HTTP with a bare 500; a refused reset option
+    # is the client's mistake, answered as the WebSocket answers it: with its message.
+    app.add_exception_handler(TelcoEnvError, _client_error)
+    return app
+
+
+async def _client_error(request: Any, error: Exception) -> JSONResponse:
+    return JSONResponse(status_code=422, content={"detail": str(error)})
 
 
 class TelcoEnvClient(EnvClient[TelcoAction, TelcoObservation, TelcoState]):

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar, Literal
 
 import telcoenv
+from telcoenv.actions import message_action
 from telcoenv.errors import ToolCallError
 from telcoenv.registration import env_id as resolve_env_id
 from telcoenv.specs import ToolSpec
@@ -224,7 +225,9 @@ class _TRLEnvironment:
         message to the counterpart); raise ToolCallError on an error output."""
         if not self._started:
             raise ToolCallError("no episode: call reset() before any tool", kind="reset_needed")
-        action = message if arguments is None else {"name": name, "arguments": arguments}
+        action = (
+            message_action(message) if arguments is None else {"name": name, "arguments": arguments}
+        )
         observation, reward, terminated, truncated, info = self._env.step(action)
         if (terminated or truncated) and self._final_info is None:
             self._reward, self._final_info = float(reward), info
@@ -337,9 +340,13 @@ def prompt_rows(environment: type, seeds: Iterable[int], **fields: Any) -> list[
     ``blueprint``, ``sample_index``) are copied into every row; ``lang`` also picks the
     language of the system prompt.
     """
+    seeds = list(seeds)
     instance = environment()
     try:
         env = instance._env.unwrapped
+        # The fields checked as every row's reset will take them: a bad one fails here, not
+        # in the middle of training (TRL does not catch what reset raises).
+        instance.reset(seed=seeds[0] if seeds else 0, **fields)
         instructions = env.instructions(fields.get("lang", env.lang))
     finally:
         instance._close()

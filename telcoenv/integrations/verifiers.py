@@ -59,6 +59,7 @@ except ModuleNotFoundError as exc:  # pragma: no cover - exercised only without 
     ) from exc
 
 import telcoenv
+from telcoenv.actions import message_action
 from telcoenv.evaluation.runner import build_grid
 from telcoenv.options import GUIDED
 
@@ -217,7 +218,7 @@ class _Episode:
     def say(self, text: str) -> str:
         """Step a reply without a tool call (a message to the counterpart); the answer."""
         # As an assistant message, so that text starting with "{" is not read as a JSON call.
-        observation, _ = self.step({"role": "assistant", "content": text})
+        observation, _ = self.step(message_action(text))
         return observation
 
     def truncate(self, reason: str) -> None:
@@ -264,8 +265,12 @@ class TelcoHarness(vf.Harness[vf.HarnessConfig]):
                 "the telcoenv harness plays the episodes TelcoVerifiersEnv runs; run it there"
             )
         messages = _wire(*self.resolve_prompt(data))
-        # No read timeout: the rollout's agent timeout bounds a segment.
-        async with openai.AsyncOpenAI(base_url=endpoint, api_key=secret, timeout=None) as client:
+        # No read timeout: the rollout's agent timeout bounds a segment. No retries: the
+        # interception server answers a retried request with the policy's next completion, so
+        # a failed turn would be silently replaced (and the trace disagree with the episode).
+        async with openai.AsyncOpenAI(
+            base_url=endpoint, api_key=secret, timeout=None, max_retries=0
+        ) as client:
             while not episode.done:
                 completion = await client.chat.completions.create(
                     model=ctx.model, messages=messages, tools=episode.tools

@@ -77,6 +77,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "telcoenv.integrations.verl needs verl 0.9 (install the 'verl' extra, see the README)"
     ) from exc
 
+from telcoenv.actions import message_action
 from telcoenv.env import TelcoEnv
 from telcoenv.options import RESET_OPTIONS
 
@@ -175,6 +176,9 @@ def _env_kwargs(kwargs: Mapping[str, Any] | None) -> dict[str, Any]:
     unknown = set(env_kwargs) - ENV_KWARGS
     if unknown:
         raise ValueError(f"unknown env_kwargs {sorted(unknown)}; valid: {sorted(ENV_KWARGS)}")
+    # Every value checked now (a bad one would otherwise fail each rollout); a database is
+    # opened only by the episodes.
+    TelcoEnv(**{**env_kwargs, "database_url": None}).close()
     return env_kwargs
 
 
@@ -458,7 +462,9 @@ class TelcoEngineerInteraction:
         content = kwargs.get("content")
         if content is None:
             content = _last_assistant_text(messages)
-        observation, reward, terminated, truncated, info = await episode.step(_text(content))
+        observation, reward, terminated, truncated, info = await episode.step(
+            message_action(_text(content))
+        )
         extra = {"action": info.get("action"), "terminated": terminated, "truncated": truncated}
         return terminated or truncated, observation, reward, extra
 

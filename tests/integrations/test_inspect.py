@@ -24,6 +24,7 @@ from inspect_ai.log import EvalLog, read_eval_log
 from inspect_ai.model import ModelOutput, ModelUsage, get_model
 
 import telcoenv
+from telcoenv.errors import TelcoEnvError
 from telcoenv.integrations.inspect import METRICS, telcoenv_dataset, telcoenv_task
 from tests.conftest import EXAMPLES, REPO_ROOT, gold_actions, play, solving_actions, submit
 
@@ -253,3 +254,17 @@ def test_the_example_runs(tmp_path, monkeypatch, capsys):
     runpy.run_path(str(EXAMPLES / "evaluate_inspect.py"), run_name="__main__")
     out = capsys.readouterr().out
     assert "SAS 1.0" in out and "RESOLVED 1.0" in out and "ANSWER nan" in out
+
+
+@pytest.mark.parametrize(
+    ("options", "words"),
+    [
+        ({"max_steps": "x"}, "max_steps must be an integer"),
+        ({"max_steps": 0}, "max_steps must be a positive integer"),
+        ({"embedder": "bogus"}, "unknown embedder 'bogus'"),
+        ({"samples": "2"}, "samples must be an integer"),
+    ],
+)
+def test_a_task_with_bad_settings_is_refused_when_it_is_made(options, words):
+    with pytest.raises(TelcoEnvError, match=words):
+        telcoenv_task("beam_misalignment", **{"embedder": None, **options})

@@ -321,3 +321,14 @@ def test_hostile_arguments_are_refused_and_everything_still_serialises():
         episodes.read_resource(resource.uri).model_dump_json()
     assert episodes.call_tool("reset", {"seed": None}).structured_content["seed"] == 1
     episodes.close()
+
+
+def test_a_numpy_seed_is_a_plain_integer_in_the_episode_status():
+    import numpy as np
+
+    episodes = TelcoMCPEnv("beam_misalignment", seed=np.int64(5), embedder=None)
+    result = episodes.call_tool("message", {"text": "Which cell is affected?"})
+    assert not result.is_error
+    status = episodes.call_tool("reset", {}).structured_content
+    assert status["seed"] == 6 and type(status["seed"]) is int
+    json.loads(episodes.read_resource("telcoenv://episode/metrics").text)

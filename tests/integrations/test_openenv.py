@@ -373,3 +373,20 @@ def test_openenv_step_answers_anything_with_an_observation():
     for action in ({"tool_name": 3}, {"bogus": True}, "\udc80", {1, 2}, None, deep_list(2000)):
         observation = env.step(action)
         assert observation.error is not None and observation.text
+
+
+@pytest.mark.parametrize("body", [{"seed": 1, "bogus": 2}, {"seed": 1, "lang": "xx"}])
+def test_an_http_reset_with_a_bad_option_is_a_client_error_naming_it(client, body) -> None:
+    response = client.post("/reset", json=body)
+    assert response.status_code == 422
+    assert ("bogus" in response.text) or ("lang must be one of" in response.text)
+    assert client.post("/reset", json={"seed": 1}).status_code == 200
+
+
+def test_a_session_whose_first_reset_failed_plays_after_a_good_one() -> None:
+    env = TelcoOpenEnv("troubleshooting", embedder=None)
+    with pytest.raises(EpisodeOptionError):
+        env.reset(seed="abc")
+    env.reset(seed=1)
+    observation = env.step(TelcoAction(message="Which cell is affected?"))
+    assert observation.text and not observation.done

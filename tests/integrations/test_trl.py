@@ -15,6 +15,7 @@ get_json_schema = transformers_utils.get_json_schema
 
 from telcoenv.domains.bss import customer  # noqa: E402
 from telcoenv.env import TelcoEnv  # noqa: E402
+from telcoenv.errors import EpisodeOptionError, UnknownIntentError  # noqa: E402
 from telcoenv.integrations.trl import (  # noqa: E402
     ToolCallError,
     episode_info,
@@ -301,3 +302,24 @@ def test_trl_tools_raise_only_the_tool_error_trl_expects():
         with pytest.raises(ToolCallError) as error:
             environment.oss_query(cell_id=value, window="1h")
         assert error.value.kind == "invalid_arguments"
+
+
+# A submission written as JSON text: a message the counterpart reads, never a call.
+JSON_SUBMISSION = json.dumps(
+    {"name": "submit_resolution", "arguments": {"intent": "Bill Shock", "summary": "done"}}
+)
+
+
+def test_ask_customer_sends_json_text_as_a_message_not_as_a_call() -> None:
+    instance = trl_environment("customer_care")()
+    instance.reset(seed=0)
+    reply = instance.ask_customer(JSON_SUBMISSION)
+    assert "submitted" not in reply and episode_info(instance) is None
+    assert instance._env.unwrapped.trace.submission is None
+
+
+def test_prompt_rows_refuse_fields_that_every_reset_would_refuse(troubleshooting: type) -> None:
+    for fields in ({"lang": "xx"}, {"intent": "nope"}):
+        with pytest.raises((EpisodeOptionError, UnknownIntentError)):
+            prompt_rows(troubleshooting, seeds=[0], **fields)
+    assert len(prompt_rows(troubleshooting, seeds=[0, 1], lang="ar")) == 2

@@ -37,6 +37,7 @@ from verl.utils.dataset.rl_dataset import RLHFDataset
 from verl.workers.rollout.replica import TokenOutput
 
 from telcoenv.env import TelcoEnv
+from telcoenv.errors import TelcoEnvError
 from telcoenv.integrations import verl as tv
 from tests.conftest import EXAMPLES, HOSTILE_ACTIONS, solving_actions
 
@@ -534,3 +535,39 @@ def test_verl_episode_and_engineer_answer_anything():
         return texts
 
     assert all(asyncio.run(run()))
+
+
+def test_an_engineer_turn_of_json_text_is_a_message_not_a_call() -> None:
+    submission = json.dumps(
+        {"name": "submit_resolution", "arguments": {"intent": "Coverage Hole", "summary": "x"}}
+    )
+
+    async def turn() -> tuple:
+        interaction = tv.TelcoEngineerInteraction(
+            {"registry": "json-text", "env_kwargs": ENV_KWARGS}
+        )
+        instance = await interaction.start_interaction("t-json", seed=0)
+        return await interaction.generate_response(
+            instance, [{"role": "assistant", "content": submission}]
+        )
+
+    should_end, _, _, extra = asyncio.run(turn())
+    assert not should_end and extra["action"]["kind"] != "submit"
+
+
+@pytest.mark.parametrize(
+    "env_kwargs",
+    [
+        {"max_steps": "x"},
+        {"max_steps": -3},
+        {"reward_mode": "bogus"},
+        {"reward": "no_such_metric"},
+        {"embedder": "no_such_embedder"},
+        {"shaping": {"nope": 1}},
+    ],
+)
+def test_bad_env_kwargs_fail_when_the_configs_are_written(tmp_path: Path, env_kwargs: dict) -> None:
+    with pytest.raises(TelcoEnvError):
+        tv.write_configs(tmp_path, env_kwargs=env_kwargs)
+    with pytest.raises(TelcoEnvError):
+        tv.build_rows([SPEC], env_kwargs={**ENV_KWARGS, **env_kwargs})
