@@ -413,7 +413,8 @@ def write_plots(report: Mapping[str, Any], out_dir: Path) -> list[Path]:
             np.arange(len(LANGS)) + width * (len(runs) - 1) / 2, [s.upper() for s in LANGS]
         )
         ax.set_ylim(0, 1.05)
-    axes[0].legend(fontsize=7)
+    if axes[0].get_legend_handles_labels()[0]:  # a run with no episode draws no bar
+        axes[0].legend(fontsize=7)
     figure.tight_layout()
     paths = [out_dir / "metrics.png"]
     figure.savefig(paths[0], dpi=110)

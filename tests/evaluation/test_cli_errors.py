@@ -381,3 +381,11 @@ def test_a_server_url_without_a_scheme_is_refused_before_the_run(capsys, db):
     options = '{"model": "m", "base_url": "localhost:8000/v1"}'
     argv = _evaluate(db, "--agent", "openai", "--agent-options", options)
     _fails(capsys, argv, "base_url must be an http:// or https:// URL")
+
+
+def test_the_report_of_a_run_without_episodes_is_quiet(capsys, tmp_path, db, recwarn):
+    ResultStore(db).ensure_run("empty", "oracle", {})
+    assert main(["report", "--db", db, "--run", "empty", "--out", str(tmp_path / "out")]) == 0
+    assert (tmp_path / "out" / "metrics.png").exists()
+    assert [str(w.message) for w in recwarn] == []  # matplotlib warned of an empty legend
+    assert capsys.readouterr().err.count("\n") == 1  # "report and 1 plots written to ..."

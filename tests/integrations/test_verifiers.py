@@ -238,6 +238,25 @@ def test_a_failed_model_call_fails_the_rollout_and_truncates_the_episode():
     assert_same_as_env_step(trace)
 
 
+def test_a_model_turn_that_fails_in_verifiers_is_not_silently_sampled_again():
+    """A completion verifiers' interception cannot decode (tool arguments nested 5,000 deep)
+    fails the rollout; a retrying client took the policy's next completion in its place, and
+    the trace then held a call the environment never played."""
+    env = load(envs=INTENT)
+    task = next(iter(env.taskset))
+    deep = tool_call_reply(0, {"name": "oss_query", "arguments": {}})
+    deep["tool_calls"][0]["function"]["arguments"] = "[" * 5000 + "]" * 5000
+    submit = {"name": "submit_resolution", "arguments": {"intent": "x", "summary": "y"}}
+    replies = [deep, tool_call_reply(1, submit)]
+    server = StubServer(replays={"deep": replies})
+    try:
+        trace = rollout(env, task, context(server, "replay:deep"), ok=False)
+    finally:
+        server.close()
+    assert len(server.requests) == 1
+    assert trace.info["telcoenv"]["tool_calls"] == 0 and trace.reward == 0.0
+
+
 # --- evaluation -----------------------------------------------------------------------------------
 
 
