@@ -135,6 +135,8 @@ def load_tools(tools_dir: Path, domain: str = "network") -> dict[str, ToolSpec]:
             raise CatalogError(
                 file, f"line {exc.lineno}, column {exc.colno}", f"invalid JSON: {exc.msg}"
             ) from exc
+        except RecursionError:
+            raise CatalogError(file, "", "invalid JSON: nested too deeply to parse") from None
         validate_document(document, "tool.schema.json", file)
         function = document["function"]
         if function["name"] != path.stem:

@@ -53,6 +53,8 @@ def parse_yaml(text: str, file: str) -> Any:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         raise CatalogError(file, where, f"invalid YAML: {getattr(exc, 'problem', exc)}") from exc
+    except RecursionError:
+        raise CatalogError(file, "", "invalid YAML: nested too deeply to parse") from None
 
 
 def read_yaml(path: Path) -> Any:

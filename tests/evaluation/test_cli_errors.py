@@ -389,3 +389,12 @@ def test_the_report_of_a_run_without_episodes_is_quiet(capsys, tmp_path, db, rec
     assert (tmp_path / "out" / "metrics.png").exists()
     assert [str(w.message) for w in recwarn] == []  # matplotlib warned of an empty legend
     assert capsys.readouterr().err.count("\n") == 1  # "report and 1 plots written to ..."
+
+
+def test_a_tool_spec_nested_past_the_parser_is_one_line(capsys, tmp_path):
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    for spec in (REPO_ROOT / "tools").glob("*.json"):
+        (tools / spec.name).write_text(spec.read_text(encoding="utf-8"), encoding="utf-8")
+    (tools / "kpi_timeseries.json").write_text("[" * 100_000)
+    _fails(capsys, ["validate", "--tools", str(tools)], "kpi_timeseries.json", "nested too deeply")
