@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from telcoenv.datafiles import read_yaml
+from telcoenv.datafiles import read_json, read_yaml
 from telcoenv.errors import CatalogError, UnknownIntentError
 from telcoenv.specs import ToolFormat, ToolSpec
 
@@ -129,14 +129,7 @@ def load_tools(tools_dir: Path, domain: str = "network") -> dict[str, ToolSpec]:
     tools: dict[str, ToolSpec] = {}
     for path in sorted(tools_dir.glob("*.json")):
         file = str(path)
-        try:
-            document = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise CatalogError(
-                file, f"line {exc.lineno}, column {exc.colno}", f"invalid JSON: {exc.msg}"
-            ) from exc
-        except RecursionError:
-            raise CatalogError(file, "", "invalid JSON: nested too deeply to parse") from None
+        document = read_json(path)
         validate_document(document, "tool.schema.json", file)
         function = document["function"]
         if function["name"] != path.stem:

@@ -11,6 +11,7 @@ them builds afresh, and a cache that cannot be read or written only costs the bu
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import pickle
 import tempfile
@@ -57,17 +58,33 @@ def parse_yaml(text: str, file: str) -> Any:
         raise CatalogError(file, "", "invalid YAML: nested too deeply to parse") from None
 
 
-def read_yaml(path: Path) -> Any:
-    """Parse a YAML file; a syntax error becomes a CatalogError with the line and column."""
+def read_text(path: Path) -> str:
+    """A data file's text; one that cannot be read or is not UTF-8 is a CatalogError."""
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except OSError as exc:
         raise CatalogError(str(path), "", f"cannot read file: {exc.strerror}") from exc
     except UnicodeDecodeError as exc:
         raise CatalogError(
             str(path), f"byte {exc.start}", "not UTF-8 text: save the file as UTF-8"
         ) from exc
-    return parse_yaml(text, str(path))
+
+
+def read_json(path: Path) -> Any:
+    """Parse a JSON data file; a syntax error (or nesting past the parser) is a CatalogError
+    with the line and column."""
+    try:
+        return json.loads(read_text(path))
+    except json.JSONDecodeError as exc:
+        where = f"line {exc.lineno}, column {exc.colno}"
+        raise CatalogError(str(path), where, f"invalid JSON: {exc.msg}") from exc
+    except RecursionError:
+        raise CatalogError(str(path), "", "invalid JSON: nested too deeply to parse") from None
+
+
+def read_yaml(path: Path) -> Any:
+    """Parse a YAML file; a syntax error becomes a CatalogError with the line and column."""
+    return parse_yaml(read_text(path), str(path))
 
 
 def cache_dir() -> Path:

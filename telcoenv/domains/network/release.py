@@ -27,7 +27,6 @@ BRS per blueprint, per model and language.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import warnings
@@ -39,7 +38,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Generic, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
-from telcoenv.datafiles import parse_yaml, read_yaml
+from telcoenv.datafiles import parse_yaml, read_json, read_yaml
 from telcoenv.domains.network.kpis import kpi_definitions
 from telcoenv.domains.network.loading import load_blueprint, network_catalog
 from telcoenv.domains.network.models import Blueprint
@@ -264,21 +263,6 @@ def _json_files(folder: Path) -> list[Path]:
     return sorted(p for p in folder.glob("*/*/*.json") if p.is_file())
 
 
-def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise CatalogError(str(path), "", f"cannot read file: {exc.strerror}") from exc
-    except UnicodeDecodeError as exc:
-        raise CatalogError(
-            str(path), f"byte {exc.start}", "not UTF-8 text: save the file as UTF-8"
-        ) from exc
-    except json.JSONDecodeError as exc:
-        raise CatalogError(
-            str(path), f"line {exc.lineno}, column {exc.colno}", f"invalid JSON: {exc.msg}"
-        ) from exc
-
-
 def repair_glued_flow_values(text: str) -> tuple[str, list[int]]:
     """Insert the missing space in ``key:{ ... }`` / ``key:[ ... ]``; return the text and the
     (1-based) numbers of the lines repaired.
@@ -350,7 +334,7 @@ def load_samples(root: str | Path) -> list[ReleaseSample]:
 
 
 def _sample(path: Path) -> ReleaseSample:
-    data = _parse(_SampleFile, _read_json(path), path)
+    data = _parse(_SampleFile, read_json(path), path)
     return ReleaseSample(
         sample_id=data.id if data.id is not None else path.stem,
         intent=data.intent,
@@ -406,7 +390,7 @@ def load_evaluations(root: str | Path) -> list[EvaluationRecord]:
 
 
 def _evaluation(path: Path) -> EvaluationRecord:
-    data = _parse(_EvaluationFile, _read_json(path), path)
+    data = _parse(_EvaluationFile, read_json(path), path)
     return EvaluationRecord(
         sample_id=path.stem,
         intent=data.Intent.GroundTruthKey or path.parent.parent.name,
