@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -218,18 +219,19 @@ def test_an_unreachable_ray_address_fails_fast_and_clearly(capsys, db, tmp_path)
 
 
 @pytest.mark.slow  # a telcoenv subprocess
+def _list_into(stdout: Any) -> subprocess.CompletedProcess[str]:
+    """``telcoenv list`` in a process of its own, its output into ``stdout``."""
+    command = [sys.executable, "-m", "telcoenv", "list"]
+    return subprocess.run(
+        command, cwd=REPO_ROOT, stdout=stdout, stderr=subprocess.PIPE, text=True, timeout=120
+    )
+
+
 def test_a_reader_that_stops_reading_gets_no_traceback():
     read, write = os.pipe()
     os.close(read)  # `telcoenv list | head -1` with head already gone: every write fails
     try:
-        process = subprocess.run(
-            [sys.executable, "-m", "telcoenv", "list"],
-            cwd=REPO_ROOT,
-            stdout=write,
-            stderr=subprocess.PIPE,
-            text=True,
-            timeout=120,
-        )
+        process = _list_into(write)
     finally:
         os.close(write)
     assert process.stderr == "" and process.returncode == 1
@@ -320,14 +322,7 @@ def test_operating_system_errors_are_one_line(capsys, tmp_path, db):
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full here")
 def test_a_full_output_device_is_one_line():
     with open("/dev/full", "w") as full:
-        process = subprocess.run(
-            [sys.executable, "-m", "telcoenv", "list"],
-            cwd=REPO_ROOT,
-            stdout=full,
-            stderr=subprocess.PIPE,
-            text=True,
-            timeout=120,
-        )
+        process = _list_into(full)
     assert process.returncode == 1
     assert process.stderr == "telcoenv: error: No space left on device\n", process.stderr
 
