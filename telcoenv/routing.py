@@ -146,6 +146,11 @@ class QuestionRouter:
     def _prototype_vectors(self) -> np.ndarray:
         return self._embedder.encode(self._texts)
 
+    def warm(self) -> None:
+        """Encode the prototype questions now (about a second, once per process), so that the
+        first message routed does not pay for it inside a timed episode."""
+        self._prototype_vectors  # noqa: B018 - the cached property is the work
+
     def route(self, message: str) -> list[str]:
         """The kinds ``message`` asks for, best first (each once; none: nothing it knows)."""
         sentences = split_sentences(message)

@@ -61,6 +61,8 @@ class Domain(Protocol):
     error kinds (``not_found``: which tool lists the valid ids). ``difficulties`` lists the
     tiers the domain offers besides ``"guided"`` (which every domain has): ``start_episode``
     then takes a keyword ``difficulty`` (passed only for a tier other than guided).
+    ``prepare()`` does the one-time work of a process's first episode (``telcoenv evaluate``'s
+    workers call it before they time any episode).
     """
 
     name: str

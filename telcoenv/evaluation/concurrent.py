@@ -119,6 +119,7 @@ class _Slot(_Worker):
 
     async def _aplay_in_time(self, spec: EpisodeSpec) -> dict[str, Any]:
         """Play within the episode timeout, asyncio's (a task cannot take SIGALRM)."""
+        self._env(spec.domain)  # made and prepared before the episode's clock starts
         try:
             async with asyncio.timeout(self.config.episode_timeout or None) as deadline:
                 return await self._aplay(spec)

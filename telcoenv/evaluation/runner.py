@@ -332,6 +332,9 @@ class _Worker:
                 tool_format=self.config.tool_format,
                 domain=domain,
             )
+            prepare = getattr(self.envs[domain].domain, "prepare", None)
+            if prepare is not None:  # one-time work, not counted against an episode's timeout
+                prepare()
         return self.envs[domain]
 
     def run(self, spec: EpisodeSpec) -> dict[str, Any]:
@@ -380,6 +383,7 @@ class _Worker:
         return record
 
     def _play_in_time(self, spec: EpisodeSpec) -> dict[str, Any]:
+        self._env(spec.domain)  # made and prepared before the episode's clock starts
         use_alarm = (
             self.config.episode_timeout > 0
             and hasattr(signal, "SIGALRM")

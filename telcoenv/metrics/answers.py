@@ -13,6 +13,12 @@ equals ``"card  expired"``).
 (True, True)
 >>> answers_match("117", "117.2"), answers_match("about 2 or 3", "2")
 (False, False)
+>>> answers_match("The extra charge is 343.80 SAR.", "343.8")
+True
+
+A number is one that stands alone: digits inside a word (an id such as ``INV1234``) are none,
+while a date (``2026-11``) or a range is more than one, and a text that states more than one
+number matches no number.
 """
 
 from __future__ import annotations
@@ -21,7 +27,9 @@ import re
 import string
 
 _ARABIC_DIGITS = str.maketrans("٠١٢٣٤٥٦٧٨٩۰۱۲۳۴۵۶۷۸۹٫٬", "01234567890123456789.,")
-_NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)$")
+_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)")
+# Digits that stand alone (not in a word such as an id); a date or a range counts as several.
+_STANDALONE = re.compile(r"(?<![\w.])" + _NUMBER.pattern + r"(?![\w])")
 _UNITS = re.compile(
     r"(sar|sr|riyals?|ريال|ر\.س|\$|€|£|usd|eur|gb|gib|جيجابايت|جيجا|%)", re.IGNORECASE
 )
@@ -29,10 +37,14 @@ _PUNCTUATION = re.compile(f"[{re.escape(string.punctuation)}،؛؟«»]")
 
 
 def _as_number(text: str) -> float | None:
-    """The number a text states, or None (more than one number, or none)."""
-    cleaned = _UNITS.sub(" ", text.translate(_ARABIC_DIGITS)).replace(",", "")
-    cleaned = cleaned.strip().rstrip(".").strip()
-    return float(cleaned) if _NUMBER.match(cleaned) else None
+    """The one number a text states, its words, units and currency removed (None: no number,
+    or more than one)."""
+    cleaned = _UNITS.sub(" ", text.translate(_ARABIC_DIGITS))
+    cleaned = re.sub(r"(?<=\d),(?=\d{3})", "", cleaned)  # thousands separators
+    numbers = [number.rstrip(".") for number in _STANDALONE.findall(cleaned)]
+    if len(numbers) != 1:
+        return None
+    return float(numbers[0])
 
 
 def normalize_text(text: str) -> str:

@@ -220,6 +220,30 @@ def test_distractors_answer_plausibly(env):
 # --- writes --------------------------------------------------------------------------------------
 
 
+def test_only_overlapping_days_of_the_same_add_on_are_refused(env):
+    ctx, data = env
+    msisdn = data.msisdns[0]
+    later = call(
+        ctx, "subscribe_addon", msisdn=msisdn, addon_id="ROAM-EU-14", start_date="2027-02-01"
+    )
+    assert (later["start_date"], later["end_date"]) == ("2027-02-01", "2027-02-14")
+    # Ends (2026-12-13) before the later one starts: was refused as "active until 2027-02-14".
+    earlier = call(
+        ctx, "subscribe_addon", msisdn=msisdn, addon_id="ROAM-EU-14", start_date="2026-11-30"
+    )
+    assert earlier["end_date"] == "2026-12-13"
+    for start in ("2026-12-13", "2027-01-20", "2027-02-14"):  # a day in common with either
+        refused(
+            ctx,
+            "subscribe_addon",
+            "rejected",
+            "already has add-on ROAM-EU-14",
+            msisdn=msisdn,
+            addon_id="ROAM-EU-14",
+            start_date=start,
+        )
+
+
 def test_subscribe_cancel_and_realtime_charges(env):
     ctx, data = env
     msisdn = data.msisdns[0]
@@ -483,6 +507,24 @@ def test_apply_credit_inserts_a_negative_note_within_limits(env):
     assert stored[0]["amount"] == -12.5 and stored[0]["invoice_id"] == duplicate
     history = call(ctx, "get_payment_history", account_id=account)["credit_notes"]
     assert len(history) == 2
+
+
+def test_credits_on_no_invoice_stay_within_the_limit_in_total(env):
+    ctx, data = env
+    account = data.account_id
+    first = call(ctx, "apply_credit", account_id=account, amount=150.0, reason="goodwill")
+    assert first["amount"] == -150.0
+    for amount in (50.01, 200.0):  # one more credit of the day past 200.00: was accepted
+        refused(
+            ctx,
+            "apply_credit",
+            "rejected",
+            "would pass the 200.00 limit",
+            account_id=account,
+            amount=amount,
+            reason="goodwill",
+        )
+    assert call(ctx, "apply_credit", account_id=account, amount=50.0, reason="goodwill")
 
 
 def test_apply_credit_is_capped_at_the_invoice_amount(env):

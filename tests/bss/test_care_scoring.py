@@ -28,6 +28,9 @@ from tests.conftest import first_release_results
         ("Card expired.", "card expired"),
         ("CARD   EXPIRED", "card expired"),
         ("post-plus", "POST-PLUS"),
+        ("The extra charge is 343.80 SAR.", "343.8"),  # surrounding words removed
+        ("159.64 جيجا بايت", "159.64"),  # the spaced Arabic spelling of GB
+        ("Invoice INV1234 was charged 343.80", "343.8"),  # digits in an id are no number
     ],
 )
 def test_equivalent_answers_match(submitted, gold):
@@ -44,6 +47,8 @@ def test_equivalent_answers_match(submitted, gold):
         ("", "2"),
         ("insufficient funds", "card expired"),
         ("POST-UNLIMITED", "POST-PLUS"),
+        ("in 2026-11 it was 343.80", "343.8"),  # a date is numbers too: more than one
+        ("117.2 or 234.4", "117.2"),
     ],
 )
 def test_different_answers_do_not_match(submitted, gold):

@@ -26,21 +26,20 @@ def _first_records(pool: LocalProcesses, count: int) -> list:
     return finished
 
 
-QUICK_S = processes.QUICK_S
-
-
-@pytest.mark.parametrize("quick_s, capacity", [(QUICK_S, 2), (0.0, 1)])
+# Quick: a bound no oracle episode reaches, even the first of a process on a loaded machine
+# (the model's first load once made it 1.3-1.6 s against the 1 s of QUICK_S); slow: none.
+@pytest.mark.parametrize("quick_s, capacity", [(60.0, 2), (0.0, 1)])
 def test_a_process_gets_an_episode_queued_behind_its_running_one_only_while_they_are_quick(
     monkeypatch, quick_s, capacity
 ):
     monkeypatch.setattr(processes, "QUICK_S", quick_s)
-    pool = LocalProcesses(RunConfig("oracle", {}), workers=1)
+    pool = LocalProcesses(RunConfig("oracle", {}, embedder=None), workers=1)
     try:
         assert pool.capacity == 1  # nothing known of its episodes yet: one at a time
         pool.submit(SPECS[0])
         [(spec, record)] = _first_records(pool, 1)
         assert spec == SPECS[0] and record["status"] == "ok"
-        assert record["duration_s"] < QUICK_S  # an oracle episode
+        assert 0.0 < record["duration_s"] < 60.0  # an oracle episode
         assert pool.capacity == capacity
         for spec in SPECS[1 : 1 + capacity]:
             pool.submit(spec)

@@ -163,6 +163,11 @@ class BssDomain:
     ) -> CareToolContext:
         return CareToolContext(setup.state, step)
 
+    def prepare(self) -> None:
+        """The one-time work of a process's first episode (the counterpart's routing
+        prototypes), done before an episode is timed."""
+        customer.question_router().warm()
+
     def reply(
         self,
         setup: EpisodeSetup,

@@ -532,7 +532,8 @@ def _start(value: str, today: str) -> dt.date:
 def _check_addon_purchase(
     state: BssState, line: dict[str, Any], addon: dict[str, Any], start: dt.date
 ) -> None:
-    """Payment type allowed; no overlapping active subscription of the same add-on; a prepaid
+    """Payment type allowed; no active subscription of the same add-on whose days overlap the
+    new one's (one that ends before it starts or starts after it ends is no obstacle); a prepaid
     line's account balance (credit left) covers the price incl. VAT."""
     if line["payment"] not in addon["payment"]:
         allowed = ", ".join(addon["payment"])
@@ -541,8 +542,10 @@ def _check_addon_purchase(
             f"line {line['msisdn']} is {line['payment']}",
             kind="rejected",
         )
+    end = str(start + dt.timedelta(days=addon["validity_days"] - 1))
     for subscription in _active_subscriptions(state, line["msisdn"]):
-        if subscription["addon_id"] == addon["addon_id"] and subscription["end_date"] >= str(start):
+        overlaps = subscription["start_date"] <= end and subscription["end_date"] >= str(start)
+        if subscription["addon_id"] == addon["addon_id"] and overlaps:
             raise ToolError(
                 f"line {line['msisdn']} already has add-on {addon['addon_id']} active until "
                 f"{subscription['end_date']} (subscription {subscription['subscription_id']})",
@@ -693,6 +696,24 @@ def _credit_amount(amount: float) -> float:
     return cents
 
 
+def _check_goodwill_credit(state: BssState, account_id: str, value: float) -> None:
+    """Credits on no invoice stay within :data:`CREDIT_LIMIT` a day for an account: the limit
+    holds for the total, not per call (six calls of 200.00 would credit 1,200.00)."""
+    today = str(state.today)
+    given = -sum(
+        c["amount"]
+        for c in state.rows(CREDITS_OF_ACCOUNT, account_id)
+        if c["invoice_id"] is None and c["issued_at"].startswith(today)
+    )
+    if value + given > CREDIT_LIMIT + 1e-9:
+        raise ToolError(
+            f"account {account_id} has had {given:.2f} of credit on no invoice today; "
+            f"{value:.2f} more would pass the {CREDIT_LIMIT:.2f} limit: a larger credit needs "
+            "a billing_dispute ticket",
+            kind="rejected",
+        )
+
+
 def _check_invoice_credit(state: BssState, account_id: str, invoice_id: str, value: float) -> None:
     """The invoice is the account's, and its credits stay within its amount."""
     invoice = _known(state, INVOICE, "invoice_id", invoice_id)
@@ -715,7 +736,8 @@ def apply_credit(
     ctx: BssContext, account_id: str, amount: float, reason: str, invoice_id: str | None = None
 ) -> dict[str, Any]:
     """Insert a credit note of ``-amount`` (``amount`` > 0, at most :data:`CREDIT_LIMIT`; with
-    ``invoice_id``, the invoice's credits stay within its amount)."""
+    ``invoice_id``, the invoice's credits stay within its amount; without, the day's credits on
+    no invoice stay within the limit)."""
     state = ctx.state
     account = _account(state, account_id)
     value = _credit_amount(amount)
@@ -724,6 +746,8 @@ def apply_credit(
     _refuse_internal(_customer(state, account["customer_id"]))
     if invoice_id is not None:
         _check_invoice_credit(state, account_id, invoice_id, value)
+    else:
+        _check_goodwill_credit(state, account_id, value)
     credit_note_id = _next_id(state, CREDIT_COUNT, "CNC")
     with state.db.change():
         state.insert(

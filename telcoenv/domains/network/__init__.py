@@ -221,6 +221,11 @@ class NetworkDomain:
         state, fault = setup.state, setup.truth
         return ToolContext(state, seed, step, lambda: recompute(state, fault))
 
+    def prepare(self) -> None:
+        """The one-time work of a process's first episode (the counterpart's routing
+        prototypes), done before an episode is timed."""
+        engineer.question_router().warm()
+
     def reply(
         self,
         setup: EpisodeSetup,
