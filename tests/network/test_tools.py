@@ -130,6 +130,23 @@ def test_coverage_map_follows_coverage_gap_and_beam_steering():
     assert edge(skewed["user_share_per_beam"]) > 2 * edge(aligned["user_share_per_beam"])
 
 
+def test_coverage_map_of_a_cell_id_maps_that_cell():
+    """A neighbour's id mapped the serving cell (its hole, its beams) under the neighbour's
+    name; the spec says the area is a cluster id or a cell id."""
+    env, _, cell = network_episode("coverage_hole", 0)
+    neighbour = next(c for c in env.unwrapped._episode.setup.state.cell_ids if c != cell)
+    maps = {
+        area: call_tool(env, "coverage_map", area=area, resolution="100m")
+        for area in (env.trace.start_state["cluster_id"], cell, neighbour)
+    }
+    for area, mapped in maps.items():
+        centre = neighbour if area == neighbour else cell
+        kpis = call_tool(env, "oss_query", cell_id=centre, window="1h")["kpis"]
+        assert abs(mapped["summary"]["median_rsrp_dbm"] - kpis["rsrp_dBm"]["value"]) < 3
+        assert mapped["ssb_beams"]["cell_id"] == mapped["servers"][0] == centre
+    assert maps[neighbour]["summary"]["coverage_gap_bins_pct"] < 10  # the hole is not its
+
+
 def test_optimize_cell_changes_the_state_and_logs_it():
     env, info, cell = network_episode("load_balancing_needed", 0)
     result = call_tool(

@@ -47,6 +47,31 @@ def test_a_wrong_fix_or_a_missing_ticket_does_not_resolve(catalog):
         assert info["metrics"]["sas"] <= 1.0
 
 
+def test_a_required_ticket_must_go_to_the_intents_team_about_the_affected_cell(catalog):
+    """For the intents that need a fix and a ticket, any ticket at all passed ("ticket
+    opened"): one to another team, or about a neighbour."""
+    fixed_with_ticket = [
+        i for i in catalog.intents if i.resolution.ticket_required and FIX_TOOLS & set(i.gold_tools)
+    ]
+    assert len(fixed_with_ticket) == 6
+    for intent in fixed_with_ticket:
+        for wrong in ("team", "cell"):
+            env = make_env(intent.env_name)
+            _, info = env.reset(seed=0)
+            actions = gold_actions(info)
+            ticket = next(a for a in actions if a["name"] == "create_ticket")["arguments"]
+            if wrong == "team":
+                ticket["team"] = next(
+                    t for t in ("core_slicing", "field_ops") if t != ticket["team"]
+                )
+            else:
+                ticket["cell_id"] = env.unwrapped._episode.setup.state.cell_ids[1]
+            play(env, actions)
+            *_, info = env.step(submit(intent.label.en))
+            assert info["verification"]["checks"]["ticket opened"] is False, (intent.key, wrong)
+            assert info["resolved"] is False
+
+
 def test_a_change_to_an_unrelated_cell_is_collateral():
     env = make_env("beam_misalignment", reward={"sas": 0.5, "resolved": 0.5})
     _, info = env.reset(seed=2)

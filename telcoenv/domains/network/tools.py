@@ -397,7 +397,8 @@ def _beam_shares(offset_deg: float, rng: np.random.Generator) -> list[float]:
 def coverage_map(
     ctx: ToolContext, area: str, resolution: str, detail: str | None = None
 ) -> dict[str, Any]:
-    """An 8 x 8 grid of bins around the serving cell: RSRP, SINR, best server, overlap.
+    """An 8 x 8 grid of bins around a cell (the one ``area`` names; the cluster's serving cell
+    for the cluster id): RSRP, SINR, best server, overlap.
 
     The gap share (bins over 10 dB below the cell's median) follows the cell's coverage-gap KPI,
     the overlap share its tilt (an uptilted cell overlaps more), the SSB beam distribution its
@@ -407,8 +408,10 @@ def coverage_map(
     full = full_detail(detail)
     state = ctx.state
     _check_area(state, area)
-    serving, rng, size = state.serving, ctx.rng, 8
-    kpis = state.kpis(serving.cell_id)
+    # The cell the map is of: a neighbour's id maps the neighbour (it mapped the serving cell).
+    centre = state.serving if area == state.cluster_id else state.cell(area)
+    rng, size = ctx.rng, 8
+    kpis = state.kpis(centre.cell_id)
     bins = size * size
     weak = np.zeros(bins, dtype=bool)
     weak[rng.permutation(bins)[: round(kpis.get("coverage_gap_ratio", 2.0) / 100 * bins)]] = True
@@ -417,12 +420,11 @@ def coverage_map(
     sinr = kpis.get("sinr_dB", 10.0) + rng.normal(0, 2, bins) - 6.0 * weak
     overlap_share = min(
         0.6,
-        max(
-            0.03, 0.35 - 0.04 * serving.config["tilt_deg"] + 0.01 * kpis.get("ping_pong_rate", 3.0)
-        ),
+        max(0.03, 0.35 - 0.04 * centre.config["tilt_deg"] + 0.01 * kpis.get("ping_pong_rate", 3.0)),
     )
     overlap = 1 + (rng.random(bins) < overlap_share) * rng.integers(2, 5, bins)
-    servers = state.cell_ids[:4]  # the serving cell and its three nearest neighbours
+    # The cell and the three nearest to the serving cell (for the serving cell: its neighbours).
+    servers = [centre.cell_id, *[c for c in state.cell_ids if c != centre.cell_id][:3]]
     best = np.where(rng.random(bins) > 0.25, 0, rng.integers(1, len(servers), bins))
     rsrp, sinr = np.round(rsrp, 1), np.round(sinr, 1)
     median_rsrp = _median(rsrp)
@@ -459,8 +461,8 @@ def coverage_map(
             "servers_within_6db": overlap.reshape(size, size).tolist(),
         },
         "ssb_beams": {
-            "cell_id": serving.cell_id,
-            "user_share_per_beam": _beam_shares(serving.config["beam_azimuth_offset_deg"], rng),
+            "cell_id": centre.cell_id,
+            "user_share_per_beam": _beam_shares(centre.config["beam_azimuth_offset_deg"], rng),
             "beam_failure_rate_pct": round(kpis.get("beam_fail_rate", 0.6), 1),
         },
     }

@@ -10,7 +10,8 @@ An episode is resolved when
 * for those ticket-only intents, the diagnosis is right: a valid submission names the gold
   intent (its English or Arabic label, or its key), since a ticket alone proves nothing about
   the diagnosis (a refused submission or a truncated run has none);
-* a ticket exists where the intent requires one;
+* where the intent requires a ticket, one to the intent's team names the affected cell (any
+  ticket at all passed before: one to another team, about a neighbour);
 * nothing unrelated changed: a diff of every configuration row in the database (cells, slices,
   backhaul) against the episode's starting state lists each change outside the fault as
   collateral, whichever way it was made.
@@ -144,8 +145,8 @@ def verify(state: NetworkState, fault: Fault, submission: Submission | None = No
     else:  # fixed from the OSS: the KPIs must have recovered
         for name, recovered in key_kpis_recovered(state, fault).items():
             checks[f"{name} recovered"] = recovered
-    if required:
-        checks["ticket opened"] = ticket_found
+    if required:  # to the intent's team about the affected cell, as for a ticket-only intent
+        checks["ticket opened"] = all(_escalation_check(intent, state).values())
     checks["no collateral change"] = not collateral
     return Verification(
         resolved=all(checks.values()),
