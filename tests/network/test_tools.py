@@ -147,6 +147,23 @@ def test_coverage_map_of_a_cell_id_maps_that_cell():
     assert maps[neighbour]["summary"]["coverage_gap_bins_pct"] < 10  # the hole is not its
 
 
+@pytest.mark.parametrize(
+    ("intent", "kpi", "where", "parameter"),
+    [
+        ("pingpong_handovers", "ttt_ms", "configuration", "ttt_ms"),
+        ("pingpong_handovers", "hysteresis_dB", "configuration", "hysteresis_db"),
+        ("pci_collision", "pci_self", "cell", "pci"),
+    ],
+)
+def test_kpis_that_read_a_setting_out_follow_the_setting(intent, kpi, where, parameter):
+    """They stayed at the faulty value after a fix (ttt_ms 128 with the TTT at 480)."""
+    for seed in range(3):
+        env, info, cell = network_episode(intent, seed)
+        call_tool(env, "optimize_cell", cell_id=cell, changes=info["privileged"]["fix"])
+        read = call_tool(env, "oss_query", cell_id=cell, window="1h")
+        assert read["kpis"][kpi]["value"] == read[where][parameter], (seed, read["kpis"][kpi])
+
+
 def test_optimize_cell_changes_the_state_and_logs_it():
     env, info, cell = network_episode("load_balancing_needed", 0)
     result = call_tool(

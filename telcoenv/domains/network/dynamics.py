@@ -27,7 +27,11 @@ from collections.abc import Collection
 from typing import Any
 
 from telcoenv.domains.network.kpis import kpi_definitions
-from telcoenv.domains.network.parameters import change_schemas
+from telcoenv.domains.network.parameters import (
+    KPI_TO_CELL_PARAMETER,
+    KPI_TO_SLICE_POLICY,
+    change_schemas,
+)
 from telcoenv.domains.network.state import Configuration, NetworkState
 from telcoenv.domains.network.topology import Fault
 
@@ -146,12 +150,26 @@ def _serving_kpis(fault: Fault, current: dict[str, float], s: float, h: float) -
     return kpis
 
 
+def _read_out(kpis: dict[str, float], config: Configuration, state: NetworkState) -> None:
+    """Set the KPIs that read a setting out (``ttt_ms``, ``pci_self``, a slice's policy
+    priority) to the setting as it is now: they are counters of the configuration, not of the
+    fault, and stayed at the faulty value after a fix."""
+    cell, slice_ = config[f"cell:{state.serving_id}"], config[f"slice:{state.fault_slice_id}"]
+    for kpi, parameter in KPI_TO_CELL_PARAMETER.items():
+        if kpi in kpis:
+            kpis[kpi] = float(cell[parameter])
+    for kpi, parameter in KPI_TO_SLICE_POLICY.items():
+        if kpi in kpis:
+            kpis[kpi] = float(slice_[parameter])
+
+
 def recompute(state: NetworkState, fault: Fault) -> None:
     """Recompute the KPIs after a change and record them as a new regime of samples."""
     config = state.configuration()
     s, h = severity(state, fault, config), harm(state, fault, config)
     current = state.latest_kpis()  # every measured object's KPIs now, in one query
     kpis = _serving_kpis(fault, current[state.serving_id], s, h.get(state.serving_id, 0))
+    _read_out(kpis, config, state)
     samples = {state.serving_id: kpis}
     # The fault slice's and the link's KPIs that the sample set move with the serving cell.
     initial = state.initial
