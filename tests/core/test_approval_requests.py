@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+import telcoenv
 from telcoenv.text import asks_for_approval
 from tests.conftest import error_of, gold_actions, make_env
 
@@ -78,3 +79,35 @@ def test_a_statement_leaves_the_change_gated(intent, domain, statement):
     assert error_of(env.step(change)[0])["type"] == "approval_required"
     env.step(REQUESTS[0] if domain == "network" else "Shall I change your plan now?")
     assert "error" not in env.step(change)[0]
+
+
+@pytest.mark.parametrize(
+    "request_",
+    [
+        "May I apply this change?",
+        "Do you approve this change?",
+        "May I go ahead and make the change?",
+        "هل توافق على هذا التغيير؟",
+    ],
+)
+@pytest.mark.parametrize("intent", ["roaming_pack", "contact_update", "addon_cancellation"])
+def test_the_customer_who_approves_a_change_says_so(intent, request_):
+    """The change went through while the reply said "I'm not sure; you should have that on
+    file" (the request also routed to a fact the customer cannot tell)."""
+    from telcoenv.domains.bss.customer import phrases
+
+    lang = "en" if request_.isascii() else "ar"
+    env = telcoenv.make(intent, embedder=None, privileged=True, require_approval=True)
+    _, info = env.reset(seed=100, options={"lang": lang})
+    gated = None
+    for action in gold_actions(info):  # up to the change the customer wanted
+        observation = env.step(action)[0]
+        if (
+            observation.startswith('{"error"')
+            and error_of(observation)["type"] == "approval_required"
+        ):
+            gated = action
+            break
+    assert gated is not None
+    assert env.step(request_)[0] in phrases()["answers"]["approval"][lang]
+    assert not env.step(gated)[0].startswith('{"error"')

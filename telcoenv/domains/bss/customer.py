@@ -173,10 +173,13 @@ def reply(
         info.append("approval")
     if info:
         return " ".join(_answer(t, message, lang, rng).format_map(values) for t in info)
-    if any(topic != "approval" for topic in asked):  # asked for something they cannot tell
-        return _with_facts(pick(bank["unknown"][lang], rng), known, lang, rng)
-    if asked:
+    # Asked to approve a change, they consent, whatever else the message seemed to ask that they
+    # cannot tell ("May I apply this change?" also routes to the plan): the change is approved,
+    # so the reply must say so (it said "I'm not sure" while the change went through).
+    if "approval" in asked:
         return pick(bank["answers"]["approval"][lang], rng)
+    if asked:  # asked for something they cannot tell
+        return _with_facts(pick(bank["unknown"][lang], rng), known, lang, rng)
     restated = intent.customer.in_lang(lang).format_map(values) if seen is None else seen
     if wrapped_up and waiting:
         return f"{pick(bank['not_yet'][lang], rng)} {restated}"
