@@ -134,3 +134,16 @@ def test_the_grid_covers_a_domain_or_both():
     assert len(both) == 49 + 25
     named = build_grid(["beam_misalignment", "family_data"], samples=1, languages=["en"])
     assert {spec.domain for spec in named} == {"network", "bss"}
+
+
+def test_every_question_has_an_answer_no_agent_could_guess():
+    """A month in which no line of the family was measured made the gold answer the text
+    "None" (3 of these 800 episodes), which an agent submitted without reading anything."""
+    import telcoenv
+
+    env = telcoenv.make("family_data", embedder=None, privileged=True)
+    for options in ({"blueprint": "family_data_small_family"}, None):
+        for seed in range(400):
+            _, info = env.reset(seed=seed, options=options)
+            answer = info["privileged"]["gold_answer"]
+            assert answer not in ("None", "", None) and float(answer) >= 0, (seed, options)

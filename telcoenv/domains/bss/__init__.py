@@ -9,6 +9,7 @@ final state and the exact answer.
 
 from __future__ import annotations
 
+import string
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
@@ -23,7 +24,7 @@ from telcoenv.domains.bss import customer
 from telcoenv.domains.bss.blueprints import care_catalog, load_care_catalog
 from telcoenv.domains.bss.generator import BssData, generate
 from telcoenv.domains.bss.models import CareBlueprint, CareIntent
-from telcoenv.domains.bss.scenario import gold_values, sample_scenario
+from telcoenv.domains.bss.scenario import Scenario, gold_values, sample_scenario
 from telcoenv.domains.bss.schema import bss_schema
 from telcoenv.domains.bss.state import BssState
 from telcoenv.domains.bss.tools import TOOLS
@@ -63,6 +64,27 @@ class CareToolContext:
 
     state: BssState
     step: int
+
+
+# Draws of an episode's scenario and data before giving up on one whose question has an answer.
+_DRAWS = 20
+
+
+def _answerable_draw(
+    intent: CareIntent, blueprint: CareBlueprint, rng: np.random.Generator, episode_id: str
+) -> tuple[Scenario, BssData, dict[str, Any]]:
+    """The scenario, data and values of an episode whose question (if any) has an answer: a
+    month in which no line of the family was measured has no family total (its gold answer was
+    the text "None", which an agent could submit without reading anything). Drawn again from
+    the same generator, so only such episodes change."""
+    fields = {name for _, name, _, _ in string.Formatter().parse(intent.answer or "") if name}
+    for _ in range(_DRAWS):
+        scenario = sample_scenario(blueprint, rng)
+        data = generate(rng, episode_id, scenario.focal)
+        values = gold_values(scenario, data)
+        if all(values.get(name) is not None for name in fields):
+            return scenario, data, values
+    raise ValueError(f"{blueprint.blueprint_id}: no answerable episode in {_DRAWS} draws")
 
 
 class BssDomain:
@@ -128,9 +150,7 @@ class BssDomain:
             raise ValueError(
                 f"difficulty {difficulty!r}; the bss domain offers {self.difficulties}"
             )
-        scenario = sample_scenario(blueprint, rng)
-        data = generate(rng, episode_id, scenario.focal)
-        values = gold_values(scenario, data)
+        scenario, data, values = _answerable_draw(intent, blueprint, rng, episode_id)
         state = BssState(database, data, episode_id)
         focal = scenario.focal
         sampled = {
