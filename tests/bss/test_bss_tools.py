@@ -220,6 +220,19 @@ def test_distractors_answer_plausibly(env):
 # --- writes --------------------------------------------------------------------------------------
 
 
+def refused_roaming_pack(ctx: Ctx, msisdn: str, start: str) -> None:
+    """ROAM-EU-14 from ``start`` is refused: the line has it active on one of those days."""
+    refused(
+        ctx,
+        "subscribe_addon",
+        "rejected",
+        "already has add-on ROAM-EU-14",
+        msisdn=msisdn,
+        addon_id="ROAM-EU-14",
+        start_date=start,
+    )
+
+
 def test_only_overlapping_days_of_the_same_add_on_are_refused(env):
     ctx, data = env
     msisdn = data.msisdns[0]
@@ -233,15 +246,7 @@ def test_only_overlapping_days_of_the_same_add_on_are_refused(env):
     )
     assert earlier["end_date"] == "2026-12-13"
     for start in ("2026-12-13", "2027-01-20", "2027-02-14"):  # a day in common with either
-        refused(
-            ctx,
-            "subscribe_addon",
-            "rejected",
-            "already has add-on ROAM-EU-14",
-            msisdn=msisdn,
-            addon_id="ROAM-EU-14",
-            start_date=start,
-        )
+        refused_roaming_pack(ctx, msisdn, start)
 
 
 def test_subscribe_cancel_and_realtime_charges(env):
@@ -258,15 +263,7 @@ def test_subscribe_cancel_and_realtime_charges(env):
     line = call(ctx, "get_customer", msisdn=msisdn)["accounts"][0]["lines"]
     active = next(x for x in line if x["msisdn"] == msisdn)["active_addons"]
     assert [a["addon_id"] for a in active] == ["ROAM-EU-14"]
-    refused(
-        ctx,
-        "subscribe_addon",
-        "rejected",
-        "already has add-on ROAM-EU-14",
-        msisdn=msisdn,
-        addon_id="ROAM-EU-14",
-        start_date="2026-12-05",
-    )
+    refused_roaming_pack(ctx, msisdn, "2026-12-05")
     other = data.msisdns[1]
     refused(
         ctx,
