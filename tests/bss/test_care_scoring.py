@@ -3,6 +3,8 @@ against hand-computed values; results stores written before them are migrated, n
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from telcoenv.evaluation.report import build_report, to_markdown
@@ -147,3 +149,23 @@ def test_every_question_has_an_answer_no_agent_could_guess():
             _, info = env.reset(seed=seed, options=options)
             answer = info["privileged"]["gold_answer"]
             assert answer not in ("None", "", None) and float(answer) >= 0, (seed, options)
+
+
+def test_an_add_on_listed_active_is_active_today():
+    """Planted from the 5th of the month, two packs of three had ended before today and were
+    still listed active; the addon_cancellation gold chain cancelled one."""
+    import telcoenv
+    from telcoenv.domains.bss.generator import TODAY
+
+    env = telcoenv.make("addon_cancellation", embedder=None, privileged=True)
+    checked = 0
+    for seed in range(60):
+        _, info = env.reset(seed=seed)
+        msisdn = info["privileged"]["gold_chain"][0]["arguments"]["msisdn"]
+        observation, *_ = env.step({"name": "get_customer", "arguments": {"msisdn": msisdn}})
+        for account in json.loads(observation)["accounts"]:
+            for line in account["lines"]:
+                for addon in line["active_addons"]:
+                    assert addon["start_date"] <= TODAY <= addon["end_date"], (seed, addon)
+                    checked += 1
+    assert checked >= 60

@@ -39,6 +39,8 @@ import numpy as np
 from telcoenv.datafiles import parse_yaml
 from telcoenv.domains.bss.schema import bss_schema
 
+TODAY = "2026-11-30"  # the episode's date: the last billed month is the one before
+
 _FIRST = ("Omar", "Layla", "Khalid", "Noura", "Faisal", "Sara", "Yousef", "Huda", "Tariq", "Reem")
 _LAST = ("Al-Harbi", "Al-Qahtani", "Al-Otaibi", "Al-Shammari", "Al-Dossary", "Al-Zahrani")
 _CITIES = ("Riyadh", "Jeddah", "Dammam", "Makkah", "Madinah", "Khobar")
@@ -391,8 +393,12 @@ def generate(
             facts["credit_note"] = credit
     if focal.active_addon is not None:
         addon = builder.addons[focal.active_addon]
-        start = dt.date.fromisoformat(f"{months[-1]}-05")
-        end = start + dt.timedelta(days=addon["validity_days"])
+        # Active today, half used, with the days subscribe_addon gives (start + validity - 1):
+        # from the 5th of the month, two packs of three had ended before today and were
+        # still listed active (the gold chain cancelled one).
+        validity = addon["validity_days"]
+        start = dt.date.fromisoformat(TODAY) - dt.timedelta(days=validity // 2)
+        end = start + dt.timedelta(days=validity - 1)
         subscription = builder.ids.new("LA")
         builder.add(
             "line_addons",

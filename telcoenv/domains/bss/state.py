@@ -20,10 +20,10 @@ from functools import cache
 from typing import Any
 
 from telcoenv.database import EpisodeDatabase, Query, Schema
-from telcoenv.domains.bss.generator import BssData
+from telcoenv.domains.bss.generator import TODAY, BssData
 from telcoenv.errors import ToolError
 
-TODAY = "2026-11-30"  # the episode's date: the last billed month is the one before
+__all__ = ["TODAY", "BssState"]
 
 
 class BssState:
