@@ -175,6 +175,16 @@ def _workers(text: str) -> int:
         raise UsageError(f"--workers must be a number or auto, got {text!r}") from None
 
 
+def _repeats(text: str) -> int:
+    """--repeats as a whole number of at least 1 (read here: argparse would print its usage too)."""
+    try:
+        repeats = int(text)
+    except ValueError:
+        raise UsageError(f"--repeats must be a whole number, got {text!r}") from None
+    _at_least("--repeats", repeats)
+    return repeats
+
+
 def _agent_options(text: str) -> dict[str, Any]:
     """--agent-options as a dict (its text is never echoed: it may hold an API key)."""
     if not text.strip():
@@ -223,6 +233,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     conditions = _items("--intent-list", args.intent_list, list(CONDITIONS))
     difficulties = _items("--difficulty", args.difficulty)
     args.workers = _workers(args.workers)
+    repeats = _repeats(args.repeats)
     for flag, value in (
         ("--samples", args.samples),
         ("--workers", args.workers),
@@ -250,6 +261,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         max_steps=args.max_steps,
         episode_timeout=args.timeout,
         tool_format=args.tool_format,
+        repeats=repeats,
     )
     # An agent that cannot play the grid (or not concurrently) fails before the store opens.
     check_agent(config, grid, args.concurrency)
@@ -484,6 +496,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="guided (the published statements), symptom, noisy, or several comma-separated",
     )
     evaluate.add_argument("--seed", type=int, default=0)
+    evaluate.add_argument(
+        "--repeats",
+        default="1",
+        help="plays of each episode, for pass^k and pass@k in the report (a run may grow it)",
+    )
     evaluate.add_argument(
         "--workers", default="1", help="local worker processes, or auto: one per usable core"
     )

@@ -1,6 +1,7 @@
 """A random baseline: random core and distractor tools with schema-valid arguments, then submit.
 
-Deterministic: the generator is seeded from the agent's seed and the episode id.
+Deterministic: the generator is seeded from the agent's seed and the episode id, and from the
+repeat (``info["repeat"]``, set by ``telcoenv evaluate --repeats``) after the first play.
 """
 
 from __future__ import annotations
@@ -29,7 +30,12 @@ class RandomAgent:
         self._labels: list[str] = []
 
     def reset(self, observation: str, info: dict[str, Any]) -> None:
-        self._rng = np.random.default_rng([self.seed, zlib.crc32(info["episode_id"].encode())])
+        entropy = [self.seed, zlib.crc32(info["episode_id"].encode())]
+        # Every repeat replays the same episode: each draws its own calls. The first play keeps
+        # the draws it had before repeats existed.
+        if repeat := int(info.get("repeat") or 0):
+            entropy.append(repeat)
+        self._rng = np.random.default_rng(entropy)
         self._tools = [
             t["function"] for t in info["tools"] if t["function"]["name"] != RESERVED_SUBMIT
         ]

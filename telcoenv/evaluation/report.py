@@ -15,6 +15,11 @@ care, the answer of a request without a question) is left out of its mean, for a
 as for a finished one (:func:`applicable_metrics`). IRA and RA need an embedder: where no
 episode was scored with one (``--embedder none``) they are shown as ``-`` (null in JSON, empty
 in CSV), not 0.
+
+A run that played its episodes more than once (``evaluate --repeats``) also gets, per intent and
+overall, tau-bench's pass^k and pass@k of the verified resolution for k = 1..K, the share of
+tasks whose verdict flips between plays, and percentile-bootstrap confidence intervals over
+tasks (:func:`repeats_report`).
 """
 
 from __future__ import annotations
@@ -25,9 +30,12 @@ import json
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from functools import cache
+from math import comb
 from pathlib import Path
 from statistics import fmean
 from typing import Any
+
+import numpy as np
 
 from telcoenv.domains import DEFAULT_DOMAIN, get_domain
 from telcoenv.errors import TelcoEnvError
@@ -41,6 +49,13 @@ _OPTIONAL = frozenset({"ra", "args", "answer", "resolved"})
 # Metrics only an embedder computes: no mean where no episode was scored with one.
 EMBEDDED_METRICS = frozenset({"ira", "ra"})
 LANGS = ("en", "ar")
+# The intervals of the repeats table: a percentile bootstrap over tasks, each row's resamples
+# drawn by a generator seeded afresh with BOOTSTRAP_SEED, so that a report is the same each
+# time it is made and a row does not depend on the others.
+BOOTSTRAP_SEED = 0
+BOOTSTRAP_RESAMPLES = 1000
+CONFIDENCE = 0.95
+_TAILS = (2.5, 97.5)  # percentiles of a 95 % interval
 
 
 def _value(record: Mapping[str, Any], metric: str) -> float:
@@ -193,6 +208,121 @@ def run_report(records: Sequence[Mapping[str, Any]], weights: str = "equal") -> 
     }
 
 
+def pass_hat_k(n: int, c: int, k: int) -> float:
+    """tau-bench's pass^k of one task played ``n`` times with ``c`` successes: the chance that
+    ``k`` of its plays, drawn without replacement, all succeed, C(c, k) / C(n, k)."""
+    if not 1 <= k <= n or not 0 <= c <= n:
+        raise ValueError(f"pass^k needs 1 <= k <= n and 0 <= c <= n, got n={n}, c={c}, k={k}")
+    return comb(c, k) / comb(n, k)
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """pass@k of one task: the chance that at least one of ``k`` of its ``n`` plays succeeds,
+    1 - C(n - c, k) / C(n, k)."""
+    if not 1 <= k <= n or not 0 <= c <= n:
+        raise ValueError(f"pass@k needs 1 <= k <= n and 0 <= c <= n, got n={n}, c={c}, k={k}")
+    return 1.0 - comb(n - c, k) / comb(n, k)
+
+
+def task_verdicts(records: Sequence[Mapping[str, Any]]) -> dict[tuple[Any, ...], list[bool]]:
+    """The verified-resolution verdict of every play of each task (an episode of the grid:
+    domain, tier, blueprint, sample, language, intent list), in the tasks' sorted order. A play
+    counts as the resolve rate counts it (a failed one as unresolved where resolution applies)."""
+    tasks: dict[tuple[Any, ...], list[bool]] = defaultdict(list)
+    for record in records:
+        value = counted_value(record, "resolved")
+        if value is None:
+            continue
+        task = (
+            record_domain(record),
+            record.get("difficulty") or GUIDED,
+            record["intent"],
+            *(record.get(field) for field in ("blueprint_id", "sample_index", "language")),
+            bool(record.get("intent_list")),
+        )
+        tasks[task].append(value >= 1.0)
+    # A fixed order, whatever order the plays were stored in (the bootstrap draws by position).
+    return dict(sorted(tasks.items(), key=lambda item: repr(item[0])))
+
+
+def _interval(samples: Any) -> list[float] | None:
+    kept = samples[~np.isnan(samples)]  # a resample without a task that has k plays
+    if not kept.size:
+        return None
+    low, high = np.percentile(kept, _TAILS)
+    return [float(low), float(high)]
+
+
+def repeat_stats(tasks: Sequence[Sequence[bool]], k_max: int) -> dict[str, Any]:
+    """Over tasks (each a list of its plays' verdicts): the share whose verdict flips (of those
+    played twice or more), pass^k and pass@k for k = 1..``k_max`` (of those played k times or
+    more; index k-1), and their bootstrap intervals (None where no task counts)."""
+    played = [(len(v), sum(v)) for v in tasks]
+    # One column per statistic: flips, pass^1..K, pass@1..K; a task counts where it has the plays.
+    columns = 1 + 2 * k_max
+    values, counts = np.zeros((len(played), columns)), np.zeros((len(played), columns))
+    for row, (n, c) in enumerate(played):
+        if n >= 2:
+            values[row, 0], counts[row, 0] = float(0 < c < n), 1.0
+        for k in range(1, min(n, k_max) + 1):
+            values[row, k], counts[row, k] = pass_hat_k(n, c, k), 1.0
+            values[row, k_max + k], counts[row, k_max + k] = pass_at_k(n, c, k), 1.0
+    taken = counts.sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = (values * counts).sum(axis=0) / taken
+    # Resampling tasks with replacement, as weights: how often each task was drawn.
+    rng = np.random.default_rng(BOOTSTRAP_SEED)
+    size = len(played)
+    draws = rng.integers(0, size, size=(BOOTSTRAP_RESAMPLES, size))
+    offsets = np.arange(BOOTSTRAP_RESAMPLES)[:, None] * size
+    weights = np.bincount((draws + offsets).ravel(), minlength=BOOTSTRAP_RESAMPLES * size)
+    weights = weights.reshape(BOOTSTRAP_RESAMPLES, size).astype(float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        resampled = (weights @ (values * counts)) / (weights @ counts)
+    stats = [
+        (None, None) if not taken[j] else (float(means[j]), _interval(resampled[:, j]))
+        for j in range(columns)
+    ]
+    return {
+        "tasks": len(played),
+        "flips": stats[0][0],
+        "flips_ci": stats[0][1],
+        "pass_hat": [value for value, _ in stats[1 : k_max + 1]],
+        "pass_hat_ci": [ci for _, ci in stats[1 : k_max + 1]],
+        "pass_at": [value for value, _ in stats[k_max + 1 :]],
+        "pass_at_ci": [ci for _, ci in stats[k_max + 1 :]],
+    }
+
+
+def repeats_report(records: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """pass^k, pass@k and verdict flips of a run whose tasks were played more than once,
+    overall and per intent; None for a run that played each task once."""
+    if not any(record.get("repeat") for record in records):  # None: stored before repeats
+        return None
+    tasks = task_verdicts(records)
+    k_max = max((len(verdicts) for verdicts in tasks.values()), default=0)
+    if k_max < 2:
+        return None
+    by_intent: dict[str, list[list[bool]]] = defaultdict(list)
+    for task, verdicts in tasks.items():
+        by_intent[task[2]].append(verdicts)
+    return {
+        "k": k_max,
+        "tasks": len(tasks),
+        "fewer": sum(len(verdicts) < k_max for verdicts in tasks.values()),  # unfinished
+        "ci": {
+            "method": "percentile bootstrap over tasks",
+            "level": CONFIDENCE,
+            "resamples": BOOTSTRAP_RESAMPLES,
+            "seed": BOOTSTRAP_SEED,
+        },
+        "overall": repeat_stats(list(tasks.values()), k_max),
+        "per_intent": {
+            intent: repeat_stats(rows, k_max) for intent, rows in sorted(by_intent.items())
+        },
+    }
+
+
 def _by_tier(records: Sequence[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:
     tiers: dict[str, list[Mapping[str, Any]]] = defaultdict(list)
     for record in records:
@@ -212,6 +342,9 @@ def build_report(
         for tier, rows in tiers.items():
             name = run if list(tiers) == [GUIDED] else f"{run} [{tier}]"
             runs[name] = run_report(rows, weights)
+            repeats = repeats_report(rows)
+            if repeats is not None:  # played more than once: pass^k, pass@k
+                runs[name]["repeats"] = repeats
     return {"weights": weights, "runs": runs}
 
 
@@ -230,6 +363,55 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[str]:
         "| " + " | ".join(map(cell, header)) + " |",
         "|" + "---|" * len(header),
         *("| " + " | ".join(cell(_fmt(v)) for v in row) + " |" for row in rows),
+    ]
+
+
+def _with_ci(value: float | None, ci: Sequence[float] | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.3f}" if ci is None else f"{value:.3f} [{ci[0]:.3f}, {ci[1]:.3f}]"
+
+
+def _repeats_markdown(runs: Mapping[str, Any]) -> list[str]:
+    """The repeats table of the runs that played their tasks more than once (none: no table)."""
+    shown = {name: r["repeats"] for name, r in runs.items() if r.get("repeats")}
+    if not shown:
+        return []
+    k_max = max(t["k"] for t in shown.values())
+    header = ["run", "intent", "tasks", "flips"]
+    header += [f"pass^{k}" for k in range(1, k_max + 1)]
+    header += [f"pass@{k}" for k in range(2, k_max + 1)]  # pass@1 is pass^1
+    rows = []
+    for name, t in shown.items():
+        for group, stats in [("all", t["overall"]), *t["per_intent"].items()]:
+            cells = [_with_ci(stats["flips"], stats["flips_ci"])]
+            for metric, first in (("pass_hat", 1), ("pass_at", 2)):
+                cells += [
+                    _with_ci(stats[metric][k - 1], stats[f"{metric}_ci"][k - 1])
+                    if k <= t["k"]
+                    else "-"  # this run played fewer times than another beside it
+                    for k in range(first, k_max + 1)
+                ]
+            rows.append([name, group, stats["tasks"], *cells])
+    ci = next(iter(shown.values()))["ci"]
+    notes = [
+        f"{name}: {t['fewer']} of {t['tasks']} tasks have fewer than {t['k']} plays "
+        "(unfinished); pass^k and pass@k count the tasks with k plays or more."
+        for name, t in shown.items()
+        if t["fewer"]
+    ]
+    return [
+        "",
+        "## Repeats: pass^k and pass@k of the verified resolution",
+        "",
+        "A task is an episode of the grid, played K times. pass^k is the chance that k of its",
+        "plays all resolve it, pass@k that one of them does (averaged over tasks; pass^1 is the",
+        "resolve rate); flips is the share of tasks whose verdict differs between plays.",
+        f"[low, high]: {ci['level']:.0%} {ci['method']} ({ci['resamples']} resamples, "
+        f"seed {ci['seed']}).",
+        *(["", *notes] if notes else []),
+        "",
+        *_table(header, rows),
     ]
 
 
@@ -311,6 +493,7 @@ def to_markdown(report: Mapping[str, Any]) -> str:
             ],
         ),
     ]
+    out += _repeats_markdown(runs)
     care_rows = [
         [n, lang, values["n"], *(values[m] for m in CARE_METRICS)]
         for n, r in runs.items()
@@ -365,6 +548,8 @@ def to_csv(report: Mapping[str, Any]) -> str:
             writer.writerow([name, "ra", "", lang, "", "ra", value])
         for lang, value in r["resolved"].items():
             writer.writerow([name, "resolved", "", lang, "", "resolved", value])
+        for scope, group, metric, value in _repeat_rows(r.get("repeats")):
+            writer.writerow([name, scope, group, "", "", metric, value])
         for lang, values in r["care"].items():
             for metric, value in values.items():
                 writer.writerow([name, "care", "", lang, "", metric, value])
@@ -377,6 +562,30 @@ def to_csv(report: Mapping[str, Any]) -> str:
                 for metric, value in values.items():
                     writer.writerow([name, scope, group, "", "", metric, value])
     return buffer.getvalue()
+
+
+def _repeat_rows(repeats: Mapping[str, Any] | None) -> list[tuple[str, str, str, Any]]:
+    """The repeats table in long format: (table, group, metric, value); an interval as two
+    metrics, ``<metric>_ci_low`` and ``<metric>_ci_high``."""
+    if not repeats:
+        return []
+    rows: list[tuple[str, str, str, Any]] = []
+    groups = [("repeats", "", repeats["overall"])]
+    groups += [("repeats_per_intent", i, s) for i, s in repeats["per_intent"].items()]
+    for scope, group, stats in groups:
+        measured = [("flips", stats["flips"], stats["flips_ci"])]
+        for k in range(1, repeats["k"] + 1):
+            measured.append((f"pass^{k}", stats["pass_hat"][k - 1], stats["pass_hat_ci"][k - 1]))
+            measured.append((f"pass@{k}", stats["pass_at"][k - 1], stats["pass_at_ci"][k - 1]))
+        rows.append((scope, group, "tasks", stats["tasks"]))
+        for metric, value, ci in measured:
+            low, high = ci if ci is not None else (None, None)
+            rows += [
+                (scope, group, metric, value),
+                (scope, group, f"{metric}_ci_low", low),
+                (scope, group, f"{metric}_ci_high", high),
+            ]
+    return rows
 
 
 def write_plots(report: Mapping[str, Any], out_dir: Path) -> list[Path]:

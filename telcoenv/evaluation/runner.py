@@ -8,6 +8,11 @@ committed at once, so a run killed at any moment (SIGKILL included) loses only t
 flight. Ctrl-C stops cleanly after saving what finished. A run keeps the configuration it was
 started with (:func:`run_settings`); resuming it with another one is refused.
 
+With ``RunConfig.repeats`` K above 1, every episode is played K times (``EpisodeSpec.repeat``
+0..K-1, part of its key): the same environment episode, so only the agent's randomness differs
+(the agent reads the repeat as ``info["repeat"]`` at reset). A run may be resumed with a larger
+K, which plays only the new repeats, never with a smaller one.
+
 Episodes run in this process (``workers=1``), in local worker processes
 (:mod:`telcoenv.evaluation.processes`) or on a Ray cluster; this process is the only writer.
 With ``concurrency`` above 1, each of them plays that many episodes at once, for an agent that
@@ -92,13 +97,16 @@ class EpisodeSpec:
     intent_list: bool
     domain: str = DEFAULT_DOMAIN
     difficulty: str = GUIDED
+    repeat: int = 0  # which play of the same episode (evaluate --repeats)
 
     @property
     def key(self) -> str:
         condition = "with" if self.intent_list else "without"
-        # A guided episode keeps the key it had before tiers existed (runs stay resumable).
+        # A guided episode keeps the key it had before tiers existed (runs stay resumable), and
+        # a first play the key it had before repeats existed.
         tier = "" if self.difficulty == GUIDED else f"|{self.difficulty}"
-        return f"{self.blueprint_id}|{self.sample_index}|{self.language}|{condition}{tier}"
+        repeat = f"|r{self.repeat}" if self.repeat else ""
+        return f"{self.blueprint_id}|{self.sample_index}|{self.language}|{condition}{tier}{repeat}"
 
     def reset_options(self) -> dict[str, Any]:
         """The options ``env.reset`` takes to play this cell (difficulty only off the guided
@@ -125,6 +133,7 @@ class RunConfig:
     max_steps: int = 20
     episode_timeout: float = 300.0
     tool_format: str = "full"  # "compact": short tool specs and instructions (small models)
+    repeats: int = 1  # plays of each episode of the grid (pass^k, pass@k in the report)
     # Set by evaluate, not part of a run's settings: the workers leave IRA and RA to the
     # runner's scoring process (telcoenv.evaluation.scoring) and hand over the texts.
     deferred_scoring: bool = False
@@ -137,7 +146,8 @@ class RunConfig:
 def run_settings(config: RunConfig, grid: Sequence[EpisodeSpec]) -> dict[str, Any]:
     """The configuration a run is stored with and compared on when it is resumed: the agent and
     its options without credentials, embedder, max steps, seed, languages, intent-list
-    conditions and telcoenv version (the intents and samples may grow; the timeout may change)."""
+    conditions, repeats and telcoenv version (the intents, samples and repeats may grow; the
+    timeout may change)."""
     settings = {
         "agent": config.agent,
         "agent_options": without_secrets(config.agent_options),
@@ -153,6 +163,8 @@ def run_settings(config: RunConfig, grid: Sequence[EpisodeSpec]) -> dict[str, An
         settings["difficulty"] = tiers
     if config.tool_format != "full":  # so does a run with the specs as written
         settings["tool_format"] = config.tool_format
+    if config.repeats != 1:  # and one played once (ResultStore.ensure_run lets K grow)
+        settings["repeats"] = config.repeats
     # Stored as JSON: a value that is not JSON (an option given as an object) by its type name.
     return json.loads(json.dumps(settings, default=lambda v: f"<{type(v).__name__}>"))
 
@@ -411,6 +423,9 @@ class _Worker:
         env = self._env(spec.domain)
         observation, info = env.reset(seed=self.config.seed, options=spec.reset_options())
         self.trace = env.trace
+        # The environment replays the same episode for every repeat: the agent is told which
+        # play this is, so that a random agent can draw differently (and reproducibly).
+        info = {**info, "repeat": spec.repeat}
         self.agent.reset(observation, info)
         return observation, info
 
@@ -777,6 +792,9 @@ def _check_run_inputs(
         raise TelcoEnvError(f"workers must be at least 1, got {workers}")
     if concurrency < 1:
         raise TelcoEnvError(f"concurrency must be at least 1, got {concurrency}")
+    repeats = config.repeats
+    if not isinstance(repeats, int) or isinstance(repeats, bool) or repeats < 1:
+        raise TelcoEnvError(f"repeats must be an integer of at least 1, got {repeats!r}")
     if backend not in ("local", "ray"):
         raise TelcoEnvError(f"unknown backend {backend!r}; use local or ray")
     timeout = config.episode_timeout
@@ -836,12 +854,15 @@ def evaluate(
     Ray cluster (``address`` of an existing one, else a local instance) while this process
     writes the results. ``concurrency`` above 1 runs that many episodes at once in each
     process or actor, for an agent that awaits its I/O (:mod:`telcoenv.evaluation.concurrent`).
+    Each episode of ``grid`` is played ``config.repeats`` times, every episode's first play
+    before any second one (an interrupted run has its tasks played evenly).
     Raises :class:`~telcoenv.evaluation.store.RunMismatchError` when the run was started with
-    another configuration.
+    another configuration (or more repeats).
     """
     _check_run_inputs(config, workers, backend, address, concurrency)
     check_agent(config, grid, concurrency)
     store.ensure_run(run, config.agent, run_settings(config, grid))
+    grid = [replace(spec, repeat=r) for r in range(config.repeats) for spec in grid]
     grid = list({spec.key: spec for spec in grid}.values())  # an episode given twice runs once
     stored_keys = store.done_keys(run)
     retry = store.failed_keys(run) if retry_failed else set()

@@ -13,9 +13,10 @@ refreshing it (``STALE_AFTER_S``), or at once when that process is gone from thi
 with another configuration is refused (:class:`RunMismatchError`).
 
 A database written by an earlier telcoenv gets the columns and tables added since (``domain``,
-``resolved``, ``args``, ``answer``, ``difficulty``, ``claims``) when it is opened; its rows stay,
-and credentials an earlier telcoenv stored with a run's agent options are removed. A file that
-is not a SQLite database, or one that holds other tables, is refused with a message naming it.
+``resolved``, ``args``, ``answer``, ``difficulty``, ``repeat``, ``claims``) when it is opened;
+its rows stay, and credentials an earlier telcoenv stored with a run's agent options are removed.
+A file that is not a SQLite database, or one that holds other tables, is refused with a message
+naming it.
 """
 
 from __future__ import annotations
@@ -98,6 +99,8 @@ class EpisodeRow(Base):
     intent_list: Mapped[bool] = mapped_column(Boolean)
     # None: stored before difficulty tiers existed, so guided.
     difficulty: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    # Which play of the episode (evaluate --repeats); None: stored before repeats, so 0.
+    repeat: Mapped[int | None] = mapped_column(Integer, nullable=True)
     status: Mapped[str] = mapped_column(String(16))  # "ok" or "failed"
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
     ira: Mapped[float | None] = mapped_column(Float, nullable=True)
@@ -145,7 +148,7 @@ _DROP_CLAIM = delete(_CLAIMS).where(
 )
 COLUMNS = [c.name for c in _EPISODES.columns if c.name != "id"]
 # Columns added after the first release: an older database gets them (nullable) when opened.
-ADDED_COLUMNS = ("domain", "resolved", "args", "answer", "difficulty")
+ADDED_COLUMNS = ("domain", "resolved", "args", "answer", "difficulty", "repeat")
 # What a telcoenv results database has had since the first release.
 REQUIRED = {
     _RUNS.name: {c.name for c in _RUNS.columns},
@@ -233,7 +236,8 @@ def _missing_columns(connection: Connection) -> list[str]:
 def _add_missing_columns(connection: Connection) -> None:
     for name in _missing_columns(connection):
         kind = _EPISODES.c[name].type.compile(dialect=connection.dialect)
-        connection.execute(text(f"ALTER TABLE {_EPISODES.name} ADD COLUMN {name} {kind}"))
+        column = connection.dialect.identifier_preparer.quote(name)  # REPEAT is MySQL's keyword
+        connection.execute(text(f"ALTER TABLE {_EPISODES.name} ADD COLUMN {column} {kind}"))
 
 
 def _stored_secrets(connection: Connection) -> dict[str, dict[str, Any]]:
@@ -386,7 +390,8 @@ class ResultStore:
         """Record a run once; re-running it resumes it, with the same configuration only.
 
         A run stored by an earlier telcoenv (its configuration has no ``telcoenv`` version) is
-        compared on the settings both have, then given the full configuration.
+        compared on the settings both have, then given the full configuration. ``repeats`` (1
+        when absent) may grow, and the run then keeps the larger number; never shrink.
         """
         config = without_secrets(config)
         with Session(self.engine) as session:
@@ -401,7 +406,8 @@ class ResultStore:
                 return
             stored = without_secrets(row.config if isinstance(row.config, dict) else {})
             legacy = "telcoenv" not in stored
-            wanted = config
+            had, asked = stored.pop("repeats", 1), config.get("repeats", 1)
+            wanted = {k: v for k, v in config.items() if k != "repeats"}  # compared apart
             if legacy:
                 common = set(stored) & set(config)
                 stored, wanted = {k: stored[k] for k in common}, {k: config[k] for k in common}
@@ -413,7 +419,14 @@ class ResultStore:
                     f"run {name!r} was started with another configuration "
                     f"({'; '.join(differences)}): start a new --run instead"
                 )
-            if legacy:
+            # More repeats extend a run (each task gets more plays); fewer would leave some of
+            # its tasks with more plays than others.
+            if asked < had:
+                raise RunMismatchError(
+                    f"run {name!r} plays each episode {had} times: resume it with --repeats "
+                    f"{had} or more, or start a new --run"
+                )
+            if legacy or asked > had:
                 row.config = config
                 session.commit()
 
