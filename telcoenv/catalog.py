@@ -235,6 +235,41 @@ def check_gold_chain(
             )
 
 
+#: The event kinds every domain has (telcoenv.events); a domain adds its own.
+GENERIC_EVENT_KINDS = ("call", "change", "remeasure")
+
+
+def check_events(
+    intent: Any,
+    tools: Mapping[str, ToolSpec],
+    file: str,
+    index: int,
+    values: Mapping[str, Any],
+    kinds: Collection[str],
+) -> None:
+    """An intent's milestones and minefields: known kinds, the domain's tools, argument
+    templates of the episode's values, unique names; a call event names its tool."""
+    for field_name in ("milestones", "minefields"):
+        names: set[str] = set()
+        for number, event in enumerate(getattr(intent, field_name, ())):
+            field = f"intents.{index}.{field_name}.{number}"
+            if event.event not in kinds:
+                raise CatalogError(
+                    file, field + ".event", f"unknown event {event.event!r}; known: {sorted(kinds)}"
+                )
+            if event.name in names:
+                raise CatalogError(file, field + ".name", f"{event.name!r} is listed twice")
+            names.add(event.name)
+            if event.event in ("call", "change") and event.tool is None:
+                raise CatalogError(file, field, f"a {event.event} event names its tool")
+            if event.tool is not None and event.tool not in tools:
+                raise CatalogError(
+                    file, field + ".tool", f"unknown tool {event.tool!r}; known: {sorted(tools)}"
+                )
+            for text in template_strings(event.arguments):
+                check_template(text, values, file, field + ".with")
+
+
 def load_intents(
     path: Path, domain: str, parse: Callable[[dict[str, Any], str, int], Any]
 ) -> tuple[dict[str, Any], tuple[Any, ...]]:
@@ -247,6 +282,7 @@ def load_intents(
     file = str(path)
     document = read_yaml(path)
     validate_document(document, "intents.schema.json", file)
+    check_intent_names(document["intents"], file)
     categories = document["categories"]
     intents: list[Any] = []
     seen: dict[str, int] = {}
@@ -271,6 +307,36 @@ def load_intents(
         intents.append(parse(raw, file, index))
     used = {intent.category for intent in intents}
     return {k: v for k, v in categories.items() if k in used}, tuple(intents)
+
+
+def check_intent_names(intents: Iterable[Mapping[str, Any]], file: str) -> None:
+    """Every name of an intent (its key, labels and synonyms, in every domain) names it alone,
+    compared as diagnoses are (:func:`telcoenv.metrics.diagnosis.form_key`): a synonym two
+    intents share, or one that is another intent's label, would make a diagnosis name both."""
+    from telcoenv.metrics.diagnosis import form_key  # the matcher's words: one normalisation
+
+    owners: dict[tuple[str, ...], tuple[str, str]] = {}  # words -> intent key, field
+    for index, raw in enumerate(intents):
+        synonyms = raw.get("synonyms", {})
+        names = [
+            ("key", raw["key"]),
+            *((f"label.{lang}", raw["label"][lang]) for lang in ("en", "ar")),
+            *(
+                (f"synonyms.{lang}.{n}", name)
+                for lang in ("en", "ar")
+                for n, name in enumerate(synonyms.get(lang, ()))
+            ),
+        ]
+        for field, name in names:
+            where = f"intents.{index}.{field}"
+            words = form_key(name)
+            if not words:
+                raise CatalogError(file, where, f"{name!r} has no words once punctuation goes")
+            owner, at = owners.setdefault(words, (raw["key"], where))
+            if owner != raw["key"]:
+                raise CatalogError(
+                    file, where, f"{name!r} also names {owner} ({at}): a name names one intent"
+                )
 
 
 def check_intent_folder(blueprint: Any, path: Path) -> None:

@@ -38,7 +38,7 @@ from telcoenv.options import (
     check_reset_options,
     check_seed,
 )
-from telcoenv.rewards import RewardMode, RewardSpec, Shaping
+from telcoenv.rewards import DEFAULT_REWARD, RewardMode, RewardSpec, Shaping
 from telcoenv.snapshot import EnvState, EpisodeStart
 from telcoenv.spaces import ToolCallSpace, Unicode
 from telcoenv.specs import IntentModel, Language, ToolFormat
@@ -59,15 +59,21 @@ class TelcoEnv(gymnasium.Env[str, Any]):
             condition) or not ("without list").
         privileged: put the true intent, blueprint, gold chain and gold summary in
             ``info["privileged"]``.
-        reward: the reward at the end of an episode: a metric name (``"sas"``, the default;
-            ``"msc"``, ``"eap"``, ``"ira"``, ``"ra"``), a dict of metric weights, or a callable
-            ``(EpisodeMetrics, EpisodeTrace) -> float``. Earlier steps get 0. Weights are finite
-            numbers >= 0, not all zero; a callable that raises or returns a non-finite number
-            raises :class:`~telcoenv.errors.RewardError` from the step that ends the episode.
+        reward: the reward at the end of an episode: ``"outcome"`` (the default, for training:
+            0.6 to 1.0 for a resolved episode by how it got there, at most 0.5 of partial credit
+            for an unresolved one, nothing without a submission; see
+            ``telcoenv.rewards.outcome_components``), ``"resolved"`` (1 or 0), a metric name
+            (``"sas"``, ``"msc"``, ``"eap"``, ``"ira"``, ``"ra"``, ...: evaluation metrics), a
+            dict of weights of these, or a callable ``(EpisodeMetrics, EpisodeTrace) -> float``.
+            Earlier steps get 0; a run cut off by the step budget earns no terminal reward.
+            Weights are finite numbers >= 0, not all zero; a callable that raises or returns a
+            non-finite number raises :class:`~telcoenv.errors.RewardError` from the step that
+            ends the episode.
         reward_mode: ``"sparse"`` (default: only the last step is rewarded) or ``"shaped"``
-            (per-step terms for invalid actions, distractor calls and gold steps matched in
-            order, and a bonus for a verified resolution; see ``telcoenv.rewards``). Every step's
-            ``info["reward_components"]`` holds the terms of its reward.
+            (per-step terms for invalid actions, distractor calls and gold steps done in
+            order, bounded in total, and a bonus for a resolved episode; see
+            ``telcoenv.rewards``). Every step's ``info["reward_components"]`` holds the named
+            parts of its reward.
         shaping: the weights of the shaped terms (a ``Shaping`` or a dict).
         embedder: the sentence embedder of IRA and RA: ``"multilingual"`` (default, one model
             for both languages), ``"english"``, ``"e5"``, a local sentence-transformers model
@@ -117,7 +123,7 @@ class TelcoEnv(gymnasium.Env[str, Any]):
         max_steps: int = 20,
         intent_list: bool = True,
         privileged: bool = False,
-        reward: RewardSpec = "sas",
+        reward: RewardSpec = DEFAULT_REWARD,
         reward_mode: RewardMode = "sparse",
         shaping: Shaping | Mapping[str, float] | None = None,
         embedder: str | Embedder | None = "multilingual",

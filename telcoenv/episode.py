@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import uuid
 import zlib
 from typing import Any
@@ -29,7 +30,9 @@ from telcoenv.actions import ParseError, PlainMessage, Received, ToolCall
 from telcoenv.catalog import fill_gold_arguments
 from telcoenv.domains import Domain
 from telcoenv.errors import EmbedderUnavailableError
+from telcoenv.events import evaluate
 from telcoenv.feedback import next_step, not_their_tool_reply, silence_reply
+from telcoenv.grading import grade
 from telcoenv.metrics.scoring import EpisodeMetrics, score_episode
 from telcoenv.options import GUIDED, EnvSettings
 from telcoenv.policies import ApprovalGate, Remeasurements, StepBudget
@@ -104,6 +107,9 @@ class Episode:
             options.get("require_approval", settings.require_approval), domain.counterpart
         )
         self.remeasurements = Remeasurements()
+        # Whether the domain can tell what changed (Domain.changes): a write that changed
+        # nothing is then no step of the plan.
+        self._sees_changes = hasattr(domain, "changes")
         self.shaper = (
             ShapingTracker(intent.gold_tools, _distractors(domain), settings.shaping)
             if settings.reward_mode == "shaped"
@@ -214,6 +220,8 @@ class Episode:
             info["resolved"] = verification.get("resolved")
             info["verification"] = verification
             info["collateral_changes"] = copy.deepcopy(verification.get("collateral_changes", []))
+            if trace.outcome is not None:
+                info["outcome"] = trace.outcome.model_dump()
             if self.metrics_error:
                 info["metrics_error"] = self.metrics_error
             if self.privileged:
@@ -256,7 +264,8 @@ class Episode:
             components.update(self._finish())
         info = self.info(messages)
         info["reward_components"] = components
-        return observation, float(sum(components.values())), trace.terminated, trace.truncated, info
+        reward = math.fsum(components.values())
+        return observation, reward, trace.terminated, trace.truncated, info
 
     def truncate(self, reason: str) -> tuple[float, dict[str, Any]]:
         """End the running episode as truncated by a limit outside the task (see TelcoEnv)."""
@@ -265,7 +274,7 @@ class Episode:
         info = self.info([])
         info["reward_components"] = components
         info["truncation_reason"] = reason
-        return float(sum(components.values())), info
+        return math.fsum(components.values()), info
 
     def _message(self, content: str) -> str:
         self.counterpart_messages += 1
@@ -354,11 +363,16 @@ class Episode:
         self.tool_calls += 1
         key, spec = self.key, self.domain.toolbox.specs.get(call.name)
         result = self.approval.refusal(call.name, spec)
+        changed = None
         if result is None:
             context = self.domain.tool_context(  # the call's seed is computed only if drawn
                 self.setup, lambda: [*key, call_key(call.name, arguments)], self.turn
             )
+            writes = spec is not None and spec.effect == "write" and self._sees_changes
+            before = self.domain.changes(self.setup) if writes else None
             result = self.domain.toolbox.run(call.name, arguments, context)
+            if writes and result.ok:
+                changed = self.domain.changes(self.setup) != before
             self.approval.ran(spec, result)
         remeasure = self.remeasurements.ran(call.name, arguments, spec, result)
         observation = (
@@ -375,6 +389,7 @@ class Episode:
             error=result.error,
             observation=observation,
             remeasure=remeasure,
+            changed=changed,
         )
         return observation, False
 
@@ -453,6 +468,7 @@ class Episode:
         fields.setdefault("tool", None)
         fields.setdefault("raw", None)
         fields.setdefault("remeasure", False)
+        fields.setdefault("changed", None)
         record = ActionRecord.model_construct(step=self.turn, **fields)
         self.trace.actions.append(record)
         if not record.valid:
@@ -462,16 +478,43 @@ class Episode:
     # --- the end ----------------------------------------------------------------------------------
 
     def _finish(self) -> dict[str, float]:
-        """Verify and score the ended episode; returns the terminal reward terms (never raises)."""
+        """Verify, grade and score the ended episode; returns the terminal reward terms (never
+        raises)."""
         trace, settings = self.trace, self.settings
-        trace.verification = self.domain.verify(self.setup, self.intent, trace)
+        verdict = self.domain.verify(self.setup, self.intent, trace)
+        milestones = getattr(self.intent, "milestones", ())
+        met = self._events(milestones)
+        trace.outcome = grade(
+            trace,
+            verdict,
+            self.domain.catalog.intents,
+            milestones=met or None,
+            required=[event.name for event in milestones if event.required],
+            minefields=self._events(getattr(self.intent, "minefields", ())),
+            embedder=settings.embedder,
+        )
+        # The verdict as the domain gave it, with the episode's resolution as graded.
+        trace.verification = {**verdict, "resolved": trace.outcome.resolved}
         self.metrics, self.metrics_error = _scored(trace, settings.embedder)
         try:
             terminal = reward_from(settings.reward, self.metrics, trace)
+            return terminal_components(
+                settings.reward, terminal, self.metrics, settings.reward_mode, settings.shaping
+            )
         except (ValueError, TypeError) as exc:
-            self.metrics_error, terminal = f"reward: {exc}", 0.0
-        resolved = (trace.verification or {}).get("resolved")
-        return terminal_components(terminal, resolved, settings.reward_mode, settings.shaping)
+            self.metrics_error = f"reward: {exc}"
+            return {"terminal": 0.0}
+
+    def _events(self, events: Any) -> dict[str, bool]:
+        """Which of the intent's events happened (the domain checks its own kinds)."""
+        domain, setup, trace = self.domain, self.setup, self.trace
+        check = getattr(domain, "event", None)
+        return evaluate(
+            events,
+            trace,
+            setup.gold_values,
+            (lambda event: check(event, setup, trace)) if check is not None else None,
+        )
 
 
 def _scored(trace: EpisodeTrace, embedder: Any) -> tuple[EpisodeMetrics, str | None]:

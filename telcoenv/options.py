@@ -16,7 +16,14 @@ import numpy as np
 from telcoenv.domains import DEFAULT_DOMAIN, Domain, get_domain
 from telcoenv.embeddings import Embedder, get_embedder
 from telcoenv.errors import EpisodeOptionError
-from telcoenv.rewards import RewardMode, RewardSpec, Shaping, check_reward, check_shaping
+from telcoenv.rewards import (
+    RewardMode,
+    RewardSpec,
+    Shaping,
+    check_order_invariant,
+    check_reward,
+    check_shaping,
+)
 from telcoenv.specs import LANGUAGES, TOOL_FORMATS, IntentModel, Language, ToolFormat
 
 #: The options ``reset`` takes, with the type each must have (``None`` means "not given").
@@ -229,6 +236,10 @@ class EnvSettings:
             shaping = check_shaping(shaping)
         except (TypeError, ValueError) as exc:
             raise EpisodeOptionError(f"invalid shaping: {exc}") from None
+        try:
+            check_order_invariant(reward, reward_mode, shaping)
+        except ValueError as exc:
+            raise EpisodeOptionError(str(exc)) from None
         domain = check_domain(domain)
         return cls(
             intent=intent,

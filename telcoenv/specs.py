@@ -10,7 +10,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 Language = Literal["en", "ar"]
 LANGUAGES: tuple[Language, ...] = ("en", "ar")
@@ -56,11 +56,39 @@ class Bilingual(FrozenModel):
         return self.en if lang == "en" else self.ar
 
 
+class Synonyms(FrozenModel):
+    """An intent's other names, per language: documented synonyms, abbreviations and short
+    forms that name it and no other intent (a diagnosis is judged by them too,
+    :mod:`telcoenv.metrics.diagnosis`)."""
+
+    en: tuple[str, ...] = ()
+    ar: tuple[str, ...] = ()
+
+    def in_lang(self, lang: Language) -> tuple[str, ...]:
+        return self.en if lang == "en" else self.ar
+
+
 class GoldStep(FrozenModel):
     """One step of a gold tool chain: a tool name and argument templates."""
 
     tool: str
     arguments: dict[str, Any]
+
+
+class EventSpec(FrozenModel):
+    """A milestone or a minefield of an intent (:mod:`telcoenv.events`): what happened in
+    words, its kind, and for a call the tool and the argument values it must have."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    name: str = Field(min_length=3, max_length=120)
+    event: str = Field(min_length=2, max_length=40)
+    tool: str | None = None
+    # Argument values the call must have (templates filled from the episode's values).
+    arguments: dict[str, Any] = Field(default_factory=dict, alias="with")
+    # A milestone the resolution needs (the evidence it rests on, the change that fixes it);
+    # an optional one (a re-measurement) only earns its share of the required-steps credit.
+    required: bool = True
 
 
 class IntentModel(FrozenModel):
@@ -72,6 +100,9 @@ class IntentModel(FrozenModel):
     category: str
     label: Bilingual
     gold_chain: tuple[GoldStep, ...]
+    synonyms: Synonyms = Synonyms()
+    milestones: tuple[EventSpec, ...] = ()  # required (or credited) events
+    minefields: tuple[EventSpec, ...] = ()  # forbidden events
 
     @property
     def gym_name(self) -> str:

@@ -12,6 +12,12 @@ from pydantic import BaseModel, ConfigDict, model_validator
 
 from telcoenv.specs import Language
 
+#: The predicted chains MSC/EAP/SAS can compare with the gold chain: ``executed`` (the calls
+#: that ran: the closed loop's default) or ``attempted`` (every attempt, the published
+#: open-loop definition).
+ChainKind = Literal["executed", "attempted"]
+CHAINS: tuple[ChainKind, ...] = ("executed", "attempted")
+
 
 class GoldCall(BaseModel):
     """A gold step with its arguments filled for the episode."""
@@ -41,6 +47,10 @@ class ActionRecord(BaseModel):
     # re-measurement that verifies a fix. It is kept here but is not part of the diagnostic
     # chain that MSC/EAP/SAS compare with the gold chain.
     remeasure: bool = False
+    # For a call of a tool that changes the world (a write): whether the world changed (a
+    # write of the value already there, a dry run or a duplicate ticket changes nothing).
+    # None: not a write, or recorded before telcoenv measured it.
+    changed: bool | None = None
 
 
 class Submission(BaseModel):
@@ -49,6 +59,29 @@ class Submission(BaseModel):
     intent: str
     summary: str
     answer: str | None = None  # the exact answer to the customer's question (customer care)
+
+
+class Outcome(BaseModel):
+    """How a finished episode went, part by part: what ``resolved`` rests on and what the
+    rewards pay for. :func:`telcoenv.grading.grade` computes it once, at the end, from the
+    domain's verdict on the final state and the trace."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    submitted: bool  # a valid submit_resolution ended the episode (not the step budget)
+    diagnosed: bool  # the submitted intent names the episode's intent
+    diagnosis: str  # how it was judged (telcoenv.metrics.diagnosis), or "no submission"
+    fixed: bool | None  # the state shows the fault removed (None: the task changes nothing)
+    answered: bool | None  # the exact answer was submitted (None: no question was asked)
+    collateral: int  # changes outside the fault (harm)
+    milestones: dict[str, bool] = {}  # the intent's milestones: met or not
+    required: list[str] = []  # the milestones the resolution needs (the others earn credit)
+    minefields: dict[str, bool] = {}  # the intent's forbidden events: triggered or not
+    required_steps: float  # the share of milestones met
+    efficiency: float  # EAP of the executed chain: 1.0 when no call beyond the gold chain's
+    format: float  # the share of the agent's actions that were valid
+    resolved: bool
+    unresolved_because: list[str] = []  # one reason per failed part, in words
 
 
 class EpisodeTrace(BaseModel):
@@ -82,6 +115,7 @@ class EpisodeTrace(BaseModel):
     actions: list[ActionRecord] = []
     submission: Submission | None = None
     verification: dict[str, Any] | None = None  # verified resolution of the final state
+    outcome: Outcome | None = None  # None: still running, or recorded before outcomes existed
     terminated: bool = False
     truncated: bool = False
 
@@ -104,14 +138,39 @@ class EpisodeTrace(BaseModel):
         return data
 
     @property
-    def predicted_chain(self) -> list[str]:
-        """Tool names of every tool call attempt, valid or not, in order (submit excluded),
-        without re-measurements after a change (see ``ActionRecord.remeasure``)."""
+    def executed_chain(self) -> list[str]:
+        """Tool names of the calls that ran, in order (submit excluded): what the closed loop's
+        MSC/EAP/SAS compare with the gold chain. A refused call (unknown tool, invalid
+        arguments, an id that does not exist, a change without approval) did nothing and is
+        not a step of the plan; re-measurements after a change are left out as well (see
+        ``ActionRecord.remeasure``)."""
+        return [
+            a.tool
+            for a in self.actions
+            if a.kind == "tool_call" and a.tool is not None and a.valid and not a.remeasure
+        ]
+
+    @property
+    def attempted_chain(self) -> list[str]:
+        """Tool names of every tool-call attempt, valid or not (submit and re-measurements
+        excluded): the open-loop chain of the published benchmark, whose agents' calls were
+        never run (``telcoenv rescore`` scores releases this way)."""
         return [
             a.tool
             for a in self.actions
             if a.kind == "tool_call" and a.tool is not None and not a.remeasure
         ]
+
+    def chain(self, kind: ChainKind = "executed") -> list[str]:
+        """The predicted chain of that kind (see :data:`CHAINS`)."""
+        if kind not in CHAINS:
+            raise ValueError(f"chain must be one of {list(CHAINS)}, got {kind!r}")
+        return self.executed_chain if kind == "executed" else self.attempted_chain
+
+    @property
+    def predicted_chain(self) -> list[str]:
+        """The executed chain (:attr:`executed_chain`), which the closed loop scores."""
+        return self.executed_chain
 
     @property
     def gold_tools(self) -> list[str]:

@@ -13,8 +13,10 @@ one process.
 Reference agents: ``oracle`` (gold chain with correct arguments; the upper bound), ``random``
 (random tools with schema-valid arguments), ``heuristic`` (keywords of the problem statement
 only), ``investigator`` (diagnoses from tool outputs with explicit decision rules, no
-privileged information) and ``openai`` (any OpenAI-compatible chat-completions endpoint). A
-user's agent is loaded from ``"module:factory"``.
+privileged information), ``care_investigator`` (its customer-care counterpart: the customer's
+words, their answers and the account data, no privileged information) and ``openai`` (any
+OpenAI-compatible chat-completions endpoint). A user's agent is loaded from
+``"module:factory"``.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import importlib
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol, runtime_checkable
 
+from telcoenv.agents.care_investigator import CareInvestigatorAgent
 from telcoenv.agents.heuristic import HeuristicAgent
 from telcoenv.agents.investigator import InvestigatorAgent
 from telcoenv.agents.oracle import OracleAgent
@@ -68,6 +71,7 @@ AGENTS: dict[str, Callable[..., Agent]] = {
     "random": RandomAgent,
     "heuristic": HeuristicAgent,
     "investigator": InvestigatorAgent,
+    "care_investigator": CareInvestigatorAgent,
     "openai": _openai,
 }
 
@@ -141,6 +145,7 @@ __all__ = [
     "AGENTS",
     "Agent",
     "AsyncAgent",
+    "CareInvestigatorAgent",
     "HeuristicAgent",
     "InvestigatorAgent",
     "OracleAgent",

@@ -84,11 +84,13 @@ class OracleAgent:
         """
         tools = self._tools
         changed = any(tools[a["name"]].approval for a in plan)  # a network change
-        # The current counters (oss_query) show the effect; the series tool, if that is all
-        # the chain has, shows it as its newest points.
+        # The current counters (oss_query) show the effect; the series tool shows it as its
+        # newest points; a chain with neither re-reads what it read (the neighbour audit of a
+        # PCI change, the coverage map of a beam or handover fix).
+        preference = ("oss_query", "kpi_timeseries")
         reads = sorted(
-            (a for a in plan if a["name"] in ("oss_query", "kpi_timeseries")),
-            key=lambda a: a["name"] != "oss_query",
+            (a for a in plan if tools[a["name"]].effect == "read"),
+            key=lambda a: preference.index(a["name"]) if a["name"] in preference else 2,
         )
         return [dict(reads[0])] if changed and reads else []
 

@@ -62,7 +62,17 @@ class Domain(Protocol):
     tiers the domain offers besides ``"guided"`` (which every domain has): ``start_episode``
     then takes a keyword ``difficulty`` (passed only for a tier other than guided).
     ``prepare()`` does the one-time work of a process's first episode (``telcoenv evaluate``'s
-    workers call it before they time any episode).
+    workers call it before they time any episode). ``changes(setup)`` returns what the agent
+    has changed in the world so far, as any value that compares equal when nothing changed:
+    the episode compares it before and after each write call, so that a write that changed
+    nothing (the value already there, a dry run) is no step of the plan and earns nothing.
+
+    ``verify`` returns the domain's verdict on the final state: ``fixed`` (the fault removed;
+    ``None`` when the task asks for no change), ``answered`` (the exact answer given; ``None``:
+    no question), ``collateral_changes``, ``checks`` and optionally ``minefields`` (name ->
+    triggered). The environment grades the episode from it (:mod:`telcoenv.grading`: the
+    submission, the diagnosis, the milestones) and sets ``resolved``; a domain that gives only
+    ``resolved`` has it read as ``fixed``.
     """
 
     name: str
@@ -206,6 +216,16 @@ def get_domain(name: str) -> Domain:
         if name not in _INSTANCES:
             _INSTANCES[name] = _build(name, _FACTORIES[name])
         return _INSTANCES[name]
+
+
+def answer_vocabulary(name: str) -> Any:
+    """The vocabulary a domain's answers are judged with (``answer_vocabulary``: the display
+    names of ids, the phrasings of stored texts; :mod:`telcoenv.metrics.answers`), or ``None``
+    for a domain without one or one not installed here."""
+    try:
+        return getattr(get_domain(name), "answer_vocabulary", None)
+    except EpisodeOptionError:
+        return None
 
 
 # What a domain object must have (the Domain protocol's members).

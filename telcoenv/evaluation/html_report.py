@@ -326,6 +326,7 @@ def episode_detail(
         predicted_chain=trace.predicted_chain,
         changes=database_changes(trace),
         verification=_verification(trace.verification),
+        outcome=_outcome(trace),
         ended="submitted" if trace.terminated else "step budget" if trace.truncated else None,
     )
     return detail
@@ -383,8 +384,13 @@ def _events(trace: EpisodeTrace, aligned: Mapping[int, int]) -> list[dict[str, A
 
 
 def _in_chain(action: ActionRecord) -> bool:
-    """Whether the action is a call of ``EpisodeTrace.predicted_chain``."""
-    return action.kind == "tool_call" and action.tool is not None and not action.remeasure
+    """Whether the action is a call of ``EpisodeTrace.predicted_chain`` (one that ran)."""
+    return (
+        action.kind == "tool_call"
+        and action.tool is not None
+        and action.valid
+        and not action.remeasure
+    )
 
 
 def _json_text(value: Any) -> str:
@@ -492,6 +498,35 @@ def _checks(verdict: Mapping[str, Any]) -> list[dict[str, Any]]:
         for c in checks
         if isinstance(c, dict)
     ]
+
+
+def _outcome(trace: EpisodeTrace) -> dict[str, Any] | None:
+    """What the resolution rests on, part by part: submission, diagnosis, fix, answer, harm,
+    the intent's milestones (required or not) and minefields (None: graded before outcomes)."""
+    outcome = trace.outcome
+    if outcome is None:
+        return None
+    required = set(outcome.required)
+    return {
+        "parts": [
+            {"name": "submitted", "passed": outcome.submitted},
+            {"name": f"diagnosed ({outcome.diagnosis})", "passed": outcome.diagnosed},
+            *(
+                {"name": name, "passed": value}
+                for name, value in (("fixed", outcome.fixed), ("answered", outcome.answered))
+                if value is not None
+            ),
+            {"name": "nothing else changed", "passed": outcome.collateral == 0},
+        ],
+        "milestones": [
+            {"name": name, "passed": met, "required": name in required}
+            for name, met in outcome.milestones.items()
+        ],
+        "minefields": [
+            {"name": name, "triggered": hit} for name, hit in outcome.minefields.items()
+        ],
+        "because": list(outcome.unresolved_because),
+    }
 
 
 def _verification(verdict: Mapping[str, Any] | None) -> dict[str, Any] | None:
@@ -692,13 +727,21 @@ def _chain_reasons(trace: EpisodeTrace) -> list[dict[str, str]]:
 
 
 def _verification_reasons(trace: EpisodeTrace) -> list[dict[str, str]]:
-    """The failed checks and collateral changes of an unresolved final state."""
+    """Why an episode is not resolved: a wrong diagnosis, milestones missed and minefields hit
+    (graded), then the failed checks and collateral changes of its final state."""
     verdict = trace.verification
     if verdict is None:
         return [_reason("resolved", "the final state was not verified")]
     if verdict.get("resolved"):
         return []
+    # What grading adds to the state's checks: the diagnosis, milestones and minefields.
+    graded = ("diagnosis", "milestone", "minefield")
     reasons = [
+        _reason("resolved", reason)
+        for reason in (trace.outcome.unresolved_because if trace.outcome else ())
+        if reason.startswith(graded)
+    ]
+    reasons += [
         _reason(
             "resolved", f"check failed: {c['name']}" + (f" ({c['detail']})" if c["detail"] else "")
         )

@@ -315,6 +315,7 @@
       d.events ? [el("h4", {}, "Transcript"), conversation(d), submissionBlock(d)] : null,
       d.changes ? changesBlock(d.changes) : null,
       d.verification ? verificationBlock(d.verification) : null,
+      d.outcome ? outcomeBlock(d.outcome) : null,
       d.usage ? [el("h4", {}, "Agent usage"), el("pre", {}, jsonText(d.usage))] : null);
   }
 
@@ -429,6 +430,21 @@
       el("ul", { class: "checks" }, v.checks.map((c) =>
         el("li", { class: c.passed ? "pass" : "fail" },
           `${c.passed ? "✓" : "✗"} ${c.name}`, c.detail ? ` (${c.detail})` : "")))];
+  }
+
+  function outcomeBlock(o) {
+    const mark = (ok) => (ok ? "✓" : "✗");
+    return [el("h4", {}, "Outcome"),
+      el("ul", { class: "checks outcome" }, o.parts.map((p) =>
+        el("li", { class: p.passed ? "pass" : "fail" }, `${mark(p.passed)} ${p.name}`))),
+      o.milestones.length ? [el("h4", {}, "Milestones"),
+        el("ul", { class: "checks milestones" }, o.milestones.map((m) =>
+          el("li", { class: m.passed ? "pass" : "fail" },
+            `${mark(m.passed)} ${m.name}${m.required ? "" : " (optional)"}`)))] : null,
+      o.minefields.length ? [el("h4", {}, "Minefields"),
+        el("ul", { class: "checks minefields" }, o.minefields.map((m) =>
+          el("li", { class: m.triggered ? "fail" : "pass" },
+            `${m.triggered ? "✗ stepped on" : "✓ avoided"}: ${m.name}`)))] : null];
   }
 
   // --- start ------------------------------------------------------------------------------------

@@ -71,6 +71,7 @@ from telcoenv.env import TelcoEnv
 from telcoenv.evaluation.runner import EpisodeSpec, build_grid
 from telcoenv.options import GUIDED, typed_value
 from telcoenv.registration import env_id, list_envs
+from telcoenv.rewards import outcome_components
 
 __all__ = [
     "ENV_KEY",
@@ -85,8 +86,9 @@ __all__ = [
 ENV_KEY = "telcoenv_env"
 """Where a sample's store keeps its TelcoEnv (from the solver's reset to the task's cleanup)."""
 
-METRICS = ("sas", "ira", "ra", "resolved", "args", "answer")
-"""The metrics the scorer reports (``resolved`` and ``answer`` as 1.0 or 0.0)."""
+METRICS = ("outcome", "resolved", "diagnosed", "sas", "ira", "ra", "args", "answer")
+"""The metrics the scorer reports (``outcome``: the default training reward of the episode;
+``resolved``, ``diagnosed`` and ``answer`` as 1.0 or 0.0)."""
 
 # The reset options a sample's metadata carries (the runner's, for the same episode).
 _RESET_OPTIONS = ("blueprint", "sample_index", "lang", "intent_list", "difficulty")
@@ -244,13 +246,24 @@ def telcoenv_scorer() -> Scorer:
         metrics, submission = env.metrics, env.trace.submission
         details = {**metrics.model_dump(mode="json"), "metrics_error": env.episode.metrics_error}
         return Score(
-            value={name: _value(getattr(metrics, name)) for name in METRICS},
+            value={name: _value(_metric(metrics, name)) for name in METRICS},
             answer=submission.intent if submission is not None else None,
             explanation=f"tools {metrics.predicted_chain}; gold {metrics.gold_chain}",
             metadata=details,
         )
 
     return score
+
+
+def _metric(metrics: Any, name: str) -> float | bool | None:
+    """A metric of the episode; ``outcome`` is the outcome reward (``None`` for a trace graded
+    before outcomes existed)."""
+    if name != "outcome":
+        return getattr(metrics, name)
+    try:
+        return sum(outcome_components(metrics).values())
+    except ValueError:
+        return None
 
 
 def _value(metric: float | bool | None) -> float:

@@ -212,11 +212,14 @@ class _TRLEnvironment:
         return statement
 
     def get_reward(self) -> float:
-        """The reward TelcoEnv gave at the end of the episode (``reward=``, SAS by default).
+        """The episode's return: the sum of TelcoEnv's rewards (``reward=``; by default the
+        sparse outcome reward: 0.6-1.0 resolved, at most 0.5 unresolved, 0 without a
+        submission; with ``reward_mode="shaped"`` the step terms are in it too).
 
         The episode ends with ``submit_resolution`` or after ``max_steps`` actions. A rollout
         that stopped before either (the model stopped calling tools, or TRL's length or
-        tool-iteration limit was reached) scores 0.0.
+        tool-iteration limit was reached) scores what its steps earned: 0.0 in the sparse mode,
+        at most the bounded step terms when shaped.
         """
         return self._reward
 
@@ -229,8 +232,10 @@ class _TRLEnvironment:
             message_action(message) if arguments is None else {"name": name, "arguments": arguments}
         )
         observation, reward, terminated, truncated, info = self._env.step(action)
-        if (terminated or truncated) and self._final_info is None:
-            self._reward, self._final_info = float(reward), info
+        if self._final_info is None:  # the episode's return: shaped terms are paid per step
+            self._reward += float(reward)
+            if terminated or truncated:
+                self._final_info = info
         if not info.get("action", {}).get("valid", True):
             raise _error(observation)
         return observation

@@ -75,7 +75,18 @@ __all__ = [
 ]
 
 # The telcoenv metrics recorded on the trace, then the episode's counts.
-_METRICS = ("ira", "msc", "eap", "sas", "ra", "resolved", "args", "answer", "submitted")
+_METRICS = (
+    "ira",
+    "msc",
+    "eap",
+    "sas",
+    "ra",
+    "resolved",
+    "diagnosed",
+    "args",
+    "answer",
+    "submitted",
+)
 _COUNTS = ("steps", "tool_calls", "invalid_actions", "engineer_messages")
 
 

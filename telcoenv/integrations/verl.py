@@ -31,8 +31,8 @@ the simulated engineer is driven by this module's agent loop:
   engineer. When the model answers without a tool call while the episode is open, the reply
   becomes a user message (response mask 0) and generation goes on; the trajectory ends when
   ``submit_resolution`` (or ``max_steps``) ends the episode. ``reward_score`` is the episode's
-  return (the sum of TelcoEnv's rewards: SAS at the end by default); the registry entry is
-  closed when the loop returns.
+  return (the sum of TelcoEnv's rewards: the outcome reward at the end by default); the registry
+  entry is closed when the loop returns.
 * :func:`write_configs` writes the tool YAML (every tool schema, from the environment's tool
   specs) and the agent-loop YAML; :func:`build_rows` and :func:`write_parquet` make the dataset.
 

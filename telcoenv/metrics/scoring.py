@@ -13,12 +13,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from telcoenv.domains import answer_vocabulary
 from telcoenv.embeddings import Embedder, get_embedder
 from telcoenv.metrics.answers import answers_match
 from telcoenv.metrics.arguments import argument_accuracy
 from telcoenv.metrics.semantic import similarities
 from telcoenv.metrics.sequence import eap, msc, sas
-from telcoenv.trace import EpisodeTrace
+from telcoenv.trace import ChainKind, EpisodeTrace
 
 
 class EpisodeMetrics(BaseModel):
@@ -28,8 +29,15 @@ class EpisodeMetrics(BaseModel):
     no reference summary (customer care, which is scored by its exact answer instead). ``args``
     is the argument accuracy of the gold calls (:mod:`telcoenv.metrics.arguments`); ``answer``
     whether the submitted answer matches the gold answer (:mod:`telcoenv.metrics.answers`),
-    ``None`` when the counterpart asked no question. The predicted chain holds every tool-call
-    attempt under the name the agent used (``submit_resolution`` excluded).
+    ``None`` when the counterpart asked no question. The predicted chain is the ``chain`` that
+    MSC/EAP/SAS compared with the gold chain: ``executed`` (the calls that ran; the closed
+    loop's default) or ``attempted`` (every attempt: the published open-loop definition).
+
+    The outcome parts (:class:`~telcoenv.trace.Outcome`) are ``None`` for a trace graded before
+    telcoenv had them: ``diagnosed``, ``fixed`` (``None`` also when the task changes nothing),
+    ``required_steps`` (the share of the intent's milestones met), ``efficiency`` (EAP of the
+    executed chain), ``format`` (the share of valid actions), ``harm`` (something outside the
+    fault changed) and ``minefield`` (a forbidden event happened).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -48,6 +56,14 @@ class EpisodeMetrics(BaseModel):
     language: str
     intent_list: bool
     submitted: bool
+    chain: ChainKind = "executed"
+    diagnosed: bool | None = None
+    fixed: bool | None = None
+    required_steps: float | None = None
+    efficiency: float | None = None
+    format: float | None = None
+    harm: bool | None = None
+    minefield: bool | None = None
 
     def component(self, name: str) -> float:
         value = getattr(self, name)
@@ -60,20 +76,41 @@ class EpisodeMetrics(BaseModel):
         return float(value)
 
 
-def _sequence_metrics(trace: EpisodeTrace) -> dict[str, Any]:
-    predicted, gold = trace.predicted_chain, trace.gold_tools
+def _sequence_metrics(trace: EpisodeTrace, chain: ChainKind) -> dict[str, Any]:
+    predicted, gold = trace.chain(chain), trace.gold_tools
     return {
         "msc": msc(predicted, gold),
         "eap": eap(predicted, gold),
         "sas": sas(predicted, gold),
         "predicted_chain": predicted,
         "gold_chain": gold,
+        "chain": chain,
         "language": trace.language,
         "intent_list": trace.intent_list,
-        "submitted": trace.submission is not None,
-        "resolved": (trace.verification or {}).get("resolved"),
         "args": argument_accuracy(trace.gold_chain, trace.actions),
-        "answer": _answer(trace),
+        "answer": _answer(trace) if trace.outcome is None else trace.outcome.answered,
+        **_outcome_metrics(trace),
+    }
+
+
+def _outcome_metrics(trace: EpisodeTrace) -> dict[str, Any]:
+    """The outcome parts of a graded trace; an older trace has only its verdict's resolved."""
+    outcome = trace.outcome
+    if outcome is None:
+        return {
+            "submitted": trace.submission is not None,
+            "resolved": (trace.verification or {}).get("resolved"),
+        }
+    return {
+        "submitted": outcome.submitted,
+        "resolved": outcome.resolved,
+        "diagnosed": outcome.diagnosed,
+        "fixed": outcome.fixed,
+        "required_steps": outcome.required_steps,
+        "efficiency": outcome.efficiency,
+        "format": outcome.format,
+        "harm": outcome.collateral > 0,
+        "minefield": any(outcome.minefields.values()),
     }
 
 
@@ -81,7 +118,9 @@ def _answer(trace: EpisodeTrace) -> bool | None:
     if trace.gold_answer is None:
         return None
     submitted = trace.submission.answer if trace.submission is not None else None
-    return submitted is not None and answers_match(submitted, trace.gold_answer)
+    return submitted is not None and answers_match(
+        submitted, trace.gold_answer, vocabulary=answer_vocabulary(trace.domain)
+    )
 
 
 def text_pairs(trace: EpisodeTrace) -> list[tuple[str, str]]:
@@ -96,17 +135,21 @@ def text_pairs(trace: EpisodeTrace) -> list[tuple[str, str]]:
 
 
 def score_episodes(
-    traces: Sequence[EpisodeTrace], embedder: str | Embedder | None = "multilingual"
+    traces: Sequence[EpisodeTrace],
+    embedder: str | Embedder | None = "multilingual",
+    chain: ChainKind = "executed",
 ) -> list[EpisodeMetrics]:
     """Score many traces; all intent and summary texts are embedded in one batch.
 
     IRA compares the submitted intent with the gold label, RA the submitted summary with the
     gold summary, both in the episode's language. An episode without a submission scores 0 on
-    both. With ``embedder=None`` only the sequence metrics are computed.
+    both. With ``embedder=None`` only the sequence metrics are computed. ``chain`` is the
+    predicted chain MSC/EAP/SAS compare (see :class:`EpisodeMetrics`).
     """
     if embedder is None:
         return [
-            EpisodeMetrics(ira=None, ra=None, embedder=None, **_sequence_metrics(t)) for t in traces
+            EpisodeMetrics(ira=None, ra=None, embedder=None, **_sequence_metrics(t, chain))
+            for t in traces
         ]
     resolved = get_embedder(embedder)
     per_trace = [text_pairs(trace) for trace in traces]
@@ -116,13 +159,17 @@ def score_episodes(
         ira = next(scores)
         ra = next(scores) if len(pairs) > 1 else None
         metrics.append(
-            EpisodeMetrics(ira=ira, ra=ra, embedder=resolved.name, **_sequence_metrics(trace))
+            EpisodeMetrics(
+                ira=ira, ra=ra, embedder=resolved.name, **_sequence_metrics(trace, chain)
+            )
         )
     return metrics
 
 
 def score_episode(
-    trace: EpisodeTrace, embedder: str | Embedder | None = "multilingual"
+    trace: EpisodeTrace,
+    embedder: str | Embedder | None = "multilingual",
+    chain: ChainKind = "executed",
 ) -> EpisodeMetrics:
     """Score one stored episode trace without running the environment."""
-    return score_episodes([trace], embedder)[0]
+    return score_episodes([trace], embedder, chain)[0]

@@ -173,7 +173,7 @@ def test_a_missing_parameter_is_named_and_asking_the_customer_gets_it():
     assert start in reply
     output, *_ = env.step(tool_call("subscribe_addon", **arguments, start_date=start))
     assert json.loads(output)["start_date"] == start
-    _, _, _, _, info = env.step(submit())
+    _, _, _, _, info = env.step(submit("Roaming Pack Activation"))
     assert info["resolved"] is True
     assert info["metrics"]["args"] == 1.0  # judged on the corrected retry
 
@@ -230,12 +230,13 @@ def test_a_wrong_answer_or_no_answer_is_not_resolved():
     gold = info["privileged"]["gold_answer"]
     play(env, gold_actions(info))
     doubled = f"{2 * float(gold):.2f}"  # the naive sum of the two invoices
-    *_, info = env.step(submit(answer=doubled))
+    label = info["privileged"]["label"]["en"]
+    *_, info = env.step(submit(label, answer=doubled))
     assert info["resolved"] is False and info["metrics"]["answer"] is False
     assert info["verification"]["answer_correct"] is False
     env.reset(seed=8)
     play(env, gold_actions(info))
-    *_, info = env.step(submit(answer=f"SAR {float(gold):,.2f}"))  # formatting is normalised
+    *_, info = env.step(submit(label, answer=f"SAR {float(gold):,.2f}"))  # formatting normalised
     assert info["resolved"] is True and info["metrics"]["answer"] is True
 
 
@@ -267,7 +268,8 @@ def test_a_ticket_summary_in_the_agents_words_still_verifies():
     gold = gold_actions(info)
     gold[-1]["arguments"]["summary"] = "Customer billed twice; please refund."
     play(env, gold)
-    *_, info = env.step(submit(answer=info["privileged"]["gold_answer"]))
+    privileged = info["privileged"]
+    *_, info = env.step(submit(privileged["label"]["ar"], answer=privileged["gold_answer"]))
     assert info["resolved"] is True and info["metrics"]["args"] == 1.0
 
 

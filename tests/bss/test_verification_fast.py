@@ -221,7 +221,7 @@ def _actions(env: TelcoEnv, info: dict, variant: str) -> list[dict]:
         gold.append(tool_call("update_contact", customer_id=other, email="other@mail.example.sa"))
     elif variant == "wrong_answer":
         answer = "no answer" if answer is not None else "an answer nobody asked for"
-    return [*gold, submit(answer=answer)]
+    return [*gold, submit(info["privileged"]["label"]["en"], answer=answer)]
 
 
 VARIANTS = (
@@ -260,8 +260,13 @@ def _run(env: TelcoEnv, options: dict, variant: str) -> dict:
         observation, _, _, _, info = env.step(action)
     assert info["trace"].terminated
     assert env.episode.setup.state.rows_json() == final  # the verification left it as it was
-    assert info["verification"] == reference_verdict(env), (options, variant)
-    return info["verification"]
+    reference = reference_verdict(env)
+    # The domain's verdict on the state is the original one; grading adds its parts (fixed,
+    # answered) and decides resolved with the submission (here always the right diagnosis).
+    verdict = info["verification"]
+    assert {k: verdict[k] for k in reference} == reference, (options, variant)
+    assert verdict["answered"] == verdict["answer_correct"]
+    return verdict
 
 
 def _sweep(blueprint: Any, samples: Iterable[tuple[int, str]]) -> None:
@@ -347,8 +352,11 @@ def test_no_statement_is_compiled_again_after_the_first_episodes(monkeypatch):
 
 # The generator's rows, facts and lines for 4 samples of every care blueprint, as the original
 # generator (commit 11386ab) made them: its faster loops must draw and round the same. Changed
-# on purpose once since: a planted add-on is active today (its dates had ended before today).
-GENERATED_SHA256 = "4f10f39923bed80a8804b3da22166ec844d83a2f77b637995d478734706bb857"
+# on purpose twice since: a planted add-on is active today (its dates had ended before today);
+# payments carry their method, channel and card, and a failed one a reason drawn among several
+# (from a stream of their own, after everything else: with the payments put back as they were,
+# the rows and facts give the previous digest, 4f10f399...).
+GENERATED_SHA256 = "eda3b9b999dc4536db44f888058e47e4c04193f1175859a51c1db86cb60d8c67"
 
 
 def test_the_generated_data_is_the_original_generators():

@@ -99,14 +99,14 @@ def test_a_clone_continues_exactly_like_the_original():
 
 
 def test_shaped_rewards_recompute_from_the_trace():
-    shaping = Shaping(invalid_action=-0.5, gold_step=1.0, resolution_bonus=2.0)
-    env, gold = _env(reward_mode="shaped", shaping=shaping)
+    shaping = Shaping(invalid_action=-0.5, gold_step=1.0, resolution_bonus=2.0, max_step_total=9)
+    env, gold = _env(reward="sas", reward_mode="shaped", shaping=shaping)
     rewards = [env.step({"name": "nope", "arguments": {}})[1]]
     rewards += [env.step(action)[1] for action in gold]
     _, last, *_, info = env.step(SUBMIT)
-    recomputed = episode_rewards(info["trace"], mode="shaped", shaping=shaping)
-    # The refused call is in the predicted chain, so SAS is below 1; the bonus is for resolving.
-    assert rewards == [-0.5, 1.0, 1.0] and info["metrics"]["sas"] < 1
+    recomputed = episode_rewards(info["trace"], reward="sas", mode="shaped", shaping=shaping)
+    # The refused call is no step of the plan: SAS is 1; the bonus is for resolving.
+    assert rewards == [-0.5, 1.0, 1.0] and info["metrics"]["sas"] == 1
     assert last == pytest.approx(info["metrics"]["sas"] + 2.0)
     assert recomputed.per_step == pytest.approx([*rewards, last])
 

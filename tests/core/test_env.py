@@ -116,7 +116,7 @@ def test_instructions_list_intents_only_in_the_with_list_condition(catalog):
 @pytest.mark.parametrize("lang", ["en", "ar"])
 def test_gold_path_reaches_submit_on_every_intent(catalog, lang):
     for intent in catalog.intents:
-        env = make_env(intent.env_name, lang=lang)
+        env = make_env(intent.env_name, lang=lang, reward="sas")
         for seed in range(3):
             _, info = env.reset(seed=seed)
             for action in gold_actions(info):
@@ -316,7 +316,9 @@ def test_bad_actions_become_error_observations(beam_env, action, kind, recorded)
     assert error["type"] == kind and error["message"]
     assert not terminated and reward == 0.0
     assert info["invalid_actions"] == 1 and info["action"]["error_type"] == kind
-    assert beam_env.trace.predicted_chain == ([recorded] if recorded else [])
+    # A refused call is no step of the plan (the executed chain), but it was attempted.
+    assert beam_env.trace.predicted_chain == []
+    assert beam_env.trace.attempted_chain == ([recorded] if recorded else [])
     # the episode goes on
     assert not beam_env.step("still there?")[0].startswith('{"error"')
 
@@ -364,7 +366,9 @@ def test_trace_round_trips_through_json(beam_env):
     assert isinstance(trace, EpisodeTrace)
     restored = EpisodeTrace.model_validate_json(trace.model_dump_json())
     assert restored == trace
-    assert restored.predicted_chain == [*trace.gold_tools, "nope"]
+    assert restored.predicted_chain == trace.gold_tools  # "nope" was refused: no step
+    assert restored.attempted_chain == [*trace.gold_tools, "nope"]
+    assert restored.outcome == trace.outcome and restored.outcome.resolved
     assert restored.submission.summary == "done"
     assert [a.kind for a in restored.actions][-3:] == ["message", "tool_call", "submit"]
 

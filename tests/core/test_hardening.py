@@ -182,7 +182,7 @@ def test_numpy_scalars_are_the_numbers_they_are_and_the_episode_scores_the_same(
             if action["name"] == "optimize_cell":
                 arguments["changes"] = {k: convert(v) for k, v in arguments["changes"].items()}
             *_, info = env.step({"name": action["name"], "arguments": arguments})
-        env.step(submit("x", "y"))
+        env.step(submit("Beam Misalignment", "y"))
         return env.trace.verification["resolved"], [a.observation for a in env.trace.actions]
 
     def numpy_number(value):

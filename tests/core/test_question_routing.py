@@ -371,8 +371,13 @@ def test_the_customer_says_they_know_their_line_not_an_internal_id(lang, asked):
         ("267.0", "Your bill is 2670 SAR.", False),
         ("267.0", "Let me check your bill.", False),
         ("card expired", "The payment failed because the card expired.", True),
-        ("card expired", "It failed: the card has expired.", False),
+        # Any phrasing of the stored reason, and display names of ids (the answer matcher's).
+        ("card expired", "It failed: the card has expired.", True),
+        ("card expired", "انتهت صلاحية بطاقتك", True),
+        ("card expired", "Your bank declined the payment.", False),
         ("POST-PLUS", "I recommend post-plus.", True),
+        ("POST-PLUS", "I recommend Postpaid Plus.", True),
+        ("POST-PLUS", "I recommend Postpaid Essential.", False),
     ],
 )
 def test_the_customer_hears_the_answer_in_its_amount_or_words(answer, message, given):

@@ -132,12 +132,25 @@ def test_sparse_rewards_only_the_last_step_and_reports_the_terminal_term():
     *_, info = env.step({"name": "no_such_tool", "arguments": {}})
     assert info["reward_components"] == {}
     *_, info = env.step(submit("x", "y"))
-    assert set(info["reward_components"]) == {"terminal"}
+    # The outcome reward by named part (here a wrong diagnosis: the parts it missed at 0).
+    assert set(info["reward_components"]) == {"diagnosis", "remediation", "required_steps"}
+    env = make_env("pingpong_handovers", reward="sas")
+    env.reset(seed=2)
+    *_, info = env.step(submit("x", "y"))
+    assert set(info["reward_components"]) == {"terminal"}  # a metric reward: one term
 
 
 def test_shaped_rewards_follow_the_weights_and_match_the_standalone_function():
-    shaping = Shaping(invalid_action=-0.5, distractor_call=-0.25, gold_step=1.0, resolution_bonus=3)
-    env = make_env("pingpong_handovers", reward_mode="shaped", shaping=shaping)
+    # Unbounded step terms, on a metric reward (no order between resolved and unresolved
+    # episodes is promised there, so the bound may be lifted).
+    shaping = Shaping(
+        invalid_action=-0.5,
+        distractor_call=-0.25,
+        gold_step=1.0,
+        resolution_bonus=3,
+        max_step_total=100,
+    )
+    env = make_env("pingpong_handovers", reward="sas", reward_mode="shaped", shaping=shaping)
     observation, info = env.reset(seed=2)
     gold = gold_actions(info)
     steps = [
@@ -159,19 +172,19 @@ def test_shaped_rewards_follow_the_weights_and_match_the_standalone_function():
     components = final["reward_components"]
     assert components["resolution_bonus"] == 3 and final["resolved"]
     assert last == pytest.approx(components["terminal"] + 3)
-    recomputed = episode_rewards(final["trace"], mode="shaped", shaping=shaping)
+    recomputed = episode_rewards(final["trace"], reward="sas", mode="shaped", shaping=shaping)
     assert recomputed.per_step == pytest.approx([*rewards, last])
     assert recomputed.components["gold_step"] == 3.0
 
 
 def test_shaped_rewards_of_multi_call_messages_and_care_distractors_recompute_exactly():
-    shaping = Shaping(invalid_action=-0.5, distractor_call=-0.25, gold_step=1.0)
-    env = make_env("pingpong_handovers", reward_mode="shaped", shaping=shaping)
+    shaping = Shaping(invalid_action=-0.5, distractor_call=-0.25, gold_step=1.0, max_step_total=9)
+    env = make_env("pingpong_handovers", reward="sas", reward_mode="shaped", shaping=shaping)
     _, info = env.reset(seed=2)
     gold = [{"function": action} for action in gold_actions(info)]
     first = env.step({"role": "assistant", "tool_calls": gold[:2]})[1]  # two credits at once
     _, last, *_, final = env.step(submit("x", "y"))
-    recomputed = episode_rewards(final["trace"], mode="shaped", shaping=shaping)
+    recomputed = episode_rewards(final["trace"], reward="sas", mode="shaped", shaping=shaping)
     assert first == 2.0 and recomputed.per_step == pytest.approx([first, last])
     care = TelcoEnv("bill_shock", embedder=None, domain="bss", reward_mode="shaped")
     care.reset(seed=0)
@@ -295,6 +308,8 @@ def test_the_tool_budget_truncates_and_scores_the_episode():
     _, reward, terminated, truncated, info = env.step(_oss(cell, "2h"))
     assert (terminated, truncated) == (False, True)
     assert info["truncation_reason"] == "tool budget of 2 calls used"
-    assert info["metrics"]["sas"] == reward and "terminal" in info["reward_components"]
+    # Cut off before a submission: verified and scored, but no terminal reward.
+    assert reward == 0.0 and info["reward_components"] == {"no_submission": 0.0}
+    assert info["metrics"]["sas"] > 0 and info["resolved"] is False
     with pytest.raises(ValueError, match="positive"):
         ToolBudget(TelcoEnv("pingpong_handovers", embedder=None), max_tool_calls=0)

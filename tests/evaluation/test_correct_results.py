@@ -63,8 +63,8 @@ def test_the_right_diagnosis_and_ticket_resolve_in_either_language(intent, lang)
     for label in (intent.label.in_lang(lang), intent.label.en, intent.label.ar, intent.key):
         env, info = _episode(intent, lang)
         done = _finish(env, gold_actions(info), f"  {label.upper()} ")
-        assert done["resolved"] is True, (label, done["verification"]["checks"])
-        assert done["verification"]["checks"]["intent diagnosed"] is True
+        assert done["resolved"] is True, (label, done["outcome"]["unresolved_because"])
+        assert done["outcome"]["diagnosed"] is True
 
 
 @pytest.mark.parametrize("lang", LANGS)
@@ -74,8 +74,7 @@ def test_a_ticket_with_the_wrong_diagnosis_does_not_resolve(intent, lang):
     env, info = _episode(intent, lang)
     done = _finish(env, gold_actions(info), wrong.label.in_lang(lang))
     assert done["resolved"] is False
-    checks = done["verification"]["checks"]
-    assert checks["intent diagnosed"] is False and done["verification"]["root_cause_removed"]
+    assert done["outcome"]["diagnosed"] is False and done["verification"]["root_cause_removed"]
 
 
 @pytest.mark.parametrize("lang", LANGS)
@@ -123,13 +122,14 @@ def test_the_ticket_must_go_to_the_intents_team_about_the_affected_cell(intent, 
         assert done["verification"]["root_cause_removed"] is resolved, case
 
 
-def test_a_fix_intent_keeps_its_verdict_on_the_state_alone():
-    """An intent fixed from the OSS is still judged on the final state: truncated after the fix
-    it is resolved, as before (only ticket-only intents need the diagnosis)."""
+def test_a_fix_intent_cut_off_after_the_fix_is_fixed_but_not_resolved():
+    """Every intent needs its diagnosis submitted: truncated after the fix, the state shows the
+    fault fixed, the episode is not resolved (no submission, no diagnosis)."""
     env, info = _episode(NETWORK.intent("LOAD_BALANCING_NEEDED"), "en", max_steps=2)
     done = play(env, gold_actions(info))
     assert done["trace"].truncated and done["trace"].submission is None
-    assert done["resolved"] is True and "intent diagnosed" not in done["verification"]["checks"]
+    assert done["verification"]["fixed"] is True and done["resolved"] is False
+    assert done["outcome"]["submitted"] is False and done["outcome"]["diagnosed"] is False
 
 
 @pytest.mark.parametrize("lang", LANGS)
@@ -151,6 +151,7 @@ def test_every_builtin_agent_declares_what_it_plays():
         "random": None,  # any domain: the tools and labels of the episode
         "heuristic": ("network",),
         "investigator": ("network",),
+        "care_investigator": ("bss",),
     }
 
 

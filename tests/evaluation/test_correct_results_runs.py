@@ -53,14 +53,13 @@ def _config(agent: str, embedder: Any = None, timeout: float = 60.0) -> RunConfi
     return RunConfig(f"{HERE}:{agent}", {}, embedder=embedder, episode_timeout=timeout)
 
 
-# Fixed in the OSS (resolved on the state alone), ticket-only (needs the diagnosis), and a
-# customer-care request (verified on the BSS state).
-EXPECTED_RESOLVED = {"LOAD_BALANCING_NEEDED": True, "CELL_OUTAGE_DETECTION": False}
-EXPECTED_RESOLVED["PLAN_CHANGE"] = True
+# Fixed in the OSS, escalated in a ticket, and a customer-care request: each state shows the
+# fault fixed, and none is resolved (no submission, so no diagnosis).
+EXPECTED_FIXED = {"LOAD_BALANCING_NEEDED": True, "CELL_OUTAGE_DETECTION": True, "PLAN_CHANGE": True}
 
 
 def test_a_failed_episode_keeps_its_steps_and_the_verdict_on_its_final_state(tmp_path):
-    grid = _one_per_intent([k.lower() for k in EXPECTED_RESOLVED], ("en", "ar"))
+    grid = _one_per_intent([k.lower() for k in EXPECTED_FIXED], ("en", "ar"))
     store, _ = result_store(tmp_path)
     summary = evaluate(store, "r", grid, _config("CrashBeforeSubmit"))
     assert (summary.stored, summary.failed) == (len(grid), len(grid)) == (6, 6)
@@ -69,8 +68,9 @@ def test_a_failed_episode_keeps_its_steps_and_the_verdict_on_its_final_state(tmp
         assert "RuntimeError: the model server went away" in record["error"]
         assert record["steps"] == len(trace["actions"]) > 0
         assert trace["truncated"] is True and trace["submission"] is None
-        assert record["resolved"] is trace["verification"]["resolved"]
-        assert record["resolved"] is EXPECTED_RESOLVED[record["intent"]], record["key"]
+        assert record["resolved"] is trace["verification"]["resolved"] is False
+        assert trace["verification"]["fixed"] is EXPECTED_FIXED[record["intent"]], record["key"]
+        assert trace["outcome"]["unresolved_because"][0].startswith("no submission")
         assert record["msc"] is None  # the metrics of a failure stay unscored (0 in reports)
 
 
@@ -83,7 +83,9 @@ def test_a_timed_out_episode_keeps_its_steps_and_verdict(tmp_path):
     [record] = store.records(["r"], with_trace=True)
     assert record["error"].startswith("timeout: episode exceeded 1 s")
     assert record["steps"] == len(json.loads(record["trace"])["actions"]) == 2
-    assert record["resolved"] is True  # the fix was applied before the agent hung
+    # The fix was applied before the agent hung: fixed, never submitted, not resolved.
+    assert record["resolved"] is False
+    assert json.loads(record["trace"])["verification"]["fixed"] is True
 
 
 def test_the_report_counts_a_failure_zero_only_on_metrics_that_apply(tmp_path):

@@ -198,15 +198,11 @@ def test_why_lost_names_missed_steps_wrong_arguments_and_the_wrong_intent():
         ],
     )
     record = finished(env, info)
-    assert (record["msc"], record["eap"], record["args"]) == (pytest.approx(2 / 3), 0.75, 1 / 3)
+    # The refused call is no step of the plan: three calls ran, as many as the gold chain.
+    assert (record["msc"], record["eap"], record["args"]) == (pytest.approx(2 / 3), 1.0, 1 / 3)
     assert reasons(record) == [
         ("ira", 'submitted intent "Coverage Hole", gold label "Beam Misalignment"'),
         ("msc", "gold step 3 of 3 (create_ticket): never called"),
-        (
-            "eap",
-            "4 tool calls for a gold chain of 3: 1 too many; off the gold chain: "
-            "oss_query (step 1), no_such_tool (step 2)",
-        ),
         ("sas", "SAS = MSC × EAP: lost with them"),
         (
             "args",
@@ -219,6 +215,11 @@ def test_why_lost_names_missed_steps_wrong_arguments_and_the_wrong_intent():
             '{"beam_azimuth_offset_deg": 5} (gold {"beam_azimuth_offset_deg": 0})',
         ),
         ("args", "create_ticket (gold step 3): never called, so none of its arguments match"),
+        (
+            "resolved",
+            "diagnosis: the submitted intent 'Coverage Hole' does not name the episode's intent",
+        ),
+        ("resolved", "milestone not met: escalated to the owning team in a ticket"),
         ("resolved", "check failed: beam_azimuth_offset_deg at 0"),
         ("resolved", "check failed: dominance_ratio recovered"),
         ("resolved", "check failed: ssb_rsrp_var_dB recovered"),
@@ -232,7 +233,7 @@ def test_why_lost_names_missed_steps_wrong_arguments_and_the_wrong_intent():
         detail["changes"][0]["before"] > 0
         and detail["changes"][0]["source"] == "step 4 optimize_cell"
     )
-    assert [e["gold_step"] for e in detail["events"][:4]] == [None, None, 1, 2]
+    assert [e.get("gold_step") for e in detail["events"][:4]] == [None, None, 1, 2]
 
 
 def test_why_lost_out_of_order_steps_collateral_changes_and_no_submission():
@@ -283,8 +284,9 @@ def test_why_lost_a_wrong_answer_and_a_plan_change_not_made():
     info = play(env, [*calls, tool_call("change_plan", **wrong), submit("Plan Change")])
     record = finished(env, info)
     found = [text for metric, text in reasons(record) if metric == "resolved"]
-    assert found[0].startswith("check failed: lines ") and "plan_id" in found[0]
-    assert found[1].startswith("collateral change: lines ") and wrong["plan_id"] in found[1]
+    assert found[0] == "milestone not met: moved the line to the plan"
+    assert found[1].startswith("check failed: lines ") and "plan_id" in found[1]
+    assert found[2].startswith("collateral change: lines ") and wrong["plan_id"] in found[2]
     _, detail = episode_entry("hand", record)
     assert [c["note"] for c in detail["changes"]] == ["not made", "collateral"]
     assert detail["changes"][1]["after"] == wrong["plan_id"]

@@ -82,7 +82,7 @@ def test_the_id_copied_before_issue_15_is_no_longer_the_callers():
 def test_doubled_braces_and_two_calls_in_one_text_then_silence():
     info, agent, _ = replay("compact_beam_misalignment_en")
     trace = info["trace"]
-    assert trace.predicted_chain[:3] == [
+    assert trace.attempted_chain[:3] == [
         "complaint_trend_analysis",
         "create_ticket",
         "optimize_cell",
@@ -117,7 +117,7 @@ def test_calls_written_as_function_elements_are_run():
     gets the environment's own error."""
     info, agent, _ = replay("compact_beam_misalignment_ar_function_tags")
     trace = info["trace"]
-    assert trace.predicted_chain[:3] == [
+    assert trace.attempted_chain[:3] == [
         "complaint_trend_analysis",
         "coverage_map",
         "kpi_timeseries",
@@ -168,7 +168,8 @@ def test_the_empty_phone_left_out_the_recorded_replies_resolve_the_contact_updat
     address, always with ``"phone": ""`` (refused three times). Replayed through today's agent,
     which leaves an optional argument sent empty out, the same replies make the change the
     customer asked for and nothing else, and the customer, told it is done after it was kept,
-    says that is all. (In a live run the model's later replies would differ: see
+    says that is all; the model never submits, so the episode is not resolved. (In a live run
+    the model's later replies would differ: see
     docs/performance.md, run s8e.)"""
     info, agent, _ = replay("compact_contact_update_en_empty_phone")
     trace = info["trace"]
@@ -176,7 +177,10 @@ def test_the_empty_phone_left_out_the_recorded_replies_resolve_the_contact_updat
     assert [a.valid for a in updates] == [False, True, True]  # the first id was made up
     assert all("phone" not in a.arguments for a in updates)
     assert agent.usage["dropped_arguments"] == 3
-    assert info["resolved"] is True and info["verification"]["collateral_changes"] == []
+    assert info["verification"]["fixed"] is True
+    assert info["verification"]["collateral_changes"] == []
+    # It never submitted (the budget ran out first): fixed, not resolved.
+    assert info["resolved"] is False and not info["outcome"]["submitted"]
     said = [a.observation for a in trace.actions if a.kind == "message"]
     assert "Great, thank you. That's all I needed." in said
 

@@ -266,7 +266,9 @@ def test_metrics_in_info_and_rescoring_a_stored_trace():
     embedder = HashEmbedder()
     env, info, _ = _finished_episode(embedder=embedder)
     metrics = info["metrics"]
-    assert metrics["predicted_chain"] == ["coverage_map", "oss_query", "traffic_forecast"]
+    # traffic_forecast of cell "x" was refused (no such cell): no step of the executed chain.
+    assert metrics["predicted_chain"] == ["coverage_map", "oss_query"]
+    assert info["trace"].attempted_chain == ["coverage_map", "oss_query", "traffic_forecast"]
     assert metrics["gold_chain"] == ["coverage_map", "oss_query", "create_ticket"]
     assert (metrics["msc"], metrics["eap"], metrics["sas"]) == pytest.approx((2 / 3, 1, 2 / 3))
     assert metrics["ira"] == pytest.approx(1.0) and metrics["ra"] == pytest.approx(1.0)
@@ -300,7 +302,7 @@ def test_reward_modes(reward, expected):
 
 
 def test_rewards_only_at_the_end_and_bad_reward_specs():
-    env = make_env("coverage_hole")
+    env = make_env("coverage_hole", reward="sas")
     _, info = env.reset(seed=0)
     rewards = [env.step(a)[1] for a in gold_actions(info)]
     assert rewards == [0.0, 0.0, 0.0]

@@ -52,7 +52,7 @@ def finished(env: TelcoEnv) -> tuple[float, dict]:
         ({"sas": True}, r"'sas' must be a number, got True"),
         ({"sas": None}, r"'sas' must be a number, got None"),
         ({"sas": 0, "msc": 0.0}, r"all zero"),
-        ({}, r"no reward weights; use one of \['ira', 'msc'"),
+        ({}, r"no reward weights; use one of \['outcome', 'resolved'"),
         ({"sass": 1.0}, r"unknown reward component\(s\) \['sass'\]"),
         ({1: 1.0}, r"unknown reward component\(s\) \[1\]"),
         ("accuracy", r"unknown reward component\(s\) \['accuracy'\]"),
@@ -68,10 +68,18 @@ def test_bad_reward_weights_are_refused_at_make(reward, named):
 
 
 def test_valid_reward_weights_still_work():
-    env = TelcoEnv(INTENT, embedder=None, max_steps=1, reward={"msc": np.float32(0.5), "eap": 2})
-    reward, info = finished(env)
+    env = TelcoEnv(INTENT, embedder=None, reward={"msc": np.float32(0.5), "eap": 2})
+    env.reset(seed=0)
+    _, reward, _, _, info = env.step(
+        {"name": "submit_resolution", "arguments": {"intent": "x", "summary": "y"}}
+    )
     metrics = info["metrics"]
-    assert reward == pytest.approx(0.5 * metrics["msc"] + 2 * metrics["eap"])
+    assert reward == pytest.approx(0.5 * metrics["msc"] + 2 * metrics["eap"]) == 2.0
+    # Cut off by the budget, no named reward pays anything.
+    reward, _ = finished(
+        TelcoEnv(INTENT, embedder=None, max_steps=1, reward={"msc": 0.5, "eap": 2})
+    )
+    assert reward == 0.0
     assert check_reward({"sas": 1, "resolved": 0}, False) == {"sas": 1.0, "resolved": 0.0}
     assert check_reward("sas", False) == "sas"
 
@@ -109,10 +117,21 @@ def test_valid_shaping_weights_still_work():
     )
     shaping = Shaping(distractor_call=np.float64(-0.5), resolution_bonus=2)
     assert check_shaping(shaping) is shaping
-    env = TelcoEnv(INTENT, embedder=None, reward_mode="shaped", shaping={"invalid_action": -1})
+    env = TelcoEnv(
+        INTENT,
+        embedder=None,
+        reward="sas",
+        reward_mode="shaped",
+        shaping={"invalid_action": -1, "max_step_total": 5},
+    )
     env.reset(seed=0)
     _, reward, *_, info = env.step({"name": "no_such_tool", "arguments": {}})
     assert reward == -1.0 and info["reward_components"] == {"invalid_action": -1.0}
+    # With the default bound the running sum of step terms stops at -0.25.
+    env = TelcoEnv(INTENT, embedder=None, reward_mode="shaped", shaping={"invalid_action": -1})
+    env.reset(seed=0)
+    _, reward, *_, info = env.step({"name": "no_such_tool", "arguments": {}})
+    assert reward == -0.25 and info["reward_components"] == {"invalid_action": -0.25}
 
 
 # --- user reward functions --------------------------------------------------------------------

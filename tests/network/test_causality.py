@@ -187,7 +187,7 @@ def test_the_gold_fix_brings_back_every_kpi_the_engineer_quotes(key):
             assert not set(quoted[:2]) & set(context), (blueprint.blueprint_id, quoted)
             for name in UNCURABLE.get(key, ()):
                 assert f"{DEFINITIONS[name].name.en} at " not in statement
-            final = play(env, [*gold_actions(info), submit()])
+            final = play(env, [*gold_actions(info), submit(intent.label.en)])
             assert final["resolved"] is True, (blueprint.blueprint_id, final["verification"])
             now = state.kpis(state.serving_id)
             for name in quoted:

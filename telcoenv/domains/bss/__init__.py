@@ -22,14 +22,16 @@ from telcoenv.database import EpisodeDatabase
 from telcoenv.domains import EpisodeSetup
 from telcoenv.domains.bss import customer
 from telcoenv.domains.bss.blueprints import care_catalog, load_care_catalog
-from telcoenv.domains.bss.generator import BssData, generate
+from telcoenv.domains.bss.events import disclosed, others_changed
+from telcoenv.domains.bss.generator import BssData, answer_vocabulary, generate
 from telcoenv.domains.bss.models import CareBlueprint, CareIntent
 from telcoenv.domains.bss.scenario import Scenario, gold_values, sample_scenario
 from telcoenv.domains.bss.schema import bss_schema
 from telcoenv.domains.bss.state import BssState
 from telcoenv.domains.bss.tools import TOOLS
-from telcoenv.domains.bss.verification import verify
-from telcoenv.specs import Language
+from telcoenv.domains.bss.verification import stored_changes, verify
+from telcoenv.metrics.answers import AnswerVocabulary
+from telcoenv.specs import EventSpec, Language
 from telcoenv.tooling import Toolbox
 from telcoenv.trace import EpisodeTrace
 
@@ -125,6 +127,13 @@ class BssDomain:
         self.catalog = catalog or care_catalog()
         self.toolbox = Toolbox(self.catalog.tools, TOOLS)
         self.write_tools = {n for n, spec in self.catalog.tools.items() if spec.effect == "write"}
+
+    @property
+    def answer_vocabulary(self) -> AnswerVocabulary:
+        """The possible answers of the care questions and the forms that state them (plans and
+        add-ons by id or name, payment failure reasons by phrasing; ``products.yaml``): what
+        ``answers_match(submitted, gold, vocabulary=...)`` judges an answer with."""
+        return answer_vocabulary()
 
     def load_catalog(
         self, intents: Any = None, blueprints: Any = None, tools: Any = None
@@ -254,6 +263,21 @@ class BssDomain:
             "customer_knows": sorted(customer.knowledge(intent, values)),
         }
 
+    def event(self, event: EventSpec, setup: EpisodeSetup, trace: EpisodeTrace) -> bool:
+        """Whether a care event happened: ``unrelated_change`` (a change to another customer's
+        data) or ``disclosure`` (another customer's personal data told to the caller)."""
+        data: BssData = setup.truth
+        if event.event == "unrelated_change":
+            return bool(others_changed(self.changes(setup), data))
+        if event.event == "disclosure":
+            return bool(disclosed(trace, data))
+        raise ValueError(f"the bss domain has no event kind {event.event!r}")
+
+    def changes(self, setup: EpisodeSetup) -> list[dict[str, Any]]:
+        """What the agent changed so far: the rows written, as the verification diffs them."""
+        state: BssState = setup.state
+        return stored_changes(state, setup.truth, state.written)
+
     def verify(
         self, setup: EpisodeSetup, intent: CareIntent, trace: EpisodeTrace
     ) -> dict[str, Any]:
@@ -266,6 +290,7 @@ class BssDomain:
             self.write_tools,
             setup.gold_answer,
             submission.answer if submission is not None else None,
+            self.answer_vocabulary,
         ).model_dump()
 
 

@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from telcoenv.catalog import (
+    GENERIC_EVENT_KINDS,
     Catalog,
+    check_events,
     check_gold_chain,
     check_intent_folder,
     check_template,
@@ -28,7 +30,7 @@ from telcoenv.catalog import (
     template_strings,
 )
 from telcoenv.datafiles import cached_build, data_root, read_yaml
-from telcoenv.domains.bss.generator import products
+from telcoenv.domains.bss.generator import payment_failures, products
 from telcoenv.domains.bss.models import CareBlueprint, CareIntent
 from telcoenv.domains.bss.scenario import FACT_SOURCES, cheapest_plan, eligible
 from telcoenv.domains.bss.tools import MAX_START_AHEAD_DAYS
@@ -37,6 +39,10 @@ from telcoenv.specs import ToolSpec
 
 BSS_FOLDER = "bss"  # inside blueprints/: the network loader reads <INTENT>/*.yaml only
 MAX_AGE = 120  # oldest customer (the generator turns an age into a birth date)
+
+#: Customer care's event kinds: the generic ones, a change to another customer's account and
+#: another customer's data told to the caller (telcoenv.domains.bss.events).
+EVENT_KINDS = (*GENERIC_EVENT_KINDS, "unrelated_change", "disclosure")
 
 
 # Template fields of customer-care gold chains and answers, with a plausible value each (used
@@ -57,7 +63,7 @@ CARE_EXAMPLE_VALUES: dict[str, Any] = {
     "ticket_summary": "Billing run fired twice for the period.",
     "roaming_charge": 117.2,
     "duplicate_amount": 414.0,
-    "failure_reason": "card expired",
+    "failure_reason": payment_failures()[0].reason,
     "average_data_gb": 22.83,
     "family_data_gb": 61.4,
     "balance": 467.94,
@@ -88,6 +94,7 @@ def _parse_care_intent(
         intent = parse_model(CareIntent, raw, file)
         _check_care_templates(intent, file, index)
         check_gold_chain(intent, tools, file, index, CARE_EXAMPLE_VALUES)
+        check_events(intent, tools, file, index, CARE_EXAMPLE_VALUES, EVENT_KINDS)
         return intent
 
     return parse

@@ -33,7 +33,9 @@ import numpy as np
 from telcoenv.catalog import template_fields
 from telcoenv.datafiles import parse_yaml
 from telcoenv.domains.bss import symptoms
+from telcoenv.domains.bss.generator import answer_vocabulary
 from telcoenv.domains.bss.models import CareIntent
+from telcoenv.metrics.answers import answers_match
 from telcoenv.phrases import pick
 from telcoenv.routing import ROUTED_CHARS, QuestionRouter, asks, load_prototypes, split_sentences
 from telcoenv.specs import Language
@@ -209,8 +211,10 @@ def gives_answer(answer: str, message: str) -> bool:
     message = message[:APPROVAL_CHARS]  # as much as a request is read
     try:
         amount = float(answer)
-    except ValueError:
-        return normalize(answer) in normalize(message)
+    except ValueError:  # an id or a stored text, in any of its forms ("Your card has expired")
+        return normalize(answer) in normalize(message) or answers_match(
+            message, answer, vocabulary=answer_vocabulary()
+        )
     said = (float(n.replace(",", "")) for n in _NUMBER.findall(message))
     return any(abs(value - amount) < 0.005 for value in said)
 

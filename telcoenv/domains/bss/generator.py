@@ -36,8 +36,12 @@ from typing import Any
 
 import numpy as np
 
+from telcoenv.catalog import parse_model
 from telcoenv.datafiles import parse_yaml
 from telcoenv.domains.bss.schema import bss_schema
+from telcoenv.errors import CatalogError
+from telcoenv.metrics.answers import Answer, AnswerKind, AnswerVocabulary
+from telcoenv.specs import FrozenModel
 
 TODAY = "2026-11-30"  # the episode's date: the last billed month is the one before
 
@@ -62,6 +66,84 @@ def products() -> dict[str, Any]:
     return parse_yaml(text, "products.yaml")
 
 
+class Phrasings(FrozenModel):
+    """How an answer may state a stored text, in English and Arabic (see
+    :mod:`telcoenv.metrics.answers`)."""
+
+    en: tuple[str, ...]
+    ar: tuple[str, ...]
+
+
+class PaymentFailure(FrozenModel):
+    """A reason a payment fails (``payment_failures`` of ``products.yaml``): the text stored on
+    the failed payment, the payments it can happen to, and how an answer may state it."""
+
+    reason: str
+    methods: tuple[str, ...]
+    channels: tuple[str, ...]
+    card_expired: bool = False  # the card's expiry month is before the payment's
+    forms: Phrasings
+
+
+CARD = "card"  # the payment method whose rows carry the card's last digits and expiry
+
+
+@cache
+def payment_failures() -> tuple[PaymentFailure, ...]:
+    """The payment failure reasons of ``products.yaml``, each possible for a method and channel
+    that ``payment_methods`` allows."""
+    allowed: dict[str, list[str]] = products()["payment_methods"]
+    failures = tuple(
+        parse_model(PaymentFailure, raw, "products.yaml")
+        for raw in products()["payment_failures"]["reasons"]
+    )
+    channels = {channel for listed in allowed.values() for channel in listed}
+    for index, failure in enumerate(failures):
+        unknown = sorted({*failure.methods} - {*allowed} | {*failure.channels} - channels)
+        if unknown or not _instruments(failure):
+            raise CatalogError(
+                "products.yaml",
+                f"payment_failures.reasons.{index}",
+                f"{failure.reason!r}: unknown methods or channels {unknown}, or none of "
+                f"payment_methods ({allowed}) allows it",
+            )
+    return failures
+
+
+@cache
+def answer_vocabulary() -> AnswerVocabulary:
+    """The possible answers of the care questions by kind, with the forms that state them: a
+    plan or an add-on by its id or display name, a payment failure reason by its phrasings."""
+
+    def named(items: list[dict[str, Any]], key: str) -> tuple[Answer, ...]:
+        return tuple(Answer(i[key], en=(i["name"]["en"],), ar=(i["name"]["ar"],)) for i in items)
+
+    reasons = tuple(Answer(f.reason, en=f.forms.en, ar=f.forms.ar) for f in payment_failures())
+    apart = products()["payment_failures"]["words_apart"]
+    return AnswerVocabulary(
+        (
+            AnswerKind("plan", named(products()["plans"], "plan_id")),
+            AnswerKind("addon", named(products()["addons"], "addon_id")),
+            AnswerKind("failure_reason", reasons, words_apart=apart),
+        )
+    )
+
+
+def _instruments(failure: PaymentFailure | None) -> list[tuple[str, str]]:
+    """The (method, channel) pairs a payment may use, with ``failure`` if it fails."""
+    return [
+        (method, channel)
+        for method, channels in products()["payment_methods"].items()
+        for channel in channels
+        if failure is None
+        or (
+            method in failure.methods
+            and channel in failure.channels
+            and (method == CARD or not failure.card_expired)
+        )
+    ]
+
+
 @dataclass(frozen=True)
 class Focal:
     """Who calls customer care, and what the intent needs to be true of them."""
@@ -74,7 +156,7 @@ class Focal:
     roaming_month: str | None = None  # a month with pay-as-you-go roaming (bill shock)
     roaming_zone: str = "EUROPE"
     duplicate_month: str | None = None  # the month whose invoice was double-fired
-    failed_payment: bool = False  # the last payment failed (card expired)
+    failed_payment: bool = False  # the last payment failed (its reason drawn)
     active_addon: str | None = None  # an add-on active on the first line (to be cancelled)
 
 
@@ -88,6 +170,15 @@ class BssData:
     msisdns: list[str]
     months: list[str]
     facts: dict[str, Any] = field(default_factory=dict)
+
+
+def _month_index(month: str) -> int:
+    year, number = map(int, month.split("-"))
+    return year * 12 + number - 1
+
+
+def _month(index: int) -> str:
+    return f"{index // 12:04d}-{index % 12 + 1:02d}"
 
 
 def _months(end: str, count: int) -> list[str]:
@@ -264,7 +355,9 @@ class _Builder:
     def payment(
         self, account_id: str, invoice_id: str, month: str, amount: float, ok: bool
     ) -> None:
-        status, reason = ("settled", None) if ok else ("failed", "card expired")
+        """A payment of the invoice; how it was paid (and why it failed) is drawn at the end,
+        by :meth:`instruments`."""
+        status = "settled" if ok else "failed"
         self.add(
             "payments",
             self.ids.new("PAY"),
@@ -272,10 +365,42 @@ class _Builder:
             invoice_id,
             f"{month}-20T10:15:00",
             amount,
-            "card",
+            None,
             status,
-            reason,
+            None,
+            None,
+            None,
+            None,
         )
+
+    def instruments(self, end_month: str) -> None:
+        """Each paying account's method, channel and card, and the reason of its failed payment
+        (if any), consistent with them: an expired card's expiry month is the one before the
+        failed payment's. Drawn from a stream of their own, jumped from the generator's state
+        (which stays as it is), after every other draw of the data: the rest of the data and
+        every later draw of the episode (its opening) are what they were before payments had
+        them."""
+        jumped = getattr(self.rng.bit_generator, "jumped", None)  # PCG64's; others: the same
+        rng = np.random.Generator(jumped()) if jumped else self.rng
+        rows, failures = self.rows["payments"], payment_failures()
+        by_account: dict[str, list[int]] = {}
+        for index, row in enumerate(rows):
+            by_account.setdefault(row[2], []).append(index)
+        for indices in by_account.values():
+            failed = [i for i in indices if rows[i][7] == "failed"]
+            failure = failures[int(rng.integers(len(failures)))] if failed else None
+            pairs = _instruments(failure)
+            method, channel = pairs[int(rng.integers(len(pairs)))]
+            last4 = expiry = None
+            if method == CARD:
+                last4 = f"{int(rng.integers(10_000)):04d}"
+                if failure is not None and failure.card_expired:
+                    expiry = _month(_month_index(rows[failed[0]][4][:7]) - 1)
+                else:  # valid beyond the last bill
+                    expiry = _month(_month_index(end_month) + int(rng.integers(1, 49)))
+            for i in indices:
+                reason = failure.reason if failure is not None and i in failed else None
+                rows[i] = (*rows[i][:6], method, rows[i][7], reason, channel, last4, expiry)
 
 
 def _bill_lines(
@@ -410,6 +535,7 @@ def generate(
             "active",
         )
         facts["subscription_id"] = subscription
+    builder.instruments(end_month)  # last: every draw before it is the same
     facts.update(_answers(builder.rows, focal, focal_account, [m for m, _ in focal_lines], facts))
     return BssData(
         builder.rows,
@@ -434,8 +560,9 @@ def _answers(
     answers: dict[str, Any] = {}
     if focal.duplicate_month in facts["invoices"]:
         answers["duplicate_amount"] = facts["invoices"][focal.duplicate_month][1]
-    if focal.failed_payment:
-        answers["failure_reason"] = "card expired"
+    failed = [row[8] for row in rows["payments"] if row[2] == account and row[7] == "failed"]
+    if failed:  # the reason stored on the caller's failed payment
+        answers["failure_reason"] = failed[-1]
     collected = [
         row[3] for row in rows["usage_records"] if row[1] == msisdns[0] and row[3] is not None
     ]

@@ -174,6 +174,9 @@ def bss_metadata() -> MetaData:
             nullable=False,
         ),
         Column("failure_reason", String(80)),
+        Column("channel", String(20), nullable=False),  # autopay or online (products.yaml)
+        Column("card_last4", String(4)),  # NULL: not a card (a direct debit)
+        Column("card_expiry", String(7)),  # YYYY-MM, the card's last valid month; NULL: no card
     )
     Table(
         "credit_notes",

@@ -195,7 +195,18 @@ ITEMS_OF_INVOICE = Query(
 )
 PAYMENTS_OF_ACCOUNT = Query(
     "payments",
-    ("payment_id", "invoice_id", "paid_at", "amount", "method", "status", "failure_reason"),
+    (
+        "payment_id",
+        "invoice_id",
+        "paid_at",
+        "amount",
+        "method",
+        "channel",
+        "card_last4",
+        "card_expiry",
+        "status",
+        "failure_reason",
+    ),
     keys=("account_id",),
     order=("paid_at", "payment_id"),
 )

@@ -473,7 +473,8 @@ def get_family_usage(
 def get_payment_history(
     ctx: BssContext, account_id: str, detail: str | None = None
 ) -> dict[str, Any]:
-    """Payments (failed ones with their reason) and credit notes (negative), oldest first.
+    """Payments (failed ones with their reason; each with its method, channel and card) and
+    credit notes (negative), oldest first.
     The summary shows the latest payments and every one that did not settle, the latest
     credit notes, and the count and amount of the payments per status."""
     full = full_detail(detail)

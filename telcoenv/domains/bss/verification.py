@@ -27,7 +27,7 @@ from telcoenv.database import EpisodeDatabase, SchemaPlan
 from telcoenv.domains.bss.generator import BssData
 from telcoenv.domains.bss.schema import bss_schema
 from telcoenv.domains.bss.state import BssState
-from telcoenv.metrics.answers import answers_match
+from telcoenv.metrics.answers import AnswerVocabulary, answers_match
 from telcoenv.trace import GoldCall
 
 # Columns written from the agent's own words (``free_text`` parameters of the tool specs).
@@ -43,7 +43,9 @@ class Check(BaseModel):
 class CareVerdict(BaseModel):
     """The verdict on one care episode's final state (JSON-ready via ``model_dump``)."""
 
-    resolved: bool
+    resolved: bool  # fixed, answered and nothing else changed (the state's part)
+    fixed: bool | None  # every expected change is there (None: the task changes nothing)
+    answered: bool | None  # the answer matches the gold answer (None: no question)
     checks: list[Check]
     expected_changes: list[dict[str, Any]]
     collateral_changes: list[dict[str, Any]]
@@ -163,8 +165,10 @@ def verify(
     write_tools: set[str],
     gold_answer: str | None,
     submitted_answer: str | None,
+    vocabulary: AnswerVocabulary | None = None,
 ) -> CareVerdict:
-    """Compare the episode's final database with the gold replay, and the answer with gold."""
+    """Compare the episode's final database with the gold replay, and the answer with gold
+    (judged with ``vocabulary``: display names of ids, phrasings of stored texts)."""
     expected = expected_changes(state, data, gold_chain, write_tools)
     made = stored_changes(state, data, state.written)
     checks = [
@@ -175,7 +179,7 @@ def verify(
     answer_correct = None
     if gold_answer is not None:
         answer_correct = submitted_answer is not None and answers_match(
-            submitted_answer, gold_answer
+            submitted_answer, gold_answer, vocabulary=vocabulary
         )
         checks.append(
             Check(
@@ -185,8 +189,11 @@ def verify(
             )
         )
     resolved = all(check.passed for check in checks) and not collateral
+    fixed = all(check.passed for check in checks if check.name != "answer") if expected else None
     return CareVerdict(
         resolved=resolved,
+        fixed=fixed,
+        answered=answer_correct,
         checks=checks,
         expected_changes=expected,
         collateral_changes=collateral,

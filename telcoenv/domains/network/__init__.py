@@ -30,8 +30,8 @@ from telcoenv.domains.network.topology import (
     build_network,
     fault_of,
 )
-from telcoenv.domains.network.verification import verify
-from telcoenv.specs import LANGUAGES, Language
+from telcoenv.domains.network.verification import unrelated_changes, verify
+from telcoenv.specs import LANGUAGES, EventSpec, Language
 from telcoenv.text import asks_for_approval
 from telcoenv.tooling import Toolbox
 from telcoenv.trace import EpisodeTrace
@@ -213,7 +213,22 @@ class NetworkDomain:
 
     def verify(self, setup: EpisodeSetup, intent: Intent, trace: EpisodeTrace) -> dict[str, Any]:
         """The verified-resolution verdict on the episode's final state (JSON-ready)."""
-        return verify(setup.state, setup.truth, trace.submission).model_dump()
+        return verify(setup.state, setup.truth).model_dump()
+
+    #: The intents' own event kinds (intents.yaml milestones and minefields).
+    event_kinds = ("unrelated_change",)
+
+    def event(self, event: EventSpec, setup: EpisodeSetup, trace: EpisodeTrace) -> bool:
+        """Whether a network event happened: ``unrelated_change``, a change to a cell the
+        engineer did not report (see :func:`unrelated_changes`)."""
+        if event.event == "unrelated_change":
+            return bool(unrelated_changes(setup.state, setup.truth))
+        raise ValueError(f"the network domain has no event kind {event.event!r}")
+
+    def changes(self, setup: EpisodeSetup) -> tuple[Any, ...]:
+        """What the agent changed so far: the configuration diff and the tickets opened."""
+        state = setup.state
+        return (tuple(state.diff()), state.ticket_count())
 
     def tool_context(
         self, setup: EpisodeSetup, seed: Callable[[], list[int]], step: int

@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from telcoenv.catalog import (
+    GENERIC_EVENT_KINDS,
     Catalog,
+    check_events,
     check_gold_chain,
     check_intent_folder,
     check_template,
@@ -37,6 +39,10 @@ if TYPE_CHECKING:
 
 # The rest of the network domain (kpis, parameters) is imported inside the functions that
 # check against it: those modules need the catalogue this one loads.
+
+#: The network's event kinds: the generic ones and a change to a cell the engineer did not
+#: report (:func:`telcoenv.domains.network.verification.unrelated_changes`).
+EVENT_KINDS = (*GENERIC_EVENT_KINDS, "unrelated_change")
 
 
 # Names a gold-chain argument template may use; filled per episode (see NetworkDomain.gold_values).
@@ -392,7 +398,9 @@ def _parse_intent(tools: Mapping[str, ToolSpec]) -> Callable[[dict[str, Any], st
         _check_templates(intent, file, index)
         _check_fault(intent, tools, file, index)
         _check_context_kpis(intent, file, index)
-        check_gold_chain(intent, tools, file, index, _example_gold_values(intent))
+        values = _example_gold_values(intent)
+        check_gold_chain(intent, tools, file, index, values)
+        check_events(intent, tools, file, index, values, EVENT_KINDS)
         return intent
 
     return parse

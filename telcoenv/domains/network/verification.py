@@ -1,20 +1,21 @@
 """Verified resolution: a deterministic check of the network's final state, no LLM judge.
 
-An episode is resolved when
+The fault is **fixed** when
 
 * the root cause is removed: every fault parameter of the intent holds its corrective value
   (for ``config`` faults: the cell matches its approved baseline again; for a PCI fault: the cell
   shares its PCI with no neighbour; faults that only another team can clear, such as an outage,
   count as removed once escalated in a ticket to the intent's team that names the affected cell
   or its site);
-* for those ticket-only intents, the diagnosis is right: a valid submission names the gold
-  intent (its English or Arabic label, or its key), since a ticket alone proves nothing about
-  the diagnosis (a refused submission or a truncated run has none);
-* where the intent requires a ticket, one to the intent's team names the affected cell (any
-  ticket at all passed before: one to another team, about a neighbour);
-* nothing unrelated changed: a diff of every configuration row in the database (cells, slices,
-  backhaul) against the episode's starting state lists each change outside the fault as
-  collateral, whichever way it was made.
+* for an intent fixed from the OSS, the complaint's KPIs recovered;
+* where the intent requires a ticket, one to the intent's team names the affected cell.
+
+Nothing unrelated may change: a diff of every configuration row in the database (cells, slices,
+backhaul) against the episode's starting state lists each change outside the fault as
+collateral, whichever way it was made, and so does a ticket to a team the intent does not hand
+anything to (a ticket to every team is no escalation, and each one costs another team's time).
+Whether the episode is *resolved* is decided by :mod:`telcoenv.grading`: submitted, the
+diagnosis right (for every intent), fixed, no collateral.
 """
 
 from __future__ import annotations
@@ -28,16 +29,15 @@ from telcoenv.domains.network.dynamics import FIX_TOOLS, key_kpis_recovered
 from telcoenv.domains.network.models import Intent
 from telcoenv.domains.network.state import ConfigKey, Configuration, NetworkState
 from telcoenv.domains.network.topology import Fault
-from telcoenv.text import normalize
-from telcoenv.trace import Submission
 
 
 class Verification(BaseModel):
-    """The verdict on a finished episode and what it rests on."""
+    """The verdict on a finished episode's final state and what it rests on."""
 
     model_config = ConfigDict(frozen=True)
 
-    resolved: bool
+    resolved: bool  # fixed, and nothing outside the fault changed (the state's part)
+    fixed: bool
     root_cause_removed: bool
     ticket_required: bool
     ticket_found: bool
@@ -61,15 +61,6 @@ def _fault_keys(intent: Intent, state: NetworkState) -> set[ConfigKey]:
 def ticket_only(intent: Intent) -> bool:
     """Whether the intent's fix is a ticket to another team alone (no configuration change)."""
     return not FIX_TOOLS & set(intent.gold_tools)
-
-
-def diagnosed(intent: Intent, submission: Submission | None) -> bool:
-    """Whether a valid submission names the intent: its label in either language or its key
-    (compared casefolded, Arabic spelling variants folded, as the counterparts' phrases are)."""
-    if submission is None:
-        return False
-    names = {normalize(name).strip() for name in (intent.label.en, intent.label.ar, intent.key)}
-    return normalize(submission.intent).strip() in names
 
 
 def _mentions(text: str, name: str) -> bool:
@@ -125,9 +116,29 @@ def _root_cause_checks(
     return checks
 
 
-def verify(state: NetworkState, fault: Fault, submission: Submission | None = None) -> Verification:
-    """Check the final state of an episode against its fault and its starting state, and for a
-    ticket-only intent the ``submission`` (None: nothing valid was submitted)."""
+#: The team of a ticket opened without one: the NOC's own queue, a record costing no other
+#: team anything.
+OWN_QUEUE = "noc"
+
+
+def _stray_tickets(intent: Intent, state: NetworkState) -> list[dict[str, Any]]:
+    """Tickets to another team that the intent hands nothing to: collateral (a ticket to every
+    team is no escalation, and each one costs that team's time)."""
+    team = intent.resolution.ticket.team if intent.resolution.ticket else None
+    return [
+        {
+            "object": f"ticket:{t['ticket_id']}",
+            "parameter": "team",
+            "before": None,
+            "after": t["team"],
+        }
+        for t in state.tickets()
+        if t["team"] not in (team, OWN_QUEUE)
+    ]
+
+
+def verify(state: NetworkState, fault: Fault) -> Verification:
+    """Check the final state of an episode against its fault and its starting state."""
     intent, fix = fault.intent, fault.fix
     required = intent.resolution.ticket_required
     ticket_found = state.ticket_count() > 0
@@ -138,21 +149,41 @@ def verify(state: NetworkState, fault: Fault, submission: Submission | None = No
         {"object": key[0], "parameter": key[1], "before": before, "after": after}
         for key, before, after in sorted(state.diff(config), key=lambda item: item[0])
         if key not in allowed
-    ]
+    ] + _stray_tickets(intent, state)
     root_cause_removed = all(checks.values())
-    if ticket_only(intent):  # the state shows a ticket, not whether the diagnosis was right
-        checks["intent diagnosed"] = diagnosed(intent, submission)
-    else:  # fixed from the OSS: the KPIs must have recovered
+    if not ticket_only(intent):  # fixed from the OSS: the KPIs must have recovered
         for name, recovered in key_kpis_recovered(state, fault).items():
             checks[f"{name} recovered"] = recovered
     if required:  # to the intent's team about the affected cell, as for a ticket-only intent
         checks["ticket opened"] = all(_escalation_check(intent, state).values())
+    fixed = all(checks.values())
     checks["no collateral change"] = not collateral
     return Verification(
         resolved=all(checks.values()),
+        fixed=fixed,
         root_cause_removed=root_cause_removed,
         ticket_required=required,
         ticket_found=ticket_found,
         checks=checks,
         collateral_changes=collateral,
     )
+
+
+def unrelated_changes(state: NetworkState, fault: Fault) -> list[str]:
+    """Cells changed that the engineer did not report: every cell but the serving one, except,
+    for a PCI collision, the PCI of the neighbour that shares it (re-planning either side
+    clears the collision)."""
+    serving = state.serving_id
+    partner = {
+        f"cell:{cell.cell_id}"
+        for cell in state.initial.neighbours
+        if "pci" in fault.intent.fault.parameters and cell.pci == state.initial.serving.pci
+    }
+    changed = set()
+    for (owner, name), _, _ in state.diff():
+        if not owner.startswith("cell:") or owner == f"cell:{serving}":
+            continue
+        if owner in partner and name == "pci":
+            continue
+        changed.add(owner.removeprefix("cell:"))
+    return sorted(changed)
