@@ -411,6 +411,37 @@ def _cmd_generate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_audit(args: argparse.Namespace) -> int:
+    from telcoenv.audit import audit
+
+    _at_least("--seeds", args.seeds)
+    honest = _split(args.honest) if args.honest else None
+    tiers = _split(args.tiers) if args.tiers else None
+
+    def progress(what: str) -> None:
+        if not args.quiet:
+            print(f"playing {what}", file=sys.stderr, flush=True)
+
+    report = audit(
+        args.env,
+        domain=args.domain,
+        seeds=args.seeds,
+        tiers=tiers,
+        lang=args.lang,
+        honest=honest,
+        progress=progress,
+    )
+    if args.format == "json":
+        print(json.dumps(report.as_dict(), indent=2, ensure_ascii=False))
+    else:
+        print(report.table())
+    failed = [f"{r.policy} ({r.tier}): {r.verdict}" for r in report.rows if not r.passes]
+    if failed:
+        _error("the reward pays for work not done, or refuses correct work: " + "; ".join(failed))
+        return 1
+    return 0
+
+
 def _cmd_mcp(args: argparse.Namespace) -> int:
     try:
         from telcoenv.integrations.mcp import serve_mcp
@@ -473,7 +504,8 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument(
         "--agent",
         required=True,
-        help="oracle, investigator, heuristic, random, openai, or module:factory",
+        help="oracle, investigator, care_investigator, heuristic, random, openai, or "
+        "module:factory",
     )
     evaluate.add_argument("--agent-options", default="", help="JSON object of agent options")
     evaluate.add_argument(
@@ -573,6 +605,26 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--width", type=int, default=110, help="characters per printed line")
     demo.add_argument("--domain", default=DEFAULT_DOMAIN, choices=domain_names())
     demo.set_defaults(func=_cmd_demo)
+    audit = commands.add_parser(
+        "audit",
+        help="play exploit policies against the honest agents in every reward mode",
+        description="Play scripted exploit policies (refused calls, blind fixes, constant "
+        "answers, never submitting, ...) and the honest baselines over the same seeded "
+        "episodes, and print each one's resolve rate and mean reward per reward mode. Exits "
+        "with 1 when an exploit earns within the margin of the honest agents, or correct work "
+        "in other words is refused.",
+    )
+    audit.add_argument("--env", required=True, help="environment name or id (e.g. troubleshooting)")
+    audit.add_argument("--domain", default=None, help="the domain, for a plug-in domain's env")
+    audit.add_argument("--seeds", type=int, default=50, help="episodes per policy and tier")
+    audit.add_argument("--tiers", default="", help="difficulty tiers (default: all of the domain)")
+    audit.add_argument("--lang", default="en", choices=LANGUAGES)
+    audit.add_argument(
+        "--honest", default="", help="honest agents (default: the domain's baselines and oracle)"
+    )
+    audit.add_argument("--format", default="md", choices=["md", "json"])
+    audit.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    audit.set_defaults(func=_cmd_audit)
     mcp = commands.add_parser("mcp", help="serve one episode at a time over MCP")
     mcp.add_argument("--env", default="troubleshooting", help="telcoenv name or Gymnasium id")
     mcp.add_argument("--seed", type=int, default=0, help="the first episode's seed")

@@ -21,6 +21,8 @@ the honest reference, and any honest agent they name).
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import statistics
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -64,6 +66,11 @@ class Row:
     rewards: dict[str, float]
     verdict: str = ""  # "refused", "accepted", or what failed
 
+    @property
+    def passes(self) -> bool:
+        """An honest row, a refused exploit or accepted correct work."""
+        return self.verdict in ("", "refused", "accepted")
+
 
 @dataclass
 class AuditReport:
@@ -74,7 +81,16 @@ class AuditReport:
 
     @property
     def passed(self) -> bool:
-        return all(row.verdict in ("", "refused", "accepted") for row in self.rows)
+        return all(row.passes for row in self.rows)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "env": self.env_id,
+            "domain": self.domain,
+            "seeds": self.seeds,
+            "margins": MARGINS,
+            "rows": [dataclasses.asdict(row) for row in self.rows],
+        }
 
     def table(self) -> str:
         """The audit as a Markdown table: one line per policy and tier."""
@@ -91,14 +107,16 @@ class AuditReport:
 def play(
     env_id: str,
     factory: Factory,
-    seeds: Iterable[int],
+    episodes: int,
     *,
     tier: str,
     lang: str = "en",
     domain: str | None = None,
     options: dict[str, Any] | None = None,
 ) -> list[EpisodeTrace]:
-    """The traces of ``factory``'s agent over ``seeds`` (no embedder: rewards need none)."""
+    """The traces of ``episodes`` episodes of ``factory``'s agent, seeds 0, 1, ... (no embedder:
+    rewards need none). An agent with ``applies(info)`` plays only the episodes it is about (a
+    constant-answer exploit: those with a question); the others are skipped."""
     agent = factory()
     privileged = bool(getattr(agent, "needs_privileged", False))
     kwargs: dict[str, Any] = {"embedder": None, "privileged": privileged, "difficulty": tier}
@@ -107,9 +125,14 @@ def play(
     env = telcoenv.make(env_id, lang=lang, **kwargs)
     reset_options = {**getattr(agent, "options", {}), **(options or {})}
     traces = []
+    applies = getattr(agent, "applies", None)
     try:
-        for seed in seeds:
+        for seed in itertools.count():
+            if len(traces) == episodes:
+                break
             observation, info = env.reset(seed=seed, options=reset_options or None)
+            if applies is not None and not applies(info):
+                continue
             agent.reset(observation, info)
             done = False
             while not done:
@@ -216,7 +239,10 @@ def _domain_exploits(domain: str, constants: dict[str, str]) -> list[Factory]:
     if domain == "network":
         return list(network.EXPLOITS.values())
     if domain == "bss":
-        return [lambda: care.ConstantAnswer(constants)]
+        return [
+            lambda: care.ConstantAnswer(constants),
+            lambda: care.ConstantAfterReads(constants),
+        ]
     return []
 
 
@@ -243,12 +269,11 @@ def audit(
     # Learnt on other seeds, as a policy would learn them.
     constants = modal_answers(env_id, range(10_000, 10_000 + 4 * seeds), domain)
     report = AuditReport(env_id, domain_name, seeds)
-    seed_range = range(seeds)
 
     def run(name: str, kind: str, factory: Factory, tier: str) -> Row:
         if progress:
             progress(f"{tier}: {name}")
-        traces = play(env_id, factory, seed_range, tier=tier, lang=lang, domain=domain)
+        traces = play(env_id, factory, seeds, tier=tier, lang=lang, domain=domain)
         return _row(name, kind, tier, traces)
 
     for tier in tiers:

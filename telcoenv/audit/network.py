@@ -165,6 +165,34 @@ class BlindFix(_NetworkScripted):
         return submit(label, "Restored the recommended configuration and escalated.")
 
 
+class BlindFixLabelRule(BlindFix):
+    """The blind fix with a one-line rule for the label: a cell DOWN or DEGRADED in the OSS is
+    an outage, an opening that says "SLA" is an SLA report, anything else a coverage hole."""
+
+    name = "blind fix + label rule"
+
+    def begin(self) -> None:
+        super().begin()
+        self.down = False
+
+    def observe(self, observation: str) -> None:
+        super().observe(observation)
+        data = decoded(observation)
+        cell = data.get("cell") if isinstance(data, dict) else None
+        if isinstance(cell, dict) and cell.get("operational_state") in ("DOWN", "DEGRADED"):
+            self.down = True
+
+    def finish(self) -> dict[str, Any]:
+        key = (
+            "CELL_OUTAGE_DETECTION"
+            if self.down
+            else "SLA_VIOLATION_REPORT"
+            if "sla" in self.statement.casefold()
+            else "COVERAGE_HOLE"
+        )
+        return submit(self.label(self.catalog.intent(key)), "Restored and escalated.")
+
+
 class TicketEveryTeam(_NetworkScripted):
     """A ticket to each of the seven teams on the cell, and the keyword guess's label."""
 
