@@ -22,7 +22,8 @@ observation, *_ = env.step({"name": "oss_query", "arguments": {"cell_id": cell, 
 offset = json.loads(observation)["configuration"]["beam_azimuth_offset_deg"]
 print("BEAM OFFSET:", offset)
 
-# A malformed call is an error observation, never an exception (and it counts in the chain).
+# A malformed call is an error observation, never an exception (and, refused, no step of the
+# chain the metrics compare).
 print("ERROR:", env.step({"name": "optimize_cell", "arguments": {"cell_id": cell}})[0][:90])
 
 env.step(
@@ -54,7 +55,9 @@ observation, reward, terminated, truncated, info = env.step(
     }
 )
 metrics = info["metrics"]
-print("REWARD (SAS):", round(reward, 3), "TERMINATED:", terminated)
+# The outcome reward: resolved (0.6 and more), less a little for the extra oss_query call.
+print("REWARD (outcome):", round(reward, 3), "RESOLVED:", info["resolved"])
+print("PARTS:", {k: round(v, 3) for k, v in info["reward_components"].items()})
 print("CHAINS:", metrics["predicted_chain"], "vs gold", metrics["gold_chain"])
 print(
     "METRICS:",

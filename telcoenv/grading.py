@@ -153,6 +153,28 @@ def grade(
     )
 
 
+def with_diagnosis(outcome: Outcome, match: Any) -> Outcome:
+    """``outcome`` with its diagnosis judged again (by meaning, where the words named no intent:
+    ``telcoenv evaluate``'s scoring process, which holds the embedder) and resolved with it."""
+    reasons = [r for r in outcome.unresolved_because if not r.startswith("diagnosis:")]
+    if not match.matched:
+        return outcome
+    return outcome.model_copy(
+        update={
+            "diagnosed": True,
+            "diagnosis": match.how,
+            "resolved": not reasons,
+            "unresolved_because": reasons,
+        }
+    )
+
+
+def needs_meaning(outcome: Outcome | None, submitted: str | None) -> bool:
+    """Whether a diagnosis is left for the embedder: submitted, and naming no intent by its
+    words (a list or a negation is decided by words alone)."""
+    return outcome is not None and submitted is not None and outcome.diagnosis == "none"
+
+
 def failed_checks(verdict: Mapping[str, Any]) -> list[str]:
     """The names of a verdict's failed checks (a dict of name -> passed, or a list of
     ``{"name", "passed"}``), the collateral check left out (harm is reported apart)."""

@@ -220,6 +220,28 @@ def outcome_components(metrics: EpisodeMetrics) -> dict[str, float]:
     return parts
 
 
+def outcome_record(metrics: EpisodeMetrics) -> dict[str, Any] | None:
+    """What a results database keeps of an episode's outcome: its parts (for reports and for a
+    trainer that reweights them) and the outcome reward's named parts (None: a trace graded
+    before outcomes existed)."""
+    if metrics.diagnosed is None or metrics.required_steps is None:
+        return None
+    parts = outcome_components(metrics)
+    return {
+        "submitted": metrics.submitted,
+        "diagnosed": metrics.diagnosed,
+        "fixed": metrics.fixed,
+        "answered": metrics.answer,
+        "required_steps": metrics.required_steps,
+        "efficiency": metrics.efficiency,
+        "format": metrics.format,
+        "harm": metrics.harm,
+        "minefield": metrics.minefield,
+        "reward": math.fsum(parts.values()),
+        "reward_parts": parts,
+    }
+
+
 def _value(name: str, metrics: EpisodeMetrics) -> float:
     if name == "outcome":
         return math.fsum(outcome_components(metrics).values())

@@ -154,6 +154,45 @@ def _breakdown(records: Sequence[Mapping[str, Any]], field: str) -> dict[str, di
     }
 
 
+#: The outcome's parts a report averages (telcoenv.rewards.outcome_record), and the reward.
+OUTCOME_PARTS = (
+    "submitted",
+    "diagnosed",
+    "fixed",
+    "answered",
+    "required_steps",
+    "efficiency",
+    "format",
+    "harm",
+    "minefield",
+    "reward",
+)
+
+
+def outcome_table(records: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per language, the mean of each outcome part over the episodes that have one (a part that
+    does not apply, such as ``answered`` without a question, is left out of its mean); the
+    episodes stored before outcomes existed are not counted."""
+    table: dict[str, dict[str, Any]] = {}
+    for lang in LANGS:
+        outcomes = [
+            r["outcome"] for r in records if r["language"] == lang and r.get("outcome") is not None
+        ]
+        if not outcomes:
+            continue
+        row: dict[str, Any] = {"n": len(outcomes)}
+        for part in OUTCOME_PARTS:
+            values = [float(o[part]) for o in outcomes if o.get(part) is not None]
+            row[part] = sum(values) / len(values) if values else None
+        table[lang] = row
+    return table
+
+
+def _chains(records: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The chains the records' MSC/EAP/SAS compared (a record stored before: attempted)."""
+    return sorted({r.get("chain") or "attempted" for r in records})
+
+
 def run_report(records: Sequence[Mapping[str, Any]], weights: str = "equal") -> dict[str, Any]:
     """All the tables of one run, as plain data."""
     everything = records
@@ -194,6 +233,8 @@ def run_report(records: Sequence[Mapping[str, Any]], weights: str = "equal") -> 
         "care_episodes": len(care),
         "failed": sum(r["status"] == "failed" for r in everything),
         "embedders": sorted({r["embedder"] for r in everything if r.get("embedder")}),
+        "chains": _chains(everything),
+        "outcome": outcome_table(everything),
         "ira": ira,
         "sequence": {
             lang: {m: _mean(by_lang[lang], m) for m in ("msc", "eap", "sas")} for lang in LANGS
@@ -415,6 +456,21 @@ def _repeats_markdown(runs: Mapping[str, Any]) -> list[str]:
     ]
 
 
+def _outcome_markdown(runs: Mapping[str, Any]) -> list[str]:
+    """What resolution rests on and what the default reward pays, part by part."""
+    rows = [
+        [n, lang, values["n"], *(values[p] for p in OUTCOME_PARTS)]
+        for n, r in runs.items()
+        for lang, values in r.get("outcome", {}).items()
+    ]
+    if not rows:
+        return []
+    header = ["run", "lang", "n", "submitted", "diagnosed", "fixed", "answered"]
+    header += ["required steps", "efficiency", "format", "harm", "minefield", "outcome reward"]
+    title = "## Outcome (both domains): what resolution rests on, what the reward pays"
+    return ["", title, "", *_table(header, rows)]
+
+
 def to_markdown(report: Mapping[str, Any]) -> str:
     """The paper's tables, runs side by side."""
     runs = report["runs"]
@@ -451,6 +507,10 @@ def to_markdown(report: Mapping[str, Any]) -> str:
     out += [
         "",
         "## Tool-sequence alignment (MSC, EAP, SAS)",
+        "",
+        "Predicted chain compared with the gold one, per run: "
+        + "; ".join(f"{n}: {', '.join(r['chains'])}" for n, r in runs.items())
+        + " (executed: the calls that ran; attempted: every call, refused ones too).",
         "",
         *_table(
             ["run", "MSC EN", "EAP EN", "SAS EN", "MSC AR", "EAP AR", "SAS AR"],
@@ -493,6 +553,7 @@ def to_markdown(report: Mapping[str, Any]) -> str:
             ],
         ),
     ]
+    out += _outcome_markdown(runs)
     out += _repeats_markdown(runs)
     care_rows = [
         [n, lang, values["n"], *(values[m] for m in CARE_METRICS)]
@@ -548,6 +609,9 @@ def to_csv(report: Mapping[str, Any]) -> str:
             writer.writerow([name, "ra", "", lang, "", "ra", value])
         for lang, value in r["resolved"].items():
             writer.writerow([name, "resolved", "", lang, "", "resolved", value])
+        for lang, values in r.get("outcome", {}).items():
+            for metric, value in values.items():
+                writer.writerow([name, "outcome", "", lang, "", metric, value])
         for scope, group, metric, value in _repeat_rows(r.get("repeats")):
             writer.writerow([name, scope, group, "", "", metric, value])
         for lang, values in r["care"].items():

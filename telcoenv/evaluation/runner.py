@@ -53,6 +53,7 @@ from telcoenv.errors import (
     UnknownIntentError,
 )
 from telcoenv.evaluation.scoring import (
+    DIAGNOSIS,
     EMBEDDER_THREADS,
     MAX_WAITING,
     METRICS,
@@ -61,9 +62,11 @@ from telcoenv.evaluation.scoring import (
     make_embedder,
 )
 from telcoenv.evaluation.store import HEARTBEAT_S, Owner, ResultStore, StoreError, without_secrets
-from telcoenv.metrics.scoring import text_pairs
+from telcoenv.grading import needs_meaning
+from telcoenv.metrics.scoring import EpisodeMetrics, score_episode, text_pairs
 from telcoenv.options import GUIDED, check_difficulty, check_seed, check_tool_format
 from telcoenv.registration import env_id, list_envs
+from telcoenv.rewards import outcome_record
 from telcoenv.trace import EpisodeTrace
 
 # Seconds to wait for a Ray cluster's port to answer before giving up.
@@ -442,6 +445,8 @@ class _Worker:
             raise _TraceError(problem)
         scored = {k: metrics[k] for k in METRICS}
         scored.update(
+            chain=metrics["chain"],
+            outcome=outcome_record(EpisodeMetrics.model_validate(metrics)),
             predicted_chain=list(metrics["predicted_chain"]),
             gold_chain=list(metrics["gold_chain"]),
             resolved=info["resolved"],
@@ -451,6 +456,15 @@ class _Worker:
         )
         if self.config.deferred_scoring and self.config.embedder is not None:
             scored[PAIRS] = text_pairs(info["trace"])  # IRA and RA: the runner's scorer
+            trace = info["trace"]
+            submission = trace.submission
+            if needs_meaning(trace.outcome, submission.intent if submission else None):
+                # The words named no intent: the scorer judges it by meaning (its embedder).
+                scored[DIAGNOSIS] = {
+                    "text": submission.intent,
+                    "gold": trace.intent,
+                    "domain": trace.domain,
+                }
         return scored
 
     def _failure(self, spec: EpisodeSpec, error: str) -> dict[str, Any]:
@@ -474,6 +488,9 @@ class _Worker:
             if extra is not None and extra not in failure["error"]:
                 failure["error"] = f"{failure['error']}\n{extra}"
         failure["predicted_chain"] = list(self.trace.predicted_chain)
+        failure["chain"] = "executed"
+        if self.trace.outcome is not None:  # graded at the cut: why it is not resolved
+            failure["outcome"] = outcome_record(score_episode(self.trace, None))
         failure["gold_chain"] = list(self.trace.gold_tools)
         if self.trace.gold_answer is not None:  # a question left unanswered
             failure["answer"] = False

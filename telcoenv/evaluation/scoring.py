@@ -16,6 +16,7 @@ what it was given itself.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import multiprocessing
 import signal
@@ -27,12 +28,21 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
+from telcoenv.domains import get_domain
 from telcoenv.embeddings import MULTILINGUAL, Embedder, USEEmbedder, get_embedder
 from telcoenv.errors import EmbedderUnavailableError
+from telcoenv.grading import with_diagnosis
+from telcoenv.metrics.diagnosis import DiagnosisMatch, match_diagnosis
+from telcoenv.metrics.scoring import score_episode
 from telcoenv.metrics.semantic import similarities
+from telcoenv.rewards import outcome_record
+from telcoenv.trace import EpisodeTrace
 
 #: The key under which a worker hands over an episode's (text, reference) pairs.
 PAIRS = "_pairs"
+#: The key under which it hands over a diagnosis its words did not name (no intent's name in
+#: it): the scoring process judges it by meaning, as the environment does with an embedder.
+DIAGNOSIS = "_diagnosis"
 #: Records that may wait for their scores before the runner stops handing out episodes.
 MAX_WAITING = 64
 #: Episodes the scoring process lets queue up before it encodes them together (it costs about
@@ -68,6 +78,12 @@ class Scores:
     embedder: str | None
     error: str | None = None
     failed: bool = False
+    diagnosis: DiagnosisMatch | None = None  # the diagnosis judged by meaning, if asked
+
+
+#: What the scoring process gets per episode: its pairs, and a diagnosis to judge (or None):
+#: ``{"text", "gold", "domain"}``.
+Job = tuple[list[tuple[str, str]], dict[str, str] | None]
 
 
 def make_embedder(spec: Any, threads: int = EMBEDDER_THREADS) -> Embedder:
@@ -90,10 +106,32 @@ def score_pairs(pairs: Pairs, embedder: Embedder) -> Scores:
     return Scores(scores[0], scores[1] if len(pairs) > 1 else None, embedder.name)
 
 
+def judged(request: dict[str, str] | None, embedder: Embedder) -> DiagnosisMatch | None:
+    """A diagnosis its words did not name, judged by meaning among its domain's intents (None:
+    nothing to judge, or the embedder failed: the words' verdict stands)."""
+    if request is None:
+        return None
+    try:
+        intents = get_domain(request["domain"]).catalog.intents
+        return match_diagnosis(request["text"], request["gold"], intents, embedder=embedder)
+    except Exception:  # the episode keeps the verdict the environment gave it
+        return None
+
+
+def score_job(job: Job, embedder: Embedder) -> Scores:
+    """IRA, RA and, if asked, the diagnosis by meaning of one episode."""
+    pairs, request = job
+    scores = score_pairs(pairs, embedder)
+    if scores.failed or request is None:
+        return scores
+    return dataclasses.replace(scores, diagnosis=judged(request, embedder))
+
+
 def with_scores(record: dict[str, Any], scores: Scores) -> dict[str, Any]:
     """``record`` with its IRA, RA and embedder (the pairs taken out); with failed scores, the
     record of a failed episode (its trace, chains and steps kept, no metrics)."""
     record.pop(PAIRS, None)
+    record.pop(DIAGNOSIS, None)
     if scores.failed:
         answer = record.get("answer")
         for name in METRICS:
@@ -105,7 +143,22 @@ def with_scores(record: dict[str, Any], scores: Scores) -> dict[str, Any]:
     record.update(ira=scores.ira, ra=scores.ra, embedder=scores.embedder)
     if scores.error is not None:
         record["error"] = scores.error
+    if scores.diagnosis is not None and scores.diagnosis.matched:
+        _diagnosed(record, scores.diagnosis)
     return record
+
+
+def _diagnosed(record: dict[str, Any], match: DiagnosisMatch) -> None:
+    """The record of an episode whose diagnosis the scorer found by meaning: its trace's outcome
+    regraded, and resolved and the outcome columns with it."""
+    trace = EpisodeTrace.model_validate_json(record["trace"])
+    if trace.outcome is None:
+        return
+    trace.outcome = with_diagnosis(trace.outcome, match)
+    trace.verification = {**(trace.verification or {}), "resolved": trace.outcome.resolved}
+    record["trace"] = trace.model_dump_json()
+    record["resolved"] = trace.outcome.resolved
+    record["outcome"] = outcome_record(score_episode(trace, None))
 
 
 def _serve(connection: Connection, spec: Any) -> None:
@@ -117,18 +170,18 @@ def _serve(connection: Connection, spec: Any) -> None:
     while not done:
         batch, done = _received(connection)
         if len(batch) > 1 and getattr(embedder, "batch_invariant", False):
-            _encode_together(embedder, [pairs for _, pairs in batch])
+            _encode_together(embedder, [pairs for _, (pairs, _) in batch])
         if batch:
-            connection.send([(token, score_pairs(pairs, embedder)) for token, pairs in batch])
+            connection.send([(token, score_job(job, embedder)) for token, job in batch])
 
 
 def _received(
     connection: Connection, wait_s: float = BATCH_WAIT_S
-) -> tuple[list[tuple[int, Pairs]], bool]:
+) -> tuple[list[tuple[int, Job]], bool]:
     """The episodes to score now, and whether the runner is done (it sent None or closed its
     end): after a first episode, what comes until :data:`BATCH_EPISODES` are in, the runner
     sends :data:`FLUSH` or the first has waited ``wait_s``."""
-    batch: list[tuple[int, Pairs]] = []
+    batch: list[tuple[int, Job]] = []
     deadline = math.inf
     try:
         while len(batch) < BATCH_EPISODES:
@@ -188,7 +241,7 @@ class Scorer:
         if self._fallback is not None:
             return  # scored at the next call of finished
         try:
-            self.connection.send([(self._tokens, record[PAIRS])])
+            self.connection.send([(self._tokens, _job(record))])
         except (OSError, ValueError):  # the process is gone: score here
             self._score_here()
 
@@ -244,5 +297,9 @@ class Scorer:
             self._fallback = make_embedder(self.spec)
         for token in list(self.waiting):
             spec, record = self.waiting.pop(token)
-            scores = score_pairs(record[PAIRS], self._fallback)
+            scores = score_job(_job(record), self._fallback)
             self.done.append((spec, with_scores(record, scores)))
+
+
+def _job(record: dict[str, Any]) -> Job:
+    return record[PAIRS], record.get(DIAGNOSIS)

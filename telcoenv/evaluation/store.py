@@ -13,7 +13,8 @@ refreshing it (``STALE_AFTER_S``), or at once when that process is gone from thi
 with another configuration is refused (:class:`RunMismatchError`).
 
 A database written by an earlier telcoenv gets the columns and tables added since (``domain``,
-``resolved``, ``args``, ``answer``, ``difficulty``, ``repeat``, ``claims``) when it is opened;
+``resolved``, ``args``, ``answer``, ``difficulty``, ``repeat``, ``chain``, ``outcome``,
+``claims``) when it is opened;
 its rows stay, and credentials an earlier telcoenv stored with a run's agent options are removed.
 A file that is not a SQLite database, or one that holds other tables, is refused with a message
 naming it.
@@ -112,12 +113,18 @@ class EpisodeRow(Base):
     args: Mapped[float | None] = mapped_column(Float, nullable=True)
     answer: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
     embedder: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    # The chain MSC/EAP/SAS compared: "executed" (the calls that ran) or, None, "attempted"
+    # (every attempt: how telcoenv scored before it told them apart).
+    chain: Mapped[str | None] = mapped_column(String(16), nullable=True)
     predicted_chain: Mapped[list[str]] = mapped_column(JSON)
     gold_chain: Mapped[list[str]] = mapped_column(JSON)
     steps: Mapped[int] = mapped_column(Integer)
     duration_s: Mapped[float] = mapped_column(Float)
     trace: Mapped[str | None] = mapped_column(Text, nullable=True)  # EpisodeTrace JSON
     agent_usage: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    # The outcome's parts (submitted, diagnosed, fixed, answered, required steps, efficiency,
+    # format, harm, minefield) and the outcome reward's named parts: telcoenv.grading.
+    outcome: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     finished_at: Mapped[str] = mapped_column(String(40))
 
 
@@ -148,7 +155,7 @@ _DROP_CLAIM = delete(_CLAIMS).where(
 )
 COLUMNS = [c.name for c in _EPISODES.columns if c.name != "id"]
 # Columns added after the first release: an older database gets them (nullable) when opened.
-ADDED_COLUMNS = ("domain", "resolved", "args", "answer", "difficulty", "repeat")
+ADDED_COLUMNS = ("domain", "resolved", "args", "answer", "difficulty", "repeat", "chain", "outcome")
 # What a telcoenv results database has had since the first release.
 REQUIRED = {
     _RUNS.name: {c.name for c in _RUNS.columns},

@@ -82,7 +82,8 @@ def test_a_timed_out_episode_keeps_its_steps_and_verdict(tmp_path):
     assert summary.failed == 1
     [record] = store.records(["r"], with_trace=True)
     assert record["error"].startswith("timeout: episode exceeded 1 s")
-    assert record["steps"] == len(json.loads(record["trace"])["actions"]) == 2
+    # neighbor_audit, the fix, and the oracle's re-measurement after it
+    assert record["steps"] == len(json.loads(record["trace"])["actions"]) == 3
     # The fix was applied before the agent hung: fixed, never submitted, not resolved.
     assert record["resolved"] is False
     assert json.loads(record["trace"])["verification"]["fixed"] is True

@@ -27,8 +27,9 @@ def test_examples_run(script, capsys):
     with pytest.raises(SystemExit) if exits else contextlib.nullcontext():
         runpy.run_path(str(EXAMPLES / script), run_name="__main__")
     out = capsys.readouterr().out
-    if script == "quickstart.py":  # 5 calls for a 3-step gold chain, one of them invalid
-        assert "REWARD (SAS): 0.6 " in out and "universal-sentence-encoder-multilingual" in out
+    if script == "quickstart.py":  # 4 calls ran for a 3-step gold chain (one more, refused)
+        assert "REWARD (outcome): 0.908 RESOLVED: True" in out
+        assert "'sas': 0.75" in out and "universal-sentence-encoder-multilingual" in out
     elif script == "customer_care.py":  # the invalid first call costs SAS, not the verdict
         assert "RESOLVED: True ANSWER: True ARGS: 1.0" in out and "(customer_id, msisdn)" in out
     else:
@@ -40,5 +41,6 @@ def test_serve_mcp_example_runs(capfd):
     """capfd, not capsys: the example's client hands the server process its stderr file."""
     runpy.run_path(str(EXAMPLES / "serve_mcp.py"), run_name="__main__")
     out = capfd.readouterr().out
-    # The first of the 3 gold steps was attempted (with bad arguments: refused), then submitted.
-    assert "message and reset" in out and "REFUSED: True" in out and "REWARD: 0.333" in out
+    # The first of the 3 gold steps was attempted (with bad arguments: refused, so no step), then
+    # the right diagnosis submitted with nothing done: its partial credit only (0.5 x 0.35).
+    assert "message and reset" in out and "REFUSED: True" in out and "REWARD: 0.175" in out

@@ -26,6 +26,8 @@ from inspect_ai.model import ModelOutput, ModelUsage, get_model
 import telcoenv
 from telcoenv.errors import TelcoEnvError
 from telcoenv.integrations.inspect import METRICS, telcoenv_dataset, telcoenv_task
+from telcoenv.metrics.scoring import EpisodeMetrics
+from telcoenv.rewards import outcome_components
 from tests.conftest import EXAMPLES, REPO_ROOT, gold_actions, play, solving_actions, submit
 
 pytestmark = pytest.mark.integration
@@ -91,8 +93,10 @@ def oracle_actions(privileged: dict, lang: str) -> list[dict]:
 
 
 def as_scores(metrics: dict) -> dict[str, float]:
-    """The environment's metrics as the scorer reports them (NaN: does not apply)."""
-    return {name: math.nan if metrics[name] is None else float(metrics[name]) for name in METRICS}
+    """The environment's metrics as the scorer reports them (NaN: does not apply; ``outcome``:
+    the outcome reward of those metrics)."""
+    values = {**metrics, "outcome": sum(outcome_components(EpisodeMetrics(**metrics)).values())}
+    return {name: math.nan if values[name] is None else float(values[name]) for name in METRICS}
 
 
 def run(task: Any, outputs: list[ModelOutput], tmp_path: Path, **options: Any) -> EvalLog:
@@ -190,7 +194,8 @@ def test_a_message_reaches_the_counterpart_and_a_wrong_call_is_an_error_result(t
     score = played.scores["telcoenv_scorer"]
     assert score.value == pytest.approx(as_scores(final["metrics"]), nan_ok=True)
     assert score.metadata is not None
-    assert score.metadata["predicted_chain"] == ["no_such_tool", "coverage_map"]
+    # Both calls were refused: no step of the executed chain the metrics compare.
+    assert score.metadata["predicted_chain"] == [] and score.metadata["chain"] == "executed"
     assert score.answer == "Beam Misalignment"
 
 
