@@ -434,7 +434,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(json.dumps(report.as_dict(), indent=2, ensure_ascii=False))
     else:
-        print(report.table())
+        print(report.summary() if args.summary else report.table())
     failed = [f"{r.policy} ({r.tier}): {r.verdict}" for r in report.rows if not r.passes]
     if failed:
         _error("the reward pays for work not done, or refuses correct work: " + "; ".join(failed))
@@ -623,6 +623,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--honest", default="", help="honest agents (default: the domain's baselines and oracle)"
     )
     audit.add_argument("--format", default="md", choices=["md", "json"])
+    audit.add_argument(
+        "--summary", action="store_true", help="one line per policy: its worst case over tiers"
+    )
     audit.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     audit.set_defaults(func=_cmd_audit)
     mcp = commands.add_parser("mcp", help="serve one episode at a time over MCP")

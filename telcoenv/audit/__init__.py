@@ -83,6 +83,23 @@ class AuditReport:
     def passed(self) -> bool:
         return all(row.passes for row in self.rows)
 
+    def summary(self) -> str:
+        """The audit in one line per policy, each figure its worst case over the tiers (an
+        exploit's highest, an honest or reworded agent's lowest), as a Markdown table."""
+        modes = list(MODES)
+        head = ["policy", "kind", "resolved", *modes, "verdict"]
+        lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for name in dict.fromkeys(row.policy for row in self.rows):
+            rows = [row for row in self.rows if row.policy == name]
+            worst = max if rows[0].kind == "exploit" else min
+            figures = [worst(r.resolved for r in rows)]
+            figures += [worst(r.rewards[m] for r in rows) for m in modes]
+            verdicts = {r.verdict for r in rows} - {""}
+            verdict = ", ".join(sorted(verdicts)) or "-"
+            cells = [name, rows[0].kind, *(f"{f:.2f}" for f in figures), verdict]
+            lines.append("| " + " | ".join(cells) + " |")
+        return "\n".join(lines)
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "env": self.env_id,

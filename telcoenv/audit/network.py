@@ -244,4 +244,7 @@ class TicketAndLabel(_NetworkScripted):
 
 
 #: The network's exploit policies, by name (each a zero-argument factory).
-EXPLOITS = {cls.name: cls for cls in (SasMimic, NoOpFix, BlindFix, TicketEveryTeam, TicketAndLabel)}
+EXPLOITS = {
+    cls.name: cls
+    for cls in (SasMimic, NoOpFix, BlindFix, BlindFixLabelRule, TicketEveryTeam, TicketAndLabel)
+}

@@ -498,6 +498,15 @@ def test_the_page_filters_and_opens_transcripts(browser, page, records, tmp_path
         "",
     ]
     assert "Nothing lost" in text and "✓ no collateral change" in text
+    # The outcome, its milestones (required or optional) and minefields, as graded.
+    outcome = detail.locator("ul.outcome li").all_text_contents()
+    assert "✓ submitted" in outcome and "✓ diagnosed (label)" in outcome
+    milestones = detail.locator("ul.milestones li").all_text_contents()
+    assert milestones and all(m.startswith("✓") for m in milestones)
+    assert any(m.endswith("(optional)") for m in milestones)
+    assert detail.locator("ul.minefields li").all_text_contents() == [
+        "✓ avoided: changed a cell the engineer did not report"
+    ]
     names = detail.locator("table.metrics th").all_text_contents()
     values = detail.locator("table.metrics td").all_text_contents()
     metrics = dict(zip(names, values, strict=True))
