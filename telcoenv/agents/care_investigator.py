@@ -99,13 +99,12 @@ import json
 import re
 from collections.abc import Generator, Iterable
 from dataclasses import dataclass, field
-from typing import Any, TypeAlias
+from typing import Any
 
+from telcoenv.agents.scripted import Action, GeneratorAgent
 from telcoenv.domains import get_domain
 from telcoenv.text import keyword_pattern, normalize
 from telcoenv.tooling import RESERVED_SUBMIT
-
-Action: TypeAlias = dict[str, Any] | str
 
 BILL_SHOCK = "BILL_SHOCK"
 DUPLICATE_CHARGE = "DUPLICATE_CHARGE"
@@ -530,7 +529,7 @@ def _partial(history: dict[str, Any]) -> bool:
 # --- the agent -----------------------------------------------------------------------------------
 
 
-class CareInvestigatorAgent:
+class CareInvestigatorAgent(GeneratorAgent):
     """Reads the customer's request, asks what only they know, reads the account data, makes
     the change asked for, and submits the intent's label with the answer computed from the data
     (see the module docstring for its rules)."""
@@ -569,28 +568,7 @@ class CareInvestigatorAgent:
         self._customer: dict[str, Any] = {}
         self._account: dict[str, Any] = {}
         self._line: dict[str, Any] = {}
-        self._steps = 0
-        self._policy = self._play()
-        self._started = False
-
-    def act(self, observation: str, info: dict[str, Any]) -> Action:
-        steps = info.get("steps") if isinstance(info, dict) else None
-        self._steps = steps if isinstance(steps, int) else self._steps + 1
-        if self._policy is None or self._steps >= self.max_steps - 1:
-            return self._submit()  # the last step of the budget is the submission
-        try:
-            if self._started:
-                action = self._policy.send(observation if isinstance(observation, str) else "")
-            else:
-                self._started = True
-                action = next(self._policy)
-        except StopIteration:
-            self._policy = None
-            return self._submit()
-        except Exception:  # an observation the rules did not foresee: submit what is known
-            self._policy = None
-            return self._submit()
-        return action
+        self._start_play()
 
     def _room(self, steps: int) -> bool:
         """Whether ``steps`` more actions fit before the submission (the budget's last step)."""
@@ -719,17 +697,21 @@ class CareInvestigatorAgent:
     def _account_id(self) -> str:
         return str(self._account.get("account_id", ""))
 
+    def _period(self) -> Generator[Action, str, str | None]:
+        """The month the customer asks about: said in the opening, else asked for."""
+        if self.facts.period is None:
+            yield from self._ask(["period"])
+        if self.facts.period is not None:
+            self._summary["period"] = self.facts.period
+        return self.facts.period
+
     # --- billing -------------------------------------------------------------------------------
 
     def _bill(self) -> Generator[Action, str, None]:
         """A bill higher than usual: a duplicate invoice, else the roaming items."""
-        period = self.facts.period
-        if period is None:
-            yield from self._ask(["period"])
-            period = self.facts.period
+        period = yield from self._period()
         if period is None:
             return
-        self._summary["period"] = period
         bill = yield from self._call("get_bill", {"account_id": self._account_id, "period": period})
         if bill is None:
             return
@@ -982,13 +964,9 @@ class CareInvestigatorAgent:
         return best[1] if best else None
 
     def _family(self) -> Generator[Action, str, None]:
-        period = self.facts.period
-        if period is None:
-            yield from self._ask(["period"])
-            period = self.facts.period
+        period = yield from self._period()
         if period is None:
             return
-        self._summary["period"] = period
         usage = yield from self._call(
             "get_family_usage", {"account_id": self._account_id, "period": period}
         )

@@ -65,6 +65,7 @@ from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
+from telcoenv.agents.scripted import Action, GeneratorAgent
 from telcoenv.catalog import fill_gold_arguments
 from telcoenv.domains import get_domain
 from telcoenv.tooling import RESERVED_SUBMIT, canonical_json
@@ -72,7 +73,6 @@ from telcoenv.tooling import RESERVED_SUBMIT, canonical_json
 # A network intent (telcoenv.domains.network.models.Intent), untyped here: only domains import
 # their own models.
 NetworkIntent: TypeAlias = Any
-Action: TypeAlias = dict[str, Any] | str
 Evidence: TypeAlias = dict[str, Any]
 
 CAUSE_WEIGHT = 6
@@ -740,7 +740,7 @@ class _Call:
     remeasure: bool
 
 
-class InvestigatorAgent:
+class InvestigatorAgent(GeneratorAgent):
     """Reads the OSS (and the neighbour plan when needed), scores every intent with the decision
     rules, follows the winner's chain with measured arguments, re-measures, and submits."""
 
@@ -785,28 +785,7 @@ class InvestigatorAgent:
         self._error: dict[str, Any] = {}
         self._intent: NetworkIntent | None = None
         self.diagnosis = []
-        self._steps = 0
-        self._policy = self._play()
-        self._started = False
-
-    def act(self, observation: str, info: dict[str, Any]) -> Action:
-        steps = info.get("steps") if isinstance(info, dict) else None
-        self._steps = steps if isinstance(steps, int) else self._steps + 1
-        if self._policy is None or self._steps >= self.max_steps - 1:
-            return self._submit()  # the last step of the budget is the submission
-        try:
-            if self._started:
-                action = self._policy.send(observation if isinstance(observation, str) else "")
-            else:
-                self._started = True
-                action = next(self._policy)
-        except StopIteration:
-            self._policy = None
-            return self._submit()
-        except Exception:  # an observation the rules did not foresee: submit what is known
-            self._policy = None
-            return self._submit()
-        return action
+        self._start_play()
 
     # --- the investigation ---------------------------------------------------------------------
 

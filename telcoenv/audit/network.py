@@ -44,6 +44,12 @@ class _NetworkScripted(Scripted):
     def begin(self) -> None:
         raise NotImplementedError
 
+    def ticket(self, team: str) -> dict[str, Any]:
+        """A ticket to ``team`` about the cell, with no evidence in it."""
+        summary = f"Please check {self.cell()}."
+        arguments = {"cell_id": self.cell(), "team": team, "severity": "major", "summary": summary}
+        return {"name": "create_ticket", "arguments": arguments}
+
     def keyword_guess(self) -> Any:
         return guess_intent(" ".join(self.seen))
 
@@ -109,7 +115,7 @@ class BlindFix(_NetworkScripted):
             lambda: {"name": "recommend_param_change", "arguments": {"cell_id": self.cell()}},
             lambda: self._apply(),
             *(lambda: self._slice_fix() for _ in range(2)),
-            *(lambda team=team: self._ticket(team) for team in TEAMS),
+            *(lambda team=team: self.ticket(team) for team in TEAMS),
         ]
 
     def _baseline(self) -> str:
@@ -148,17 +154,6 @@ class BlindFix(_NetworkScripted):
                     "arguments": {"slice_id": entry.get("slice_id"), "policy": fix},
                 }
         return None
-
-    def _ticket(self, team: str) -> dict[str, Any]:
-        return {
-            "name": "create_ticket",
-            "arguments": {
-                "cell_id": self.cell(),
-                "team": team,
-                "severity": "major",
-                "summary": f"Please check {self.cell()}.",
-            },
-        }
 
     def finish(self) -> dict[str, Any]:
         label = "Configuration Mismatch" if self.language == "en" else "عدم تطابق الإعدادات"
@@ -199,18 +194,7 @@ class TicketEveryTeam(_NetworkScripted):
     name = "ticket every team"
 
     def begin(self) -> None:
-        self.plan += [
-            lambda team=team: {
-                "name": "create_ticket",
-                "arguments": {
-                    "cell_id": self.cell(),
-                    "team": team,
-                    "severity": "major",
-                    "summary": f"Please check {self.cell()}.",
-                },
-            }
-            for team in TEAMS
-        ]
+        self.plan += [lambda team=team: self.ticket(team) for team in TEAMS]
 
     def finish(self) -> dict[str, Any]:
         return submit(self.label(self.keyword_guess()), "Escalated.")
@@ -224,18 +208,8 @@ class TicketAndLabel(_NetworkScripted):
 
     def begin(self) -> None:
         def ticket() -> dict[str, Any]:
-            intent = self.keyword_guess()
-            ticket_spec = intent.resolution.ticket
-            team = ticket_spec.team if ticket_spec else "field_ops"
-            return {
-                "name": "create_ticket",
-                "arguments": {
-                    "cell_id": self.cell(),
-                    "team": team,
-                    "severity": "major",
-                    "summary": f"Please check {self.cell()}.",
-                },
-            }
+            ticket_spec = self.keyword_guess().resolution.ticket
+            return self.ticket(ticket_spec.team if ticket_spec else "field_ops")
 
         self.plan.append(ticket)
 
