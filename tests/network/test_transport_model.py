@@ -1,0 +1,51 @@
+"""The backhaul model: a shaper caps what the link carries, delay and loss grow with the load on
+it, the real-time queue's weight protects real-time traffic, a flapping link loses packets."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from telcoenv.domains.network.transport import BASE_DELAY_MS, Link, backhaul
+
+
+def test_a_healthy_link_adds_little():
+    healthy = backhaul(300.0, Link(1000.0, 1000.0, 40.0))
+    assert healthy.loss == pytest.approx(1e-4) and healthy.delay_ms < BASE_DELAY_MS + 0.5
+
+
+def test_a_shaper_below_the_offered_traffic_drops_what_it_cannot_carry():
+    shaped = backhaul(300.0, Link(1000.0, 100.0, 40.0))
+    assert shaped.utilisation == pytest.approx(3.0)
+    assert shaped.carried_share == pytest.approx(1 / 3, abs=1e-3)
+    assert shaped.delay_p95_ms > 50 and shaped.queue_occupancy == 1.0
+
+
+def test_a_shaper_above_the_line_rate_changes_nothing():
+    assert backhaul(300.0, Link(1000.0, 1000.0, 40.0)) == backhaul(
+        300.0, Link(1000.0, 5000.0, 40.0)
+    )
+
+
+@given(st.floats(1.0, 2000.0), st.floats(1.0, 2000.0))
+def test_delay_and_loss_never_fall_as_the_offered_traffic_rises(low, high):
+    low, high = sorted((low, high))
+    link = Link(1000.0, 500.0, 40.0)
+    a, b = backhaul(low, link), backhaul(high, link)
+    assert b.delay_ms >= a.delay_ms and b.delay_p95_ms >= a.delay_p95_ms and b.loss >= a.loss
+
+
+@given(st.floats(1.0, 100.0), st.floats(1.0, 100.0))
+def test_a_larger_real_time_weight_never_slows_real_time_traffic(w1, w2):
+    w1, w2 = sorted((w1, w2))
+    slow = backhaul(90.0, Link(1000.0, 100.0, w1))
+    fast = backhaul(90.0, Link(1000.0, 100.0, w2))
+    assert fast.rt_delay_ms <= slow.rt_delay_ms
+    assert fast.delay_ms == slow.delay_ms  # best effort is not what the weight is about
+
+
+def test_a_flapping_link_loses_packets_and_delays_the_tail():
+    steady = backhaul(300.0, Link(1000.0, 1000.0, 40.0))
+    flapping = backhaul(300.0, Link(1000.0, 1000.0, 40.0, flaps_per_hr=8.0))
+    assert flapping.loss > steady.loss and flapping.delay_p95_ms > steady.delay_p95_ms + 100
