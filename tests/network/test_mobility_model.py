@@ -1,5 +1,6 @@
 """The mobility model's mechanisms: each handover parameter moves the counters its mechanism
-reaches, in the direction RAN engineering expects, and no timer moves RSRP."""
+reaches, in the direction RAN engineering expects, and no timer moves RSRP; and the fast
+:func:`mobility.handovers` gives exactly what the step-by-step original gives."""
 
 from __future__ import annotations
 
@@ -107,3 +108,304 @@ def test_relation_counts_add_up(cluster):
     assert result.relation_successes.sum() == result.successes.sum()
     assert (result.relation_successes <= result.relation_attempts).all()
     assert np.trace(result.relation_attempts) == 0  # no handover to itself
+
+
+# --- the fast handovers against the step-by-step oracle ----------------------------------------
+
+
+def _reference_handovers(
+    radio: mobility.TrackRadio,
+    load: np.ndarray,
+    pci: np.ndarray,
+    a3_offset_db: np.ndarray,
+    hysteresis_db: np.ndarray,
+    ttt_ms: np.ndarray,
+    cio_db: np.ndarray,
+    t310_ms: np.ndarray,
+) -> mobility.Mobility:
+    """The step-by-step oracle :func:`mobility.handovers` must equal, field for field: the
+    original implementation, kept verbatim (one numpy pass over all cells and tracks per step)."""
+    rsrp = radio.rsrp_dbm
+    n_cells, n_tracks, steps = rsrp.shape
+    lin = np.where(np.isfinite(rsrp), 10.0 ** (rsrp / 10.0), 0.0)
+    activity = np.maximum(load, 0.05)[:, None, None]
+    noise = 10.0 ** (radio.noise_dbm / 10.0)
+    total = (activity * lin).sum(axis=0)  # [tracks, steps]
+    # Each cell's SINR as the serving one, everywhere (the others' load-weighted power).
+    sinr_all = 10.0 * np.log10(np.maximum(lin, 1e-30) / (noise + total[None] - activity * lin))
+    below, above = sinr_all < mobility.Q_OUT_DB, sinr_all > mobility.Q_IN_DB
+    ranked = rsrp + cio_db[:, None, None]
+    best_at = np.argmax(np.where(np.isfinite(rsrp), rsrp, -1e9), axis=0)  # [tracks, steps]
+    offsets = a3_offset_db + hysteresis_db
+    need_ms = np.maximum(ttt_ms, mobility.STEP_MS) + mobility.EXECUTION_MS
+    confusable = ((pci[:, None] == pci[None, :]) & ~np.eye(n_cells, dtype=bool)).any(axis=1)
+    idx = np.arange(n_tracks)
+    serving = np.argmax(ranked[:, :, 0], axis=0)
+    previous = np.full(n_tracks, -1)
+    last_ho_ms = np.full(n_tracks, -1e9)
+    entered_ms = np.zeros((n_cells, n_tracks))  # how long each neighbour has met A3
+    t310_left = np.full(n_tracks, np.inf)
+    history = np.empty((n_tracks, steps), dtype=int)
+    t310_starts: list[np.ndarray] = []  # serving cells where T310 started, step by step
+    events: dict[str, list[np.ndarray]] = {
+        k: [] for k in ("rlf", "early", "late", "wrong", "att_src", "att_dst", "ok_src",
+                        "ok_dst", "pp")
+    }  # fmt: skip
+    for k in range(steps):
+        now = k * mobility.STEP_MS
+        history[:, k] = serving
+        # Radio link monitoring: T310 runs below Qout, stops above Qin, expiry is an RLF.
+        running = np.isfinite(t310_left)
+        start = below[serving, idx, k] & ~running
+        if start.any():
+            t310_starts.append(serving[start])
+            t310_left = np.where(start, t310_ms[serving], t310_left)
+        t310_left = np.where(above[serving, idx, k], np.inf, t310_left - mobility.STEP_MS)
+        failed = t310_left <= 0
+        if failed.any():
+            recent = (now - last_ho_ms) < mobility.EARLY_WINDOW_MS
+            best = best_at[:, k]
+            events["rlf"].append(serving[failed])
+            # A failure shortly after a handover is the source cell's handover gone wrong.
+            events["early"].append(previous[failed & recent & (best == previous)])
+            events["wrong"].append(
+                previous[failed & recent & (best != previous) & (best != serving)]
+            )
+            events["late"].append(serving[failed & ~recent])
+            previous = np.where(failed, serving, previous)
+            serving = np.where(failed, best, serving)
+            t310_left = np.where(failed, np.inf, t310_left)
+            entered_ms[:, failed] = 0.0
+            last_ho_ms = np.where(failed, now, last_ho_ms)
+        # Event A3 with the serving cell's offsets, each cell's CIO.
+        column = ranked[:, :, k]
+        meets = column > (column[serving, idx] + offsets[serving])[None, :]
+        meets[serving, idx] = False
+        entered_ms = np.where(meets, entered_ms + mobility.STEP_MS, 0.0)
+        ready = entered_ms >= need_ms[serving][None, :]
+        go = ready.any(axis=0)
+        if not go.any():
+            continue
+        moving = np.flatnonzero(go)
+        target = np.argmax(np.where(ready[:, moving], column[:, moving], -np.inf), axis=0)
+        src = serving[moving]
+        events["att_src"].append(src)
+        events["att_dst"].append(target)
+        # The target must be decodable; a PCI another audible cell shares is a coin toss.
+        clash = confusable[target] & ((k + moving) % 2 == 0)
+        success = (sinr_all[target, moving, k] > mobility.Q_OUT_DB) & ~clash
+        events["ok_src"].append(src[success])
+        events["ok_dst"].append(target[success])
+        quick = now - last_ho_ms[moving] < mobility.PINGPONG_WINDOW_MS
+        events["pp"].append(target[success & (target == previous[moving]) & quick])
+        # A target still too weak is a handover triggered too early; a PCI clash sends the
+        # UE toward the wrong cell. Either way it stays on the source, which is fading.
+        events["early"].append(src[~success & ~clash])
+        events["wrong"].append(src[clash])
+        moved = moving[success]
+        previous[moved] = serving[moved]
+        serving[moved] = target[success]
+        last_ho_ms[moved] = now
+        entered_ms[:, moving] = 0.0
+        t310_left[moved] = np.inf
+
+    def count(name: str) -> np.ndarray:
+        found = np.concatenate(events[name]) if events[name] else np.zeros(0, dtype=int)
+        return np.bincount(found, minlength=n_cells).astype(float)
+
+    def pairs(src: str, dst: str) -> np.ndarray:
+        out = np.zeros((n_cells, n_cells))
+        if events[src]:
+            np.add.at(out, (np.concatenate(events[src]), np.concatenate(events[dst])), 1.0)
+        return out
+
+    starts = np.concatenate(t310_starts) if t310_starts else np.zeros(0, dtype=int)
+    return mobility.Mobility(
+        attempts=count("att_src"),
+        successes=count("ok_src"),
+        too_early=count("early"),
+        too_late=count("late"),
+        wrong_cell=count("wrong"),
+        pingpong=count("pp"),
+        rlf=count("rlf"),
+        t310_started=np.bincount(starts, minlength=n_cells).astype(float),
+        relation_attempts=pairs("att_src", "att_dst"),
+        relation_successes=pairs("ok_src", "ok_dst"),
+        served_steps=np.bincount(history.ravel(), minlength=n_cells).astype(float),
+    )
+
+
+FIELDS = tuple(mobility.Mobility.__dataclass_fields__)
+#: 3GPP value sets: TimeToTrigger (TS 38.331), T310, and the CIO's Q-OffsetRange.
+TTT_MS = (0, 40, 64, 80, 100, 128, 160, 256, 320, 480, 512, 640, 1024, 1280, 2560, 5120)
+T310_MS = (0, 50, 100, 200, 500, 1000, 2000, 4000, 6000)
+CIO_DB = (-24, -22, -20, -18, -16, -14, -12, -10, -8, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5,
+          6, 8, 10, 12, 14, 16, 18, 20, 22, 24)  # fmt: skip
+#: Area and role of a randomised cluster, and its inter-site distance (m).
+KINDS = (("urban", "macro", 600.0), ("suburban", "micro", 250.0), ("rural", "macro", 1700.0),
+         ("urban", "pico", 120.0))  # fmt: skip
+
+
+def _assert_same(expected: mobility.Mobility, actual: mobility.Mobility) -> None:
+    for field in FIELDS:
+        want, got = getattr(expected, field), getattr(actual, field)
+        assert np.array_equal(want, got), f"{field}: {want} != {got}"
+
+
+def _random_cluster(seed: int):
+    """A cluster of 5-8 cells (some DOWN, their RSRP -inf), its tracks and radio."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(5, 9))
+    area, role, distance = KINDS[seed % len(KINDS)]
+    angles = np.radians(np.arange(n - 1) * 360.0 / (n - 1) + rng.uniform(-15, 15, n - 1))
+    positions = [(0.0, 0.0)] + [(distance * math.sin(a), distance * math.cos(a)) for a in angles]
+    azimuths = [float(rng.uniform(0, 360))] + [
+        float((math.degrees(a) + 180 + rng.uniform(-40, 40)) % 360) for a in angles
+    ]
+    configs = []
+    for _ in range(n):
+        config = dict(PROFILE[role])
+        config["tilt_deg"] += float(rng.uniform(-4, 6))
+        config["tx_power_dbm"] += float(rng.uniform(-6, 3))
+        config["beam_azimuth_offset_deg"] = float(rng.uniform(-20, 20))
+        configs.append(config)
+    active = rng.random(n) > (0.25 if seed % 3 == 0 else 0.0)
+    pcis = rng.integers(1, n + 1, n) if seed % 2 else np.arange(1, n + 1)
+    cells = layout.cells_of(area, role, positions, azimuths, pcis.tolist(), configs,
+                            active.tolist())  # fmt: skip
+    n_tracks = int(rng.choice([96, 96, 40, 150]))
+    steps = int(rng.choice([80, 80, 30, 140]))  # beyond 126 steps the A3 counts are int32
+    speeds = rng.choice([1.4, 8.0, 14.0, 30.0], n_tracks)
+    walk = mobility.tracks(cells, 0.75 * distance, speeds, rng, steps=steps)
+    geometry = mobility.track_geometry(cells, walk, rng)
+    return cells, mobility.track_radio(cells, geometry)
+
+
+def _random_configuration(rng: np.random.Generator, n: int) -> dict[str, np.ndarray]:
+    """Per-cell handover parameters: from the 3GPP value sets, or anywhere in their range."""
+    if rng.random() < 0.5:
+        ttt, t310 = rng.choice(TTT_MS, n), rng.choice(T310_MS, n)
+        cio = rng.choice(CIO_DB, n)
+    else:
+        ttt, t310, cio = rng.uniform(0, 5120, n), rng.uniform(0, 6000, n), rng.uniform(-24, 24, n)
+    return {
+        "load": np.where(rng.random(n) < 0.2, 0.0, rng.uniform(0, 1, n)),
+        "a3_offset_db": rng.choice(np.arange(-6.0, 15.5, 0.5), n),
+        "hysteresis_db": rng.choice(np.arange(0.0, 10.5, 0.5), n),
+        "ttt_ms": ttt.astype(float),
+        "cio_db": cio.astype(float),
+        "t310_ms": t310.astype(float),
+    }
+
+
+def _both(radio, pci, configuration) -> tuple[mobility.Mobility, mobility.Mobility]:
+    arguments = (
+        radio,
+        configuration["load"],
+        pci,
+        configuration["a3_offset_db"],
+        configuration["hysteresis_db"],
+        configuration["ttt_ms"],
+        configuration["cio_db"],
+        configuration["t310_ms"],
+    )
+    return _reference_handovers(*arguments), mobility.handovers(*arguments)
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [{}, {"ttt": 64.0, "hys": 0.5, "a3": 0.0}, {"ttt": 2560.0}, {"t310": 50.0}, {"t310": 0.0},
+     {"ttt": 0.0, "hys": 0.0, "a3": -3.0}, {"cio": -6.0}, {"cio": 6.0},
+     {"pci": [1, 3, 3, 4, 5, 6, 7]}, {"ttt": 5120.0, "t310": 6000.0}],
+)  # fmt: skip
+def test_the_fast_handovers_equal_the_step_by_step_oracle_on_the_cluster(cluster, changes):
+    cells, _, radio = cluster
+    p = {"a3": 3.0, "hys": 2.0, "ttt": 480.0, "cio": 0.0, "t310": 1000.0, "pci": None}
+    p.update(changes)
+    cio = np.zeros(N)
+    cio[0] = p["cio"]
+    arguments = (radio, np.full(N, 0.5), cells.pci if p["pci"] is None else np.array(p["pci"]),
+                 np.full(N, p["a3"]), np.full(N, p["hys"]), np.full(N, p["ttt"]), cio,
+                 np.full(N, p["t310"]))  # fmt: skip
+    _assert_same(_reference_handovers(*arguments), mobility.handovers(*arguments))
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_the_fast_handovers_equal_the_oracle_on_random_clusters(seed):
+    """5-8 cells, DOWN cells, PCI clashes, 30-140 steps; TTT 0-5120 ms, hysteresis 0-10 dB,
+    CIO -24..24 dB, T310 0-6000 ms, loads 0-1 (per cell, two configurations per cluster)."""
+    cells, radio = _random_cluster(seed)
+    rng = np.random.default_rng(1000 + seed)
+    for _ in range(2):
+        _assert_same(*_both(radio, cells.pci, _random_configuration(rng, cells.count)))
+
+
+@pytest.mark.parametrize("few", [0, 10**6])
+@pytest.mark.parametrize("seed", range(0, 60, 3))
+def test_events_played_one_by_one_or_all_at_once_equal_the_oracle(seed, few, monkeypatch):
+    """Every T310 start and expiry and every handover played with numpy over all the tracks
+    concerned (``FEW`` 0), or track by track in Python (``FEW`` beyond any count)."""
+    monkeypatch.setattr(mobility, "FEW", few)
+    cells, radio = _random_cluster(seed)
+    rng = np.random.default_rng(3000 + seed)
+    _assert_same(*_both(radio, cells.pci, _random_configuration(rng, cells.count)))
+
+
+@pytest.mark.parametrize("seed", range(0, 60, 6))
+def test_the_exact_sinr_path_equals_the_oracle_too(seed, monkeypatch):
+    """A margin wider than any ratio leaves every Qout/Qin decision to the exact SINR."""
+    monkeypatch.setattr(mobility, "SINR_MARGIN", 10.0)
+    cells, radio = _random_cluster(seed)
+    rng = np.random.default_rng(2000 + seed)
+    _assert_same(*_both(radio, cells.pci, _random_configuration(rng, cells.count)))
+
+
+@pytest.mark.parametrize("seed", range(0, 60, 4))
+def test_the_fast_qout_qin_decisions_are_the_exact_ones(seed):
+    """Every cell, track and step: below Qout, above Qin and decodable as the exact SINR has it."""
+    cells, radio = _random_cluster(seed)
+    load = np.random.default_rng(seed).uniform(0, 1, cells.count)
+    rsrp = radio.rsrp_dbm
+    by_step = np.ascontiguousarray(rsrp.transpose(2, 0, 1))
+    work = np.empty_like(by_step), np.empty_like(by_step)
+    fast = mobility._monitor(rsrp, by_step, load, radio.noise_dbm, *work)
+    sinr = (
+        mobility._sinr_db(rsrp, load, radio.noise_dbm).transpose(2, 0, 1).reshape(len(by_step), -1)
+    )
+    assert fast.decodable is None  # decided fast: decodable is not below Qout
+    assert np.array_equal(fast.below, sinr < mobility.Q_OUT_DB)
+    assert np.array_equal(fast.above, sinr > mobility.Q_IN_DB)
+    assert np.array_equal(~fast.below, sinr > mobility.Q_OUT_DB)
+
+
+def test_timers_that_never_run_or_trigger_equal_the_oracle(cluster):
+    """Infinite or NaN T310 (restarted at every step below Qout, never expiring), infinite TTT
+    (never triggers), negative offsets (every neighbour meets A3 at once)."""
+    cells, _, radio = cluster
+    rng = np.random.default_rng(5)
+    for t310, ttt, a3 in [(np.inf, 480.0, 3.0), (np.nan, 0.0, -10.0), (100.0, np.inf, 3.0),
+                          (-np.inf, 40.0, -20.0)]:  # fmt: skip
+        configuration = _random_configuration(rng, N)
+        configuration["t310_ms"][::2] = t310
+        configuration["ttt_ms"][1::2] = ttt
+        configuration["a3_offset_db"][::3] = a3
+        _assert_same(*_both(radio, cells.pci, configuration))
+
+
+def test_steps_reaching_a_duration_count_as_floating_point_does():
+    """The fewest steps whose sum of STEP_MS reaches a duration, against the sum itself, on
+    durations a rounding away from whole steps."""
+    values = [0.0, -5.0, 1e-300, 99.99999999999999, 100.0, 580.0, 5220.0, 1234.5, 6000.0]
+    values += [np.nextafter(m * 100.0, side) for m in range(1, 70) for side in (0.0, np.inf)]
+    got = mobility._steps_reaching(np.array(values), 200)
+    for value, n in zip(values, got, strict=True):
+        total, steps = mobility.STEP_MS, 1
+        while total < value:
+            total += mobility.STEP_MS
+            steps += 1
+        assert n == steps, value
+        left, expire = value - mobility.STEP_MS, 1  # a timer losing STEP_MS a step
+        while left > 0:
+            left -= mobility.STEP_MS
+            expire += 1
+        assert n == expire, value

@@ -159,7 +159,7 @@ def _cluster(area="urban", role="macro", n=7, seed=5, ues=240, power=None, tilt=
     cells = layout.cells_of(area, role, positions, azimuths, list(range(1, n + 1)), configs,
                             [True] * n)  # fmt: skip
     rng = np.random.default_rng(seed)
-    drawn = layout.draw_ues(area, role, cells, rng, count=ues)
+    drawn, _ = layout.draw_ues(area, role, cells, rng, count=ues)
     return cells, drawn, radio.couple(cells, drawn, rng)
 
 
@@ -295,12 +295,17 @@ def test_no_ue_beats_the_shannon_bound():
     assert (result.ue_throughput_mbps <= result.ue_peak_mbps + 1e-9).all()
 
 
-def test_the_bler_sits_at_the_olla_target_and_goodput_peaks_near_ten_percent():
+def test_the_bler_follows_the_olla_target_and_goodput_peaks_near_ten_percent():
+    """Where the loop converges the BLER is the target, elsewhere the CQI report's 3 %: 0.7 T +
+    0.9 % above the lowest MCS; below it that MCS's curve (BLER rises toward 1)."""
     goodput = {}
     for target in (0.02, 0.1, 0.25):
         measured, result = _served(target=target)
         mine = measured.serving == 0
-        assert np.allclose(result.ue_bler[mine], target)
+        above = mine & (measured.sinr_db > traffic.CQI_SINR_DB[0])
+        assert np.allclose(result.ue_bler[above], 0.7 * target + 0.3 * 0.03)
+        edge = mine & (measured.sinr_db < traffic.CQI_SINR_DB[0] - 3.0)
+        assert (result.ue_bler[edge] > 0.5).all()
         goodput[target] = float(np.median(result.ue_peak_mbps[mine]))
     assert goodput[0.1] > goodput[0.25]
     # A very conservative target costs rate too (the MCS runs well below the channel).

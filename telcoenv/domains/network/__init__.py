@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -20,10 +21,12 @@ from telcoenv.domains.network.models import Blueprint, Intent
 from telcoenv.domains.network.parameters import KPI_TO_CELL_PARAMETER, legal_values
 from telcoenv.domains.network.sampling import SamplingPlan, compile_plan, sample_kpis
 from telcoenv.domains.network.schema import network_schema
+from telcoenv.domains.network.simulation import observe_start, recovery, remeasure, start_model
 from telcoenv.domains.network.state import NetworkState
 from telcoenv.domains.network.summaries import gold_summaries
 from telcoenv.domains.network.tools import TOOLS, ToolContext
 from telcoenv.domains.network.topology import (
+    Fault,
     InitialNetwork,
     add_confounders,
     baseline_id,
@@ -31,6 +34,7 @@ from telcoenv.domains.network.topology import (
     fault_of,
 )
 from telcoenv.domains.network.verification import unrelated_changes, verify
+from telcoenv.errors import EpisodeOptionError
 from telcoenv.specs import LANGUAGES, EventSpec, Language
 from telcoenv.text import asks_for_approval
 from telcoenv.tooling import Toolbox
@@ -85,7 +89,15 @@ class NetworkDomain:
         }
     }
 
-    def __init__(self, catalog: Catalog | None = None) -> None:
+    #: How the network's KPIs come about: ``"blueprint"``, the blueprint's sample and a causal
+    #: model around it (dynamics.py); ``"physical"``, the network model (model.py: radio,
+    #: traffic, mobility, transport and slices, calibrated to the blueprint's level KPIs).
+    MODELS = ("blueprint", "physical")
+
+    def __init__(self, catalog: Catalog | None = None, model: str = "blueprint") -> None:
+        if model not in self.MODELS:
+            raise EpisodeOptionError(f"model must be one of {list(self.MODELS)}, got {model!r}")
+        self.model = model
         self.catalog = catalog or network_catalog()
         engineer.check_phrases(self.catalog.intents)
         self.toolbox = Toolbox(self.catalog.tools, TOOLS)
@@ -157,6 +169,10 @@ class NetworkDomain:
         )
         initial = build_network(intent, blueprint, sampled, background, rng)
         fault = fault_of(initial, intent, sampled)
+        if self.model == "physical":
+            return self._start_physical(
+                intent, blueprint, rng, lang, database, episode_id, difficulty, initial, fault
+            )
         if difficulty == "guided":
             opening = engineer.problem_statement(intent, blueprint, initial, sampled, lang, rng)
         else:  # the red herrings are planted in the network before the engineer talks of them
@@ -168,6 +184,38 @@ class NetworkDomain:
         summaries = gold_summaries(intent, values, sampled)
         return EpisodeSetup(
             sampled, state, values, statement, summaries, truth=fault, counterpart_context=said
+        )
+
+    def _start_physical(
+        self,
+        intent: Intent,
+        blueprint: Blueprint,
+        rng: np.random.Generator,
+        lang: Language,
+        database: EpisodeDatabase,
+        episode_id: str,
+        difficulty: str,
+        initial: InitialNetwork,
+        fault: Fault,
+    ) -> EpisodeSetup:
+        """An episode whose counters come from the network model: the red herrings are
+        planted first (a busier neighbour is load the model carries), then the model is
+        calibrated to the sample, and what the OSS shows replaces the sample everywhere (the
+        engineer quotes it, the verification judges against it)."""
+        planted = add_confounders(initial, rng) if difficulty == "noisy" else None
+        model = start_model(initial, blueprint, fault, rng)
+        observed = observe_start(initial, blueprint, fault, model)
+        fault = replace(fault, sampled=observed)
+        if difficulty == "guided":
+            opening = engineer.problem_statement(intent, blueprint, initial, observed, lang, rng)
+        else:
+            opening = engineer.symptom_statement(intent, blueprint, initial, lang, rng, planted)
+        statement, said = opening
+        values = self.gold_values(intent, initial, fault.fix)
+        state = NetworkState(database, initial, episode_id, model)
+        summaries = gold_summaries(intent, values, observed)
+        return EpisodeSetup(
+            observed, state, values, statement, summaries, truth=fault, counterpart_context=said
         )
 
     def gold_values(
@@ -234,6 +282,8 @@ class NetworkDomain:
         self, setup: EpisodeSetup, seed: Callable[[], list[int]], step: int
     ) -> ToolContext:
         state, fault = setup.state, setup.truth
+        if state.model is not None:
+            return ToolContext(state, seed, step, lambda: remeasure(state))
         return ToolContext(state, seed, step, lambda: recompute(state, fault))
 
     def prepare(self) -> None:
@@ -260,7 +310,11 @@ class NetworkDomain:
             rng,
             ended=ended,
             intent=fault.intent,
-            recovered=lambda: all(key_kpis_recovered(state, fault).values()),
+            recovered=lambda: all(
+                (
+                    recovery(state, fault) if state.model else key_kpis_recovered(state, fault)
+                ).values()
+            ),
             changed=lambda: bool(state.diff()),
             said=setup.counterpart_context,
         )

@@ -39,7 +39,7 @@ FIX_TOOLS = frozenset({"optimize_cell", "optimize_slice", "push_config"})
 CHANGE_DELAY = dt.timedelta(minutes=15)  # time for a change to take effect and be measured
 
 
-def _distance(name: str, value: Any, target: Any) -> float:
+def parameter_distance(name: str, value: Any, target: Any) -> float:
     """How far a parameter is from a target, normalised by its legal range (0 when equal)."""
     if value == target:
         return 0.0
@@ -79,10 +79,10 @@ def severity(state: NetworkState, fault: Fault, config: Configuration) -> float:
             remaining = max(remaining, float(shared))
             continue
         target, current = fault.fix.get(name), config[owner].get(name)
-        initial = _distance(name, state.start[owner].get(name, current), target)
+        initial = parameter_distance(name, state.start[owner].get(name, current), target)
         if initial == 0.0:
             continue
-        remaining = max(remaining, min(1.0, _distance(name, current, target) / initial))
+        remaining = max(remaining, min(1.0, parameter_distance(name, current, target) / initial))
     return remaining
 
 
@@ -97,7 +97,7 @@ def harm(state: NetworkState, fault: Fault, config: Configuration) -> dict[str, 
         if not owner.startswith("cell:") or (owner == serving_key and name in faulty):
             continue
         cell_id = owner[5:]
-        totals[cell_id] = totals.get(cell_id, 0.0) + _distance(name, after, before)
+        totals[cell_id] = totals.get(cell_id, 0.0) + parameter_distance(name, after, before)
     return {cell_id: min(1.0, total) for cell_id, total in totals.items()}
 
 

@@ -3,12 +3,11 @@
 Cells come from the generated network (:mod:`telcoenv.domains.network.topology`: sites, azimuths,
 PCIs, configuration); this module adds what a planner knows of each by its role and area
 (antenna height and panel, carrier, TR 38.901 scenario) and draws the UEs: where they are (most
-in the serving cell's sector, the rest around the neighbours), indoors or not and how deep.
+in the serving cell's sector, the rest in the neighbours'), indoors or not and how deep.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -124,34 +123,34 @@ def draw_ues(
     rng: np.random.Generator,
     count: int = 240,
     own_share: float = 0.6,
-) -> UEs:
-    """``count`` UEs: ``own_share`` of them in the serving cell's sector (a 120° wedge around its
-    azimuth, uniform in area out to its service radius), the rest around the neighbours'
-    sites; indoors with the area's share, then at ``d2D_in`` the smaller of two U(0, 25 m) draws
-    (U(0, 10 m) rural) and on a floor 1-4 (urban high-rise: h_UT 1.5 + 3 (floor - 1))."""
+) -> tuple[UEs, np.ndarray]:
+    """``count`` UEs and the cell whose sector each was dropped in (its home): ``own_share`` of
+    them in the serving cell's sector, the rest spread over the neighbours' sectors; in a
+    sector, uniform in area over a 120° wedge around the cell's azimuth out to its service
+    radius. Indoors with the area's share, then at ``d2D_in`` the smaller of two U(0, 25 m)
+    draws (U(0, 10 m) rural) and on a floor 1-4 (urban high-rise: h_UT 1.5 + 3 (floor - 1))."""
     radius = SERVICE_RADIUS_M[area][role]
     own = round(count * own_share)
-    # Serving sector: uniform over the wedge's area (sqrt for the radius), not too close.
-    r = radius * np.sqrt(rng.uniform(0.02, 1.0, own))
-    bearing = np.radians(cells.azimuth_deg[0] + rng.uniform(-60.0, 60.0, own))
-    x = cells.x[0] + r * np.sin(bearing)
-    y = cells.y[0] + r * np.cos(bearing)
-    # Around the neighbours (and back toward the serving site): uniform discs.
-    rest = count - own
-    around = rng.integers(0, cells.count, rest)
-    r2 = radius * np.sqrt(rng.uniform(0.02, 1.0, rest))
-    a2 = rng.uniform(0.0, 2.0 * math.pi, rest)
-    x = np.concatenate([x, cells.x[around] + r2 * np.sin(a2)])
-    y = np.concatenate([y, cells.y[around] + r2 * np.cos(a2)])
+    home = np.concatenate(
+        [np.zeros(own, dtype=int), rng.integers(1, max(cells.count, 2), count - own)]
+    )
+    if cells.count == 1:
+        home[:] = 0
+    # Uniform over the wedge's area (sqrt for the radius), not too close to the mast.
+    r = radius * np.sqrt(rng.uniform(0.02, 1.0, count))
+    bearing = np.radians(cells.azimuth_deg[home] + rng.uniform(-60.0, 60.0, count))
+    x = cells.x[home] + r * np.sin(bearing)
+    y = cells.y[home] + r * np.cos(bearing)
     indoor = rng.random(count) < INDOOR_SHARE[area]
     depth_max = 10.0 if area == "rural" else 25.0
     depth = np.minimum(rng.uniform(0, depth_max, count), rng.uniform(0, depth_max, count))
     floors = np.where(indoor & (area == "urban"), rng.integers(1, 5, count), 1)
     height = 1.5 + 3.0 * (floors - 1)
-    return UEs(
+    ues = UEs(
         x=x,
         y=y,
         height_m=height.astype(float),
         indoor=indoor,
         indoor_depth_m=np.where(indoor, depth, 0.0),
     )
+    return ues, home

@@ -27,10 +27,19 @@ connected-mode procedures on those measurements, for a configuration:
 What the engineer's counters show per cell (attempts, success rate, ping-pong share, failure
 kinds, RLF and T310 expiries) and per relation (attempts and success toward each neighbour)
 come from :class:`Mobility`.
+
+:func:`handovers` runs several times per RL episode, so it is written for speed, with results
+equal field for field to the plain step-by-step implementation the tests keep as an oracle: all
+tracks advance together with a handful of numpy operations per step on contiguous rows; Qout
+and Qin are decided on a cheaper SINR that is exact away from the thresholds (the exact one
+decides near them); the rarer events (T310 starts and expiries, handovers) are played only for
+the tracks concerned.
 """
 
 from __future__ import annotations
 
+import math
+import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -74,23 +83,41 @@ def tracks(
     rng: np.random.Generator,
     steps: int = 80,
 ) -> Tracks:
-    """One track per speed: from a point at 30-80 % of the serving radius in its sector, heading
-    for a random neighbour's site (±25°), walked or driven for ``steps`` x :data:`STEP_MS`."""
+    """One track per speed, each crossing the border between the serving cell and a random
+    neighbour halfway through its ``steps`` x :data:`STEP_MS` (two in three outward, one in
+    three inward, ±25° off the line between the sites, up to 30 % of the half-distance aside):
+    the tracks sample handovers, and the counters scale them by how often users cross a
+    border (:func:`crossings_per_s`). ``radius_m`` bounds the crossing for a lone cell."""
     n = len(speeds_mps)
-    start_r = radius_m * rng.uniform(0.3, 0.8, n)
-    start_b = np.radians(cells.azimuth_deg[0] + rng.uniform(-50.0, 50.0, n))
-    x0 = cells.x[0] + start_r * np.sin(start_b)
-    y0 = cells.y[0] + start_r * np.cos(start_b)
     target = rng.integers(1, cells.count, n) if cells.count > 1 else np.zeros(n, dtype=int)
-    heading = np.arctan2(cells.x[target] - x0, cells.y[target] - y0)
-    heading = heading + np.radians(rng.uniform(-25.0, 25.0, n))
-    t = np.arange(steps) * STEP_MS / 1000.0
-    travelled = speeds_mps[:, None] * t[None, :]
+    dx, dy = cells.x[target] - cells.x[0], cells.y[target] - cells.y[0]
+    half = np.maximum(np.hypot(dx, dy) / 2.0, 1.0)
+    along = np.arctan2(dx, dy)
+    lateral = rng.uniform(-0.3, 0.3, n) * half
+    border_x = cells.x[0] + dx / 2.0 + lateral * np.cos(along)
+    border_y = cells.y[0] + dy / 2.0 - lateral * np.sin(along)
+    if cells.count == 1:
+        border_x = cells.x[0] + radius_m * np.sin(along)
+        border_y = cells.y[0] + radius_m * np.cos(along)
+    inward = rng.random(n) < 1.0 / 3.0
+    heading = along + np.radians(rng.uniform(-25.0, 25.0, n)) + np.where(inward, np.pi, 0.0)
+    speed = np.asarray(speeds_mps, dtype=float)
+    t = (np.arange(steps) - steps / 2.0) * STEP_MS / 1000.0
+    travelled = speed[:, None] * t[None, :]
     return Tracks(
-        x=x0[:, None] + travelled * np.sin(heading)[:, None],
-        y=y0[:, None] + travelled * np.cos(heading)[:, None],
-        speed=np.asarray(speeds_mps, dtype=float),
+        x=border_x[:, None] + travelled * np.sin(heading)[:, None],
+        y=border_y[:, None] + travelled * np.cos(heading)[:, None],
+        speed=speed,
     )
+
+
+def crossings_per_s(speed_mps: float, radius_m: float) -> float:
+    """How often a user moving at ``speed_mps`` leaves a sector of radius ``radius_m``: the
+    fluid-flow model's ``v L / (pi A)`` for a 120° wedge (perimeter ``(2 + 2 pi / 3) R``,
+    area ``pi R^2 / 3``)."""
+    perimeter = (2.0 + 2.0 * math.pi / 3.0) * radius_m
+    area = math.pi * radius_m**2 / 3.0
+    return speed_mps * perimeter / (math.pi * area)
 
 
 @dataclass(frozen=True)
@@ -218,112 +245,481 @@ def handovers(
     t310_ms: np.ndarray,
 ) -> Mobility:
     """Play A3 handovers and radio link monitoring along every track (configuration per cell;
-    a cell's offsets and timers are those its UEs are configured with while it serves them)."""
+    a cell's offsets and timers are those its UEs are configured with while it serves them).
+
+    All tracks advance together, step by step, as the procedures run: a step costs a handful of
+    numpy operations on one contiguous [cells x tracks] row (this runs several times per RL
+    episode). The rarer events (a T310 start, an expiry, a handover) are then played for the
+    tracks concerned: in Python for a few, with numpy for many (:data:`FEW`)."""
     rsrp = radio.rsrp_dbm
     n_cells, n_tracks, steps = rsrp.shape
+    by_step = rsrp.transpose(2, 0, 1)  # [steps, cells, tracks]: track_radio's memory order
+    if not by_step.flags.c_contiguous:
+        by_step = np.ascontiguousarray(by_step)
+    work = _scratch("a", by_step.shape), _scratch("b", by_step.shape)
+    monitor = _monitor(rsrp, by_step, load, radio.noise_dbm, *work)
+    # Each cell's CIO biases it in every comparison (added row by row: see _monitor).
+    ranked = work[0]
+    np.add(
+        by_step.reshape(steps, -1),
+        np.repeat(cio_db, n_tracks),
+        out=ranked.reshape(steps, -1),
+    )
+    offsets = a3_offset_db + hysteresis_db
+    play = _Play(
+        by_step,
+        ranked,
+        monitor,
+        pci,
+        offsets,
+        _steps_reaching(np.maximum(ttt_ms, STEP_MS) + EXECUTION_MS, steps + 1),
+        t310_ms,
+    )
+    # What each step reads and updates.
+    below, above = monitor.below, monitor.above
+    threshold, neighbour = play.threshold, play.neighbour
+    count, trigger = play.count.reshape(-1), play.trigger.reshape(-1)
+    row_index, running, due = play.row_index, play.running, play.due
+    # With a negative offset, a cell would meet A3 against itself.
+    against_itself = bool((np.asarray(offsets) < 0).any())
+    meets = np.empty((n_cells, n_tracks), dtype=bool)
+    ready = np.empty(n_cells * n_tracks, dtype=bool)
+    # Same-dtype operands keep numpy's fast loops: the counts are int8 for short tracks.
+    factor = meets.reshape(-1).view(np.int8) if count.dtype == np.int8 else meets.reshape(-1)
+    counting = False  # whether any count is non-zero
+    for k in range(steps):
+        # Radio link monitoring: T310 runs below Qout, stops above Qin, expiry is an RLF.
+        starting = below[k].take(row_index)
+        if play.live:
+            np.greater(starting, running, out=starting)  # below and not running
+        if np.count_nonzero(starting):
+            play.start_t310(np.flatnonzero(starting), k)
+        if play.live:
+            play.stop_t310(above[k].take(row_index))
+        if k in due:
+            play.expire(k)
+        # Event A3 with the serving cell's offsets, each cell's CIO: the steps each neighbour
+        # has stayed entered, count * meets + meets.
+        np.greater(ranked[k], threshold[k], out=meets)
+        if against_itself:
+            np.logical_and(meets, neighbour, out=meets)
+        entered = np.count_nonzero(meets)
+        if entered or counting:
+            np.multiply(count, factor, out=count)
+            np.add(count, factor, out=count)
+            counting = entered > 0
+            if entered:
+                np.greater_equal(count, trigger, out=ready)
+                if np.count_nonzero(ready):
+                    play.hand_over(ready, k)
+    return play.mobility()
+
+
+class _Scratch(threading.local):
+    """Float work arrays of a call's size, kept per thread between calls: a fresh array this
+    big is mapped from the system and handed back when freed, so that every call would pay its
+    page faults again (as long as the arithmetic on it)."""
+
+    def __init__(self) -> None:
+        self.arrays: dict[str, np.ndarray] = {}
+
+    def __call__(self, name: str, shape: tuple[int, ...]) -> np.ndarray:
+        array = self.arrays.get(name)
+        if array is None or array.shape != shape:
+            array = self.arrays[name] = np.empty(shape)
+        return array
+
+
+_scratch = _Scratch()
+#: ln(10) / 10: a power in dB to its natural logarithm.
+_LN10_BY_10 = math.log(10.0) / 10.0
+#: Relative margin around the Qout and Qin ratios within which the fast SINR (within about
+#: 1e-14, relative, of the exact one near the thresholds) cannot decide: the exact SINR is
+#: computed instead.
+SINR_MARGIN = 1e-9
+
+
+@dataclass(frozen=True)
+class _Monitor:
+    """Radio link monitoring as if each cell served, [steps, cells * tracks] (a step's row
+    [cells x tracks] contiguous): SINR below Qout, above Qin, and above Qout (a handover
+    target decodable: not below Qout, unless exactly at Qout: ``None`` when none is)."""
+
+    below: np.ndarray
+    above: np.ndarray
+    decodable: np.ndarray | None = None
+
+    def decodes(self, k: int, index: np.ndarray | int) -> np.ndarray | bool:
+        """Whether the cells at flat ``index`` of step ``k``'s row are decodable."""
+        if self.decodable is None:
+            return ~self.below[k, index]
+        return self.decodable[k, index]
+
+
+def _monitor(
+    rsrp: np.ndarray,
+    by_step: np.ndarray,
+    load: np.ndarray,
+    noise_dbm: float,
+    work: np.ndarray,
+    other_work: np.ndarray,
+) -> _Monitor:
+    """Qout and Qin for every cell, track and step: decided by :func:`_fast_monitor` all but
+    always, else on the exact SINR (:func:`_sinr_db`)."""
+    activity, noise = np.maximum(load, 0.05), 10.0 ** (noise_dbm / 10.0)
+    fast = _fast_monitor(by_step, activity, noise, work, other_work)
+    if fast is not None:
+        return fast
+    sinr = _sinr_db(rsrp, load, noise_dbm).transpose(2, 0, 1).reshape(len(by_step), -1)
+    return _Monitor(sinr < Q_OUT_DB, sinr > Q_IN_DB, sinr > Q_OUT_DB)
+
+
+def _fast_monitor(
+    by_step: np.ndarray,
+    activity: np.ndarray,
+    noise: float,
+    work: np.ndarray,
+    other_work: np.ndarray,
+) -> _Monitor | None:
+    """Qout and Qin decided on a cheaper SINR (``work`` arrays: scratch of the shape of
+    ``by_step``): exp for the powers (a fifth of the cost of ``10 **``), their sum in any order,
+    no log, and its inverse (noise + all cells' power) / power - activity. That decides exactly
+    whenever the SINR is farther than :data:`SINR_MARGIN` (relative) from both thresholds;
+    ``None`` if some is not (or out of the error bound's domain)."""
+    steps, _, n_tracks = by_step.shape
+    # The error bound holds for RSRP in double precision, finite (or -inf, a DOWN cell) short
+    # of overflow, loads up to a few (the inverse's cancellation) and a positive noise floor.
+    if by_step.dtype != np.float64 or not (activity.max() < 4.0 and 0.0 < noise < np.inf):
+        return None
+    lin = np.exp(np.multiply(by_step, _LN10_BY_10, out=work), out=work)
+    floor = np.matmul(activity, lin)  # [steps, tracks]
+    floor += noise
+    if not np.isfinite(floor).all():  # a NaN or +inf RSRP, or an overflow
+        return None
+    # A broadcast copy, then arithmetic on whole rows: far cheaper than broadcasting the
+    # arithmetic over [cells, tracks] blocks.
+    np.copyto(other_work, floor[:, None, :])
+    with np.errstate(divide="ignore"):  # a DOWN cell: infinitely below Qout
+        inverse = np.divide(other_work, lin, out=other_work).reshape(steps, -1)
+    inverse -= np.repeat(activity, n_tracks)
+    out, in_ = 10.0 ** (-Q_OUT_DB / 10.0), 10.0 ** (-Q_IN_DB / 10.0)
+    lo, hi = 1.0 - SINR_MARGIN, 1.0 + SINR_MARGIN
+    below = inverse > out * hi
+    above = inverse < in_ * lo
+    if np.count_nonzero(inverse > out * lo) != np.count_nonzero(below):
+        return None
+    if np.count_nonzero(inverse < in_ * hi) != np.count_nonzero(above):
+        return None
+    return _Monitor(below, above)
+
+
+def _sinr_db(rsrp: np.ndarray, load: np.ndarray, noise_dbm: float) -> np.ndarray:
+    """Each cell's SINR as the serving one [cells, tracks, steps], dB (the others' load-weighted
+    power): the definition the fast path of :func:`_monitor` must agree with."""
     lin = np.where(np.isfinite(rsrp), 10.0 ** (rsrp / 10.0), 0.0)
     activity = np.maximum(load, 0.05)[:, None, None]
-    noise = 10.0 ** (radio.noise_dbm / 10.0)
+    noise = 10.0 ** (noise_dbm / 10.0)
     total = (activity * lin).sum(axis=0)  # [tracks, steps]
-    # Each cell's SINR as the serving one, everywhere (the others' load-weighted power).
-    sinr_all = 10.0 * np.log10(np.maximum(lin, 1e-30) / (noise + total[None] - activity * lin))
-    below, above = sinr_all < Q_OUT_DB, sinr_all > Q_IN_DB
-    ranked = rsrp + cio_db[:, None, None]
-    best_at = np.argmax(np.where(np.isfinite(rsrp), rsrp, -1e9), axis=0)  # [tracks, steps]
-    offsets = a3_offset_db + hysteresis_db
-    need_ms = np.maximum(ttt_ms, STEP_MS) + EXECUTION_MS
-    confusable = ((pci[:, None] == pci[None, :]) & ~np.eye(n_cells, dtype=bool)).any(axis=1)
-    idx = np.arange(n_tracks)
-    serving = np.argmax(ranked[:, :, 0], axis=0)
-    previous = np.full(n_tracks, -1)
-    last_ho_ms = np.full(n_tracks, -1e9)
-    entered_ms = np.zeros((n_cells, n_tracks))  # how long each neighbour has met A3
-    t310_left = np.full(n_tracks, np.inf)
-    history = np.empty((n_tracks, steps), dtype=int)
-    t310_starts: list[np.ndarray] = []  # serving cells where T310 started, step by step
-    events: dict[str, list[np.ndarray]] = {
-        k: [] for k in ("rlf", "early", "late", "wrong", "att_src", "att_dst", "ok_src",
-                        "ok_dst", "pp")
-    }  # fmt: skip
-    for k in range(steps):
+    return 10.0 * np.log10(np.maximum(lin, 1e-30) / (noise + total[None] - activity * lin))
+
+
+def _steps_reaching(ms: np.ndarray, never: int) -> np.ndarray:
+    """Per entry, the fewest steps n >= 1 with n x STEP_MS >= ms: when a count of STEP_MS a
+    step reaches it, or a timer losing STEP_MS a step runs out (both exact in floating point);
+    ``never`` for NaN and for durations beyond ``never`` steps."""
+    out = []
+    for value in np.asarray(ms, dtype=float).tolist():
+        if not value <= never * STEP_MS:
+            out.append(never)
+        elif value <= STEP_MS:
+            out.append(1)
+        else:
+            n = math.ceil(value / STEP_MS)  # then corrected for the rounding of the division
+            n += n * STEP_MS < value
+            n -= (n - 1) * STEP_MS >= value
+            out.append(n)
+    return np.array(out, dtype=int)
+
+
+#: Events of at most this many tracks at a step are played track by track in Python (a few
+#: microseconds each), more with numpy over all of them at once (some tens of microseconds).
+FEW = 4
+#: Kinds of events, each counted per cell (att_* and ok_*: the sources and targets of the same
+#: handovers, in step, also counted per relation).
+_EVENTS = ("rlf", "early", "late", "wrong", "att_src", "att_dst", "ok_src", "ok_dst", "pp",
+           "t310")  # fmt: skip
+
+
+class _Play:
+    """The procedures' state along the tracks, and what they counted.
+
+    Per track: the serving cell (and its flat index in a step's [cells x tracks] row), the
+    previous one, the time of the last handover or re-establishment, and T310 as the step it
+    expires on (N310 = 1). For event A3: the threshold [steps, tracks] (the serving cell's
+    ranked RSRP plus its offsets); and [cells, tracks], which cells are neighbours (not the
+    serving one), the steps each has met the entry condition and the count that triggers (the
+    serving cell's time-to-trigger and the execution time, in steps). The events, per kind:
+    cells one by one (``one``) or arrays of them (``many``)."""
+
+    def __init__(
+        self,
+        by_step: np.ndarray,
+        ranked: np.ndarray,
+        monitor: _Monitor,
+        pci: np.ndarray,
+        offsets: np.ndarray,
+        trigger: np.ndarray,
+        t310_ms: np.ndarray,
+    ) -> None:
+        steps, n_cells, n_tracks = ranked.shape
+        self.by_step, self.ranked, self.monitor, self.offsets = by_step, ranked, monitor, offsets
+        self.steps, self.n_tracks = steps, n_tracks
+        same = (pci[:, None] == pci[None, :]) & ~np.eye(n_cells, dtype=bool)
+        self.confusable = same.any(axis=1)
+        self.any_confusable = bool(self.confusable.any())
+        tracks = np.arange(n_tracks)
+        first = np.argmax(ranked[0], axis=0)
+        self.cell = first
+        self.row_index = first * n_tracks + tracks
+        self.previous = np.full(n_tracks, -1)
+        self.last_ho_ms = np.full(n_tracks, -1e9)
+        self.served = np.bincount(first, minlength=n_cells) * steps
+        dtype = np.int8 if steps < 127 else np.int32  # counts never exceed steps + 1
+        self.trigger_steps = trigger.tolist()
+        self.uniform_trigger = len(set(self.trigger_steps)) == 1
+        self.trigger_columns = np.repeat(trigger[None, :], n_cells, axis=0).astype(dtype)
+        self.trigger = np.ascontiguousarray(self.trigger_columns[:, first])
+        self.count = np.zeros((n_cells, n_tracks), dtype=dtype)
+        self.threshold = ranked.reshape(steps, -1)[:, self.row_index] + offsets[first]
+        self.neighbour = np.ones((n_cells, n_tracks), dtype=bool)
+        self.neighbour[first, tracks] = False
+        # A timer of T ms losing STEP_MS a step (the starting one included) runs out on step
+        # start + n - 1, n the fewest steps reaching T; an infinite or NaN one never runs (it
+        # restarts at every step below Qout and never expires).
+        t310_ms = np.asarray(t310_ms, dtype=float)
+        self.t310_steps = _steps_reaching(t310_ms, steps + 1)
+        self.t310_runs = ~np.isnan(t310_ms) & (t310_ms != np.inf)
+        self.running = np.zeros(n_tracks, dtype=bool)
+        self.expiry = np.zeros(n_tracks, dtype=int)
+        self.live = 0  # timers running
+        self.due: dict[int, list[int]] = {}  # step -> tracks whose timer may expire on it
+        self.one: dict[str, list[int]] = {kind: [] for kind in _EVENTS}
+        self.many: dict[str, list[np.ndarray]] = {kind: [] for kind in _EVENTS}
+
+    # --- T310 ---------------------------------------------------------------------------------
+
+    def start_t310(self, tracks: np.ndarray, k: int) -> None:
+        """T310 starts on step ``k`` for ``tracks`` (below Qout, not running)."""
+        if len(tracks) <= FEW:
+            for track in tracks.tolist():
+                cell = int(self.cell[track])
+                self.one["t310"].append(cell)
+                if self.t310_runs[cell]:
+                    self.running[track] = True
+                    self.expiry[track] = expiry = k - 1 + int(self.t310_steps[cell])
+                    self.due.setdefault(expiry, []).append(track)
+                    self.live += 1
+            return
+        cells = self.cell[tracks]
+        self.many["t310"].append(cells)
+        runs = self.t310_runs[cells]
+        tracks, expiry = tracks[runs], self.t310_steps[cells[runs]] + (k - 1)
+        self.running[tracks] = True
+        self.expiry[tracks] = expiry
+        self.live += len(tracks)
+        for track, step in zip(tracks.tolist(), expiry.tolist(), strict=True):
+            self.due.setdefault(step, []).append(track)
+
+    def stop_t310(self, above: np.ndarray) -> None:
+        np.greater(self.running, above, out=self.running)  # running and not above Qin
+        self.live = int(np.count_nonzero(self.running))
+
+    def expire(self, k: int) -> None:
+        """The timers that run out on step ``k`` (not since stopped or restarted): radio link
+        failures."""
+        due = set(self.due.pop(k))
+        failed = [t for t in sorted(due) if self.running[t] and self.expiry[t] == k]
+        if len(failed) > FEW:
+            self._reestablish(np.array(failed), k)
+        else:
+            for track in failed:
+                self._reestablish_one(track, k)
+
+    # --- radio link failure -------------------------------------------------------------------
+
+    def _reestablish(self, failed: np.ndarray, k: int) -> None:
+        """Radio link failures on step ``k``: the UEs re-establish on the strongest cell."""
         now = k * STEP_MS
-        history[:, k] = serving
-        # Radio link monitoring: T310 runs below Qout, stops above Qin, expiry is an RLF.
-        running = np.isfinite(t310_left)
-        start = below[serving, idx, k] & ~running
-        if start.any():
-            t310_starts.append(serving[start])
-            t310_left = np.where(start, t310_ms[serving], t310_left)
-        t310_left = np.where(above[serving, idx, k], np.inf, t310_left - STEP_MS)
-        failed = t310_left <= 0
-        if failed.any():
-            recent = (now - last_ho_ms) < EARLY_WINDOW_MS
-            best = best_at[:, k]
-            events["rlf"].append(serving[failed])
-            # A failure shortly after a handover is the source cell's handover gone wrong.
-            events["early"].append(previous[failed & recent & (best == previous)])
-            events["wrong"].append(
-                previous[failed & recent & (best != previous) & (best != serving)]
-            )
-            events["late"].append(serving[failed & ~recent])
-            previous = np.where(failed, serving, previous)
-            serving = np.where(failed, best, serving)
-            t310_left = np.where(failed, np.inf, t310_left)
-            entered_ms[:, failed] = 0.0
-            last_ho_ms = np.where(failed, now, last_ho_ms)
-        # Event A3 with the serving cell's offsets, each cell's CIO.
-        column = ranked[:, :, k]
-        meets = column > (column[serving, idx] + offsets[serving])[None, :]
-        meets[serving, idx] = False
-        entered_ms = np.where(meets, entered_ms + STEP_MS, 0.0)
-        ready = entered_ms >= need_ms[serving][None, :]
-        go = ready.any(axis=0)
-        if not go.any():
-            continue
-        moving = np.flatnonzero(go)
-        target = np.argmax(np.where(ready[:, moving], column[:, moving], -np.inf), axis=0)
-        src = serving[moving]
-        events["att_src"].append(src)
-        events["att_dst"].append(target)
-        # The target must be decodable; a PCI another audible cell shares is a coin toss.
-        clash = confusable[target] & ((k + moving) % 2 == 0)
-        success = (sinr_all[target, moving, k] > Q_OUT_DB) & ~clash
-        events["ok_src"].append(src[success])
-        events["ok_dst"].append(target[success])
-        quick = now - last_ho_ms[moving] < PINGPONG_WINDOW_MS
-        events["pp"].append(target[success & (target == previous[moving]) & quick])
-        # A target still too weak is a handover triggered too early; a PCI clash sends the
-        # UE toward the wrong cell. Either way it stays on the source, which is fading.
-        events["early"].append(src[~success & ~clash])
-        events["wrong"].append(src[clash])
+        recent = (now - self.last_ho_ms[failed]) < EARLY_WINDOW_MS
+        rsrp = self.by_step[k][:, failed]
+        best = np.argmax(np.where(np.isfinite(rsrp), rsrp, -1e9), axis=0)
+        source, previous = self.cell[failed], self.previous[failed]
+        many = self.many
+        many["rlf"].append(source)
+        # A failure shortly after a handover is the source cell's handover gone wrong.
+        many["early"].append(previous[recent & (best == previous)])
+        many["wrong"].append(previous[recent & (best != previous) & (best != source)])
+        many["late"].append(source[~recent])
+        self.previous[failed] = source
+        self.last_ho_ms[failed] = now
+        self.running[failed] = False
+        self.live = int(np.count_nonzero(self.running))
+        self._reassign(failed, best, k)
+
+    def _reestablish_one(self, track: int, k: int) -> None:
+        """:meth:`_reestablish`, for one track."""
+        now = k * STEP_MS
+        rsrp = self.by_step[k, :, track].tolist()
+        best = _first_max([v if math.isfinite(v) else -1e9 for v in rsrp])
+        source, previous = int(self.cell[track]), int(self.previous[track])
+        one = self.one
+        one["rlf"].append(source)
+        if now - self.last_ho_ms[track] < EARLY_WINDOW_MS:
+            if best == previous:
+                one["early"].append(previous)
+            elif best != source:
+                one["wrong"].append(previous)
+        else:
+            one["late"].append(source)
+        self.previous[track] = source
+        self.last_ho_ms[track] = now
+        self.running[track] = False
+        self.live -= 1
+        self._reassign_one(track, best, k)
+
+    # --- handover -----------------------------------------------------------------------------
+
+    def hand_over(self, ready: np.ndarray, k: int) -> None:
+        """Step ``k``'s handovers: each track with a neighbour ready (``ready``: a step's
+        [cells x tracks] row, flat) to the best such one."""
+        n_cells, n_tracks = self.count.shape
+        if np.count_nonzero(ready) <= FEW:
+            candidates: dict[int, list[int]] = {}
+            for i in np.flatnonzero(ready).tolist():
+                candidates.setdefault(i % n_tracks, []).append(i // n_tracks)
+            for track, cells in candidates.items():
+                if len(cells) > 1:  # to the best
+                    column = self.ranked[k, :, track].tolist()
+                    cells = [cells[_first_max([column[c] for c in cells])]]
+                self._hand_over_one(track, cells[0], k)
+            return
+        ready = ready.reshape(n_cells, n_tracks)
+        moving = np.flatnonzero(ready.any(axis=0))
+        column = self.ranked[k][:, moving]
+        target = np.argmax(np.where(ready[:, moving], column, -np.inf), axis=0)
+        source = self.cell[moving]
+        many = self.many
+        many["att_src"].append(source)
+        many["att_dst"].append(target)
+        # The target must be decodable; a PCI another audible cell shares is a coin toss. A
+        # target still too weak is a handover triggered too early; a PCI clash sends the UE
+        # toward the wrong cell. Either way it stays on the source, which is fading.
+        success = self.monitor.decodes(k, target * n_tracks + moving)
+        if self.any_confusable:
+            clash = self.confusable[target] & ((k + moving) % 2 == 0)
+            many["wrong"].append(source[clash])
+            many["early"].append(source[~success & ~clash])
+            success &= ~clash
+        else:
+            many["early"].append(source[~success])
+        many["ok_src"].append(source[success])
+        many["ok_dst"].append(target[success])
+        now = k * STEP_MS
+        quick = now - self.last_ho_ms[moving] < PINGPONG_WINDOW_MS
+        many["pp"].append(target[success & (target == self.previous[moving]) & quick])
         moved = moving[success]
-        previous[moved] = serving[moved]
-        serving[moved] = target[success]
-        last_ho_ms[moved] = now
-        entered_ms[:, moving] = 0.0
-        t310_left[moved] = np.inf
+        self.previous[moved] = source[success]
+        self.last_ho_ms[moved] = now
+        self.running[moved] = False
+        self.live = int(np.count_nonzero(self.running))
+        self.count[:, moving] = 0
+        self._reassign(moved, target[success], k)
 
-    def count(name: str) -> np.ndarray:
-        found = np.concatenate(events[name]) if events[name] else np.zeros(0, dtype=int)
-        return np.bincount(found, minlength=n_cells).astype(float)
+    def _hand_over_one(self, track: int, target: int, k: int) -> None:
+        """:meth:`hand_over`, for one track and its target."""
+        source = int(self.cell[track])
+        one = self.one
+        one["att_src"].append(source)
+        one["att_dst"].append(target)
+        if self.confusable[target] and (k + track) % 2 == 0:
+            one["wrong"].append(source)
+        elif not self.monitor.decodes(k, target * self.n_tracks + track):
+            one["early"].append(source)
+        else:
+            one["ok_src"].append(source)
+            one["ok_dst"].append(target)
+            now = k * STEP_MS
+            if target == self.previous[track] and now - self.last_ho_ms[track] < PINGPONG_WINDOW_MS:
+                one["pp"].append(target)
+            self.previous[track] = source
+            self.last_ho_ms[track] = now
+            if self.running[track]:
+                self.running[track] = False
+                self.live -= 1
+            self._reassign_one(track, target, k)
+            return
+        self.count[:, track] = 0
 
-    def pairs(src: str, dst: str) -> np.ndarray:
-        out = np.zeros((n_cells, n_cells))
-        if events[src]:
-            np.add.at(out, (np.concatenate(events[src]), np.concatenate(events[dst])), 1.0)
-        return out
+    def _reassign(self, tracks: np.ndarray, cells: np.ndarray, k: int) -> None:
+        """``cells`` serve ``tracks`` from step ``k``'s A3 comparison on (step ``k`` counted as
+        served by the former cell); their counts restart."""
+        remaining = self.steps - 1 - k
+        np.subtract.at(self.served, self.cell[tracks], remaining)
+        np.add.at(self.served, cells, remaining)
+        self.neighbour[self.cell[tracks], tracks] = True
+        self.neighbour[cells, tracks] = False
+        self.cell[tracks] = cells
+        self.row_index[tracks] = cells * self.n_tracks + tracks
+        self.threshold[k:, tracks] = self.ranked[k:, cells, tracks] + self.offsets[cells]
+        if not self.uniform_trigger:
+            self.trigger[:, tracks] = self.trigger_columns[:, cells]
+        self.count[:, tracks] = 0
 
-    starts = np.concatenate(t310_starts) if t310_starts else np.zeros(0, dtype=int)
-    return Mobility(
-        attempts=count("att_src"),
-        successes=count("ok_src"),
-        too_early=count("early"),
-        too_late=count("late"),
-        wrong_cell=count("wrong"),
-        pingpong=count("pp"),
-        rlf=count("rlf"),
-        t310_started=np.bincount(starts, minlength=n_cells).astype(float),
-        relation_attempts=pairs("att_src", "att_dst"),
-        relation_successes=pairs("ok_src", "ok_dst"),
-        served_steps=np.bincount(history.ravel(), minlength=n_cells).astype(float),
-    )
+    def _reassign_one(self, track: int, cell: int, k: int) -> None:
+        """:meth:`_reassign`, for one track."""
+        old = int(self.cell[track])
+        remaining = self.steps - 1 - k
+        self.served[old] -= remaining
+        self.served[cell] += remaining
+        self.neighbour[old, track] = True
+        self.neighbour[cell, track] = False
+        self.cell[track] = cell
+        self.row_index[track] = cell * self.n_tracks + track
+        np.add(self.ranked[k:, cell, track], self.offsets[cell], out=self.threshold[k:, track])
+        if self.trigger_steps[cell] != self.trigger_steps[old]:
+            self.trigger[:, track] = self.trigger_columns[:, cell]
+        self.count[:, track] = 0
+
+    # --- the counters -------------------------------------------------------------------------
+
+    def _cells(self, kind: str) -> np.ndarray:
+        one = np.array(self.one[kind], dtype=int)
+        return np.concatenate([one, *self.many[kind]]) if self.many[kind] else one
+
+    def _count(self, kind: str) -> np.ndarray:
+        return np.bincount(self._cells(kind), minlength=len(self.served)).astype(float)
+
+    def _pairs(self, src: str, dst: str) -> np.ndarray:
+        n = len(self.served)
+        pairs = self._cells(src) * n + self._cells(dst)
+        return np.bincount(pairs, minlength=n * n).reshape(n, n).astype(float)
+
+    def mobility(self) -> Mobility:
+        return Mobility(
+            attempts=self._count("att_src"),
+            successes=self._count("ok_src"),
+            too_early=self._count("early"),
+            too_late=self._count("late"),
+            wrong_cell=self._count("wrong"),
+            pingpong=self._count("pp"),
+            rlf=self._count("rlf"),
+            t310_started=self._count("t310"),
+            relation_attempts=self._pairs("att_src", "att_dst"),
+            relation_successes=self._pairs("ok_src", "ok_dst"),
+            served_steps=self.served.astype(float),
+        )
+
+
+def _first_max(values: list[float]) -> int:
+    """The index of the largest value, the first of equals (as numpy's argmax)."""
+    return max(range(len(values)), key=values.__getitem__)

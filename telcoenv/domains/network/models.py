@@ -15,11 +15,14 @@ class FaultParameter(FrozenModel):
     """A configuration parameter that is wrong in the intent's episodes.
 
     ``faulty`` is a ``[min, max]`` range or a list of choices; ``None`` means the current value
-    comes from the blueprint's sampled KPI. ``healthy`` is the corrective value.
+    comes from the blueprint's sampled KPI. ``healthy`` is the corrective value; ``accept``
+    what an operations centre accepts as the cause removed (a ``[min, max]`` range or a list
+    of choices, as ``faulty``), where the network model judges fixes by their effect.
     """
 
     faulty: list[Any] | None = None
     healthy: Any
+    accept: list[Any] | None = None
 
 
 class Fault(FrozenModel):

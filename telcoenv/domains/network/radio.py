@@ -354,22 +354,9 @@ def _lin(db: np.ndarray) -> np.ndarray:
     return 10.0 ** (np.asarray(db, dtype=float) / 10.0)
 
 
-def measure(
-    cells: Cells,
-    coupling: Coupling,
-    load: np.ndarray,
-    cio_db: np.ndarray | None = None,
-    external_interference_dbm: float | np.ndarray = -np.inf,
-    noise_figure_db: float = UE_NOISE_FIGURE_DB,
-) -> Radio:
-    """RSRP of every cell at every UE, the serving cell, SINR, RS-SINR and RSRQ.
-
-    ``load``: each cell's PRB utilisation in [0, 1]; ``cio_db``: the offset a cell's RSRP gets
-    when UEs choose their serving cell (a cell individual offset, as idle- and connected-mode
-    selection bias it); ``external_interference_dbm``: per-RE interference from outside the
-    cluster (an external interferer, or the rest of the network), per UE or one value.
-    """
-    n_cells = cells.count
+def rsrp_of(cells: Cells, coupling: Coupling) -> np.ndarray:
+    """RSRP of every cell at every UE, dBm per RE [cells, UEs] (-inf from a cell off air): what
+    the configuration decides, before any load."""
     boresight = cells.azimuth_deg + cells.beam_offset_deg
     bearing_off = wrap_deg(coupling.bearing_deg - boresight[:, None])
     tilt = (cells.tilt_deg + cells.mech_tilt_deg)[:, None]
@@ -382,10 +369,36 @@ def measure(
     )
     epre = cells.tx_power_dbm - 10.0 * np.log10(12.0 * cells.n_prb)
     rsrp = epre[:, None] + gain - coupling.loss_db
-    rsrp = np.where(cells.active[:, None], rsrp, -np.inf)
+    return np.where(cells.active[:, None], rsrp, -np.inf)
+
+
+def measure(
+    cells: Cells,
+    coupling: Coupling,
+    load: np.ndarray,
+    cio_db: np.ndarray | None = None,
+    external_interference_dbm: float | np.ndarray = -np.inf,
+    noise_figure_db: float = UE_NOISE_FIGURE_DB,
+    force: np.ndarray | None = None,
+    rsrp: np.ndarray | None = None,
+) -> Radio:
+    """RSRP of every cell at every UE, the serving cell, SINR, RS-SINR and RSRQ.
+
+    ``load``: each cell's PRB utilisation in [0, 1]; ``cio_db``: the offset a cell's RSRP gets
+    when UEs choose their serving cell (a cell individual offset, as idle- and connected-mode
+    selection bias it); ``external_interference_dbm``: per-RE interference from outside the
+    cluster (an external interferer, or the rest of the network), per UE or one value;
+    ``force``: per UE, a cell to serve it instead of the strongest (-1: the strongest), as load
+    balancing hands UEs to a neighbour; ``rsrp``: :func:`rsrp_of` for these cells, when the
+    caller has it.
+    """
+    n_cells = cells.count
+    rsrp = rsrp_of(cells, coupling) if rsrp is None else rsrp
     bias = np.zeros(n_cells) if cio_db is None else np.asarray(cio_db, dtype=float)
     ranked = rsrp + bias[:, None]
     serving = np.argmax(ranked, axis=0)
+    if force is not None:
+        serving = np.where(force >= 0, force, serving)
     ues = np.arange(rsrp.shape[1])
     serving_rsrp = rsrp[serving, ues]
     no_service = serving_rsrp < NO_SERVICE_DBM

@@ -15,7 +15,7 @@ import datetime as dt
 import json
 import operator
 from collections.abc import Iterable
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from telcoenv.database import EpisodeDatabase, Query
 from telcoenv.domains.network.parameters import (
@@ -32,6 +32,9 @@ from telcoenv.domains.network.topology import (
     distance_km,
 )
 from telcoenv.errors import ToolError
+
+if TYPE_CHECKING:
+    from telcoenv.domains.network.simulation import EpisodeModel
 
 TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 ConfigKey = tuple[str, str]  # ("cell:<id>" | "slice:<id>" | "backhaul:<id>", parameter)
@@ -200,8 +203,16 @@ _CHANGE_COUNT = Query("change_log", count="change_id")
 class NetworkState:
     """Everything the tools of one episode can read or change, held in the network database."""
 
-    def __init__(self, db: EpisodeDatabase, initial: InitialNetwork, episode_id: str) -> None:
+    def __init__(
+        self,
+        db: EpisodeDatabase,
+        initial: InitialNetwork,
+        episode_id: str,
+        model: EpisodeModel | None = None,
+    ) -> None:
         self.db, self.initial, self.episode_id = db, initial, episode_id
+        # The network model behind the counters (None: the blueprint's causal model, dynamics.py).
+        self.model = model
         self.now: dt.datetime = initial.now  # the episode's clock: a change takes time
         self.cluster_id = initial.cluster_id
         self.serving_id = initial.serving.cell_id
@@ -401,8 +412,7 @@ class NetworkState:
         """
         rows = self._fetch(_SAMPLES, object_id)
         if not rows and object_id in self.cell_ids:
-            cell = self.cell(object_id)
-            kpis = derived_kpis(cell.load, cell.area, cell.role, cell.kpi_seed)
+            kpis = self._first_counters(object_id)
             with self.db.change():
                 self.db.insert_values(
                     "kpi_samples", self._sample_rows(object_id, kpis, self.collection_start)
@@ -417,8 +427,22 @@ class NetworkState:
         that may still refuse the call, which must then leave the network as it was."""
         if cell_id in self._current or cell_id not in self.cell_ids:
             return None
+        return self._first_counters(cell_id)
+
+    def _first_counters(self, cell_id: str) -> dict[str, float]:
+        """A neighbour's counters as first collected: the model's now, or derived from its
+        load with its own seed."""
+        if self.model is not None:
+            return self.model_kpis(cell_id)
         cell = self.cell(cell_id)
         return derived_kpis(cell.load, cell.area, cell.role, cell.kpi_seed)
+
+    def model_kpis(self, object_id: str, config: Configuration | None = None) -> dict[str, float]:
+        """What the network model shows for an object now (the configuration as it is)."""
+        assert self.model is not None
+        config = self.configuration() if config is None else config
+        baseline = self.baseline_of(object_id) if object_id in self.cell_ids else None
+        return self.model.kpis(object_id, config, self.now, baseline=baseline)
 
     def latest_kpis(self) -> dict[str, dict[str, float]]:
         """The current KPIs of every object measured so far (copies, by object id)."""

@@ -229,33 +229,10 @@ def kpi_timeseries(
         f"{s}Z"
         for s in np.datetime_as_string(first + np.arange(points) * np.timedelta64(step), unit="s")
     ]
-    # The serving cell's series include its link's and slices' counters.
-    owners = (state.link_id, *sorted(state.initial.slices)) if serving else ()
-    extra = [state.kpis(owner) for owner in owners]
-    uncollected = state.uncollected_kpis(cell_id)  # a neighbour's, before its first request
-    if uncollected is not None and not _family_kpis(state, cell_id, [uncollected, *extra], kpi):
-        raise _no_counters(kpi, cell_id)  # refused before collecting: nothing written
-    history = state.kpi_history(cell_id)
-    values = _family_kpis(state, cell_id, [latest(history), *extra], kpi)
-    if not values:
-        raise _no_counters(kpi, cell_id)
-    definitions = kpi_definitions()
-    names = list(values)
-    digits = [definitions.digits(n) for n in names]
-    parts: list[np.ndarray] = []
-    segments = _regime_segments(history, start, step, points)
-    for index, count in segments:
-        # The serving cell's first regime is the blueprint sample (its ranges bound the
-        # series); later ones are the KPIs the causal model computed after a change.
-        regime = history[index][1]
-        bounded = serving and index == 0
-        regime_values = [regime.get(n, values[n]) for n in names]
-        bands = [
-            kpi_band(v, state.kpi_bounds.get(n) if bounded else None)
-            for n, v in zip(names, regime_values, strict=True)
-        ]
-        parts.append(series_batch(regime_values, bands, digits, count, ctx.rng))
-    raws = np.concatenate(parts, axis=1) if len(parts) > 1 else parts[0]
+    if state.model is not None:
+        names, raws, changes = _model_series(ctx, cell_id, kpi, serving, first, step, points)
+    else:
+        names, raws, changes = _recorded_series(ctx, cell_id, kpi, serving, start, step, points)
     display = _display()
     scale = np.array([display[n][0] for n in names])[:, None]
     factor = 10.0 ** np.array([display[n][1] for n in names])[:, None]
@@ -284,9 +261,87 @@ def kpi_timeseries(
     }
     if full:
         return output
-    # Where the network changed inside the window: the first point of each later regime.
-    changes = list(itertools.accumulate(count for _, count in segments))[:-1]
     return _series_summary(output, shown, changes)
+
+
+def _recorded_series(
+    ctx: ToolContext,
+    cell_id: str,
+    kpi: str,
+    serving: bool,
+    start: dt.datetime,
+    step: dt.timedelta,
+    points: int,
+) -> tuple[list[str], np.ndarray, list[int]]:
+    """Series from the recorded KPI regimes (the blueprint's causal model): each regime's
+    values as a bounded random walk. Returns the KPI names, their raw values, and the points
+    where a later regime begins (where the network changed inside the window)."""
+    state = ctx.state
+    # The serving cell's series include its link's and slices' counters.
+    owners = (state.link_id, *sorted(state.initial.slices)) if serving else ()
+    extra = [state.kpis(owner) for owner in owners]
+    uncollected = state.uncollected_kpis(cell_id)  # a neighbour's, before its first request
+    if uncollected is not None and not _family_kpis(state, cell_id, [uncollected, *extra], kpi):
+        raise _no_counters(kpi, cell_id)  # refused before collecting: nothing written
+    history = state.kpi_history(cell_id)
+    values = _family_kpis(state, cell_id, [latest(history), *extra], kpi)
+    if not values:
+        raise _no_counters(kpi, cell_id)
+    definitions = kpi_definitions()
+    names = list(values)
+    digits = [definitions.digits(n) for n in names]
+    parts: list[np.ndarray] = []
+    segments = _regime_segments(history, start, step, points)
+    for index, count in segments:
+        # The serving cell's first regime is the blueprint sample (its ranges bound the
+        # series); later ones are the KPIs the causal model computed after a change.
+        regime = history[index][1]
+        bounded = serving and index == 0
+        regime_values = [regime.get(n, values[n]) for n in names]
+        bands = [
+            kpi_band(v, state.kpi_bounds.get(n) if bounded else None)
+            for n, v in zip(names, regime_values, strict=True)
+        ]
+        parts.append(series_batch(regime_values, bands, digits, count, ctx.rng))
+    raws = np.concatenate(parts, axis=1) if len(parts) > 1 else parts[0]
+    changes = list(itertools.accumulate(count for _, count in segments))[:-1]
+    return names, raws, changes
+
+
+def _model_series(
+    ctx: ToolContext,
+    cell_id: str,
+    kpi: str,
+    serving: bool,
+    first: np.datetime64,
+    step: dt.timedelta,
+    points: int,
+) -> tuple[list[str], np.ndarray, list[int]]:
+    """Series from the network model: every point is the model's value for the configuration
+    in force then, at that moment's demand, with a counter's noise (the serving cell's include
+    its link's and slices' counters). Returns the KPI names, their raw values, and the points
+    where a later configuration (the fault's onset, a change) took over."""
+    state, model = ctx.state, ctx.state.model
+    assert model is not None
+    owners = [cell_id, *((state.link_id, *sorted(state.initial.slices)) if serving else ())]
+    definitions = kpi_definitions()
+    moments = first + np.arange(points) * np.timedelta64(step)
+    config = state.configuration()
+    names: list[str] = []
+    rows: list[np.ndarray] = []
+    for owner in owners:
+        current = state.kpis(owner) if owner != cell_id else state.model_kpis(owner, config)
+        mine = [n for n in current if definitions.kpis[n].family == kpi and n not in names]
+        if not mine:
+            continue
+        baseline = state.baseline_of(owner) if owner in state.cell_ids else None
+        rows.append(model.series(owner, mine, moments, ctx.rng, baseline))
+        names += mine
+    if not names:
+        raise _no_counters(kpi, cell_id)
+    begins = [np.datetime64(e.begin.replace(tzinfo=None), "s") for e in model.epochs[1:]]
+    changes = sorted({int(np.searchsorted(moments, begin)) for begin in begins} - {0, points})
+    return names, np.vstack(rows), changes
 
 
 def _sample_points(total: int, count: int, change: int | None) -> list[int]:

@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict
 
 from telcoenv.domains.network.dynamics import FIX_TOOLS, key_kpis_recovered
 from telcoenv.domains.network.models import Intent
+from telcoenv.domains.network.simulation import degraded_neighbours, recovery
 from telcoenv.domains.network.state import ConfigKey, Configuration, NetworkState
 from telcoenv.domains.network.topology import Fault
 
@@ -105,15 +106,43 @@ def _root_cause_checks(
         "slice": f"slice:{state.fault_slice_id}",
     }[intent.fault.target]
     checks = {}
-    for name in intent.fault.parameters:
+    for name, parameter in intent.fault.parameters.items():
         if name == "pci":
             pci = config[serving]["pci"]
             checks["PCI unique among neighbours"] = all(
                 config[f"cell:{other}"]["pci"] != pci for other in state.cell_ids[1:]
             )
+        elif state.model is not None:  # judged by effect: a band, not one value
+            band = _band(state, parameter, fix[name])
+            checks[f"{name} in {band}"] = _inside(config[owner].get(name), band)
         else:
             checks[f"{name} at {fix[name]}"] = config[owner].get(name) == fix[name]
     return checks
+
+
+#: A shaper lets the link's traffic through from this share of its capacity.
+LINK_SHARE = 0.9
+
+
+def _band(state: NetworkState, parameter: Any, fix: Any) -> list[Any]:
+    """What counts as the cause removed: the intent's ``accept`` band (a [min, max] range or
+    choices), a shaper from :data:`LINK_SHARE` of the line rate, else the corrective value."""
+    if parameter.healthy == "$link_capacity":
+        return [LINK_SHARE * state.backhaul().capacity_mbps, None]
+    return list(parameter.accept) if parameter.accept is not None else [fix]
+
+
+def _inside(value: Any, band: list[Any]) -> bool:
+    numeric = all(isinstance(v, int | float) and not isinstance(v, bool) for v in band if v)
+    if (
+        len(band) == 2
+        and numeric
+        and isinstance(value, int | float)
+        and not isinstance(value, bool)
+    ):
+        low, high = band
+        return (low is None or value >= low) and (high is None or value <= high)
+    return value in band
 
 
 #: The team of a ticket opened without one: the NOC's own queue, a record costing no other
@@ -152,8 +181,11 @@ def verify(state: NetworkState, fault: Fault) -> Verification:
     ] + _stray_tickets(intent, state)
     root_cause_removed = all(checks.values())
     if not ticket_only(intent):  # fixed from the OSS: the KPIs must have recovered
-        for name, recovered in key_kpis_recovered(state, fault).items():
-            checks[f"{name} recovered"] = recovered
+        recovered = recovery(state, fault) if state.model else key_kpis_recovered(state, fault)
+        for name, back in recovered.items():
+            checks[f"{name} recovered"] = back
+    if state.model is not None:  # harm by mechanism: the changes' effect on the neighbours
+        checks["no neighbour degraded"] = not degraded_neighbours(state)
     if required:  # to the intent's team about the affected cell, as for a ticket-only intent
         checks["ticket opened"] = all(_escalation_check(intent, state).values())
     fixed = all(checks.values())

@@ -1,0 +1,647 @@
+"""The network model of one episode: a cluster's cells, its users and what they measure.
+
+:func:`build_world` turns the generated network (:mod:`telcoenv.domains.network.topology`) into a
+:class:`World`: the physical things a configuration change does not touch (sites, antennas, the
+UEs and their links, how much traffic each user asks for, the interference from beyond the
+cluster, the backhaul link, the slices' demand, what is broken). It is calibrated once, with the
+episode's faulty configuration, so that the serving cell's level KPIs (RSRP, SINR, PRB load,
+users) are those of the blueprint: a clutter loss common to every link sets the RSRP, the
+interference from beyond the cluster the SINR, the users' demand the load. Every symptom then
+follows from the fault through the model.
+
+:func:`evaluate` runs the model for a configuration at a demand level (1.0: the demand at the
+time of the report): the radio model for every cell and UE, link adaptation, load and sharing,
+mobility load balancing (an overloaded cell with MLB on hands its border UEs to a neighbour
+below its own threshold), the backhaul, the slices. :func:`mobility_of` plays the handover
+procedures along the UE tracks for a configuration (separately: it is the costly part and only
+handover, RLF and beam counters need it). :mod:`telcoenv.domains.network.counters` turns both
+into each cell's PM counters.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from telcoenv.domains.network import layout, mobility, radio, slicing, traffic, transport
+from telcoenv.domains.network.radio import Cells, Coupling, UEs
+
+Configuration = Mapping[str, Mapping[str, Any]]
+
+UE_COUNT = 240
+TRACK_COUNT = 96
+#: Speeds of the users on the move, per area (m/s): pedestrians, city traffic, roads.
+SPEEDS_MPS = {
+    "urban": (1.4, 1.4, 8.0, 14.0),
+    "suburban": (1.4, 8.0, 14.0, 22.0),
+    "rural": (1.4, 14.0, 25.0, 33.0),
+    "indoor": (0.8, 1.0, 1.4, 1.4),
+    "stadium": (0.8, 1.0, 1.4, 1.4),
+}
+#: Share of a cell's users that are on the move at a time, per area.
+MOBILE_SHARE = {"urban": 0.3, "suburban": 0.3, "rural": 0.25, "indoor": 0.35, "stadium": 0.25}
+#: A degraded cell has lost radio units: this much power and this share of its PRBs remain.
+DEGRADED_POWER_DB, DEGRADED_PRB_SHARE = -6.0, 0.5
+#: Mobility load balancing moves UEs whose best neighbour is at most this far below (dB).
+MLB_RANGE_DB = 6.0
+#: Share of traffic in the delay-critical HQoS queue (voice, gaming, signalling).
+CRITICAL_SHARE = 0.12
+#: Passes of the load-interference fixed point.
+FIXED_POINT_PASSES = 3
+#: Scheduling slot of 30 kHz numerology, ms.
+SLOT_MS = 0.5
+
+
+@dataclass(frozen=True)
+class Outage:
+    """What a failed unit does to the serving cell: the share of the time it is off air, and how
+    often it resets (each reset drops its connections)."""
+
+    down_share: float = 0.0
+    resets_per_hr: float = 0.0
+
+
+@dataclass(frozen=True)
+class World:
+    """The physical side of an episode's cluster (index 0: the serving cell)."""
+
+    area: str
+    role: str
+    cell_ids: tuple[str, ...]
+    cells: Cells  # geometry; configurable columns are replaced per evaluation
+    ues: UEs
+    coupling: Coupling
+    weight: np.ndarray  # users each UE stands for
+    demand_mbps: np.ndarray  # DL traffic a user offers at the time of the report, Mbps
+    external_dbm: float  # per-RE interference from beyond the cluster
+    clutter_db: float  # loss every link has beyond TR 38.901's (buildings, foliage)
+    operational: tuple[str, ...]  # ENABLED, DEGRADED or DOWN, per cell
+    outage: Outage
+    link_id: str
+    link: transport.Link
+    slice_ids: tuple[str, ...]
+    slice_demand: tuple[slicing.SliceDemand, ...]
+    speeds_mps: np.ndarray
+    track_seed: int
+    ta_reference_m: np.ndarray  # each cell's median TA of the last weeks (its normal)
+    home: np.ndarray  # per UE: the cell whose sector it is in
+    sla_threshold: float  # the QoS share the cells' SLA promises
+    qci_high_pct: np.ndarray  # per cell: traffic mix, high-priority and best-effort shares
+    qci_best_effort_pct: np.ndarray
+    load_guess: np.ndarray  # loads to start the interference fixed point from
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """One run of the model: per UE and per cell (arrays indexed like ``World.cells``)."""
+
+    cells: Cells
+    radio: radio.Radio
+    traffic: traffic.Traffic
+    served: np.ndarray  # bool per UE: it has service
+    cio_db: np.ndarray
+    moved: np.ndarray  # bool per UE: load balancing handed it to a neighbour
+    best_server: np.ndarray  # per UE: the cell it would camp on without load balancing
+    ul_mbps: np.ndarray  # per UE
+    time_share: np.ndarray  # per UE: its share of its cell's PRB time
+    critical_delay_ms: np.ndarray  # per cell: queueing of the delay-critical HQoS queue
+    backhaul: transport.Backhaul
+    throttle: float  # share of the serving cell's demand its backhaul lets through
+    slices: tuple[slicing.SliceKPIs, ...]
+    scale: float
+
+
+def quantiles(values: np.ndarray, qs: tuple[float, ...]) -> list[float]:
+    """Quantiles (0-1) with numpy's linear method, without its generality's cost (this runs
+    for every counter of every cell)."""
+    if values.size == 0:
+        return [0.0] * len(qs)
+    ordered = np.sort(values)
+    last = ordered.size - 1
+    out = []
+    for q in qs:
+        position = q * last
+        low = int(position)
+        high = min(low + 1, last)
+        frac = position - low
+        out.append(float(ordered[low] + (ordered[high] - ordered[low]) * frac))
+    return out
+
+
+def median(values: np.ndarray) -> float:
+    return quantiles(values, (0.5,))[0]
+
+
+# --- the configuration's view ---------------------------------------------------------------------
+
+
+def _cell_config(world: World, config: Configuration) -> list[Mapping[str, Any]]:
+    return [config[f"cell:{cell_id}"] for cell_id in world.cell_ids]
+
+
+def cells_for(world: World, config: Configuration) -> Cells:
+    """The cells as configured (tilt, azimuth, beam offset, power, PCI) and as they work."""
+    params = _cell_config(world, config)
+    base = world.cells
+    power = np.array([float(p["tx_power_dbm"]) for p in params])
+    n_prb = base.n_prb.copy()
+    for i, state in enumerate(world.operational):
+        if state == "DEGRADED":
+            power[i] += DEGRADED_POWER_DB
+            n_prb[i] = math.floor(n_prb[i] * DEGRADED_PRB_SHARE)
+    return base.with_(
+        azimuth_deg=np.array([float(p["azimuth_deg"]) for p in params]),
+        tilt_deg=np.array([float(p["tilt_deg"]) for p in params]),
+        beam_offset_deg=np.array([float(p["beam_azimuth_offset_deg"]) for p in params]),
+        tx_power_dbm=power,
+        n_prb=n_prb,
+        pci=np.array([int(p["pci"]) for p in params]),
+        active=np.array([state != "DOWN" for state in world.operational]),
+    )
+
+
+def _traffic_settings(world: World, config: Configuration, cells: Cells) -> traffic.CellTraffic:
+    params = _cell_config(world, config)
+    spec = layout.ROLES[world.role]
+    return traffic.CellTraffic(
+        n_prb=cells.n_prb,
+        scs_khz=cells.scs_khz,
+        layers=np.full(cells.count, float(spec.layers)),
+        reservation=np.array([float(p["prb_reservation_pct"]) / 100.0 for p in params]),
+        scheduler=tuple(str(p["scheduler_type"]) for p in params),
+        max_ue_per_tti=np.array([float(p["max_ue_per_tti"]) for p in params]),
+        bler_target=np.array([float(p["olla_bler_target_pct"]) / 100.0 for p in params]),
+    )
+
+
+def _column(world: World, config: Configuration, name: str) -> np.ndarray:
+    return np.array([float(p[name]) for p in _cell_config(world, config)])
+
+
+# --- one run --------------------------------------------------------------------------------------
+
+
+def _pass(
+    world: World,
+    cells: Cells,
+    settings: traffic.CellTraffic,
+    load: np.ndarray,
+    cio: np.ndarray,
+    demand: np.ndarray,
+    rsrp: np.ndarray,
+    force: np.ndarray | None = None,
+) -> tuple[radio.Radio, traffic.Traffic]:
+    measured = radio.measure(
+        cells, world.coupling, load, cio, world.external_dbm, force=force, rsrp=rsrp
+    )
+    served = traffic.serve(
+        settings,
+        measured.serving,
+        measured.sinr_db,
+        measured.rs_sinr_db,
+        world.weight,
+        demand,
+    )
+    return measured, served
+
+
+def _balance(
+    world: World,
+    config: Configuration,
+    measured: radio.Radio,
+    served: traffic.Traffic,
+    cio: np.ndarray,
+    demand: np.ndarray,
+) -> np.ndarray | None:
+    """Mobility load balancing: each cell with MLB on whose load is above its threshold hands
+    its border UEs (best neighbour within :data:`MLB_RANGE_DB`, weakest margin first) to that
+    neighbour while the neighbour stays below its own threshold, until it is back at its
+    threshold. Returns the forced serving cell per UE (-1: unchanged), or None."""
+    enabled = np.array([bool(p["mlb_enabled"]) for p in _cell_config(world, config)])
+    threshold = _column(world, config, "mlb_threshold_pct") / 100.0
+    load = served.offered_load
+    hot = np.flatnonzero(enabled & (load > threshold))
+    if hot.size == 0:
+        return None
+    ranked = measured.rsrp_dbm + cio[:, None]
+    ranked = np.where(np.isfinite(ranked), ranked, -np.inf)
+    order = np.argsort(-ranked, axis=0)
+    best, second = order[0], order[1]
+    ues = np.arange(len(best))
+    margin = ranked[best, ues] - ranked[second, ues]
+    need = np.where(
+        served.ue_peak_mbps > 0,
+        world.weight * demand / np.maximum(served.ue_peak_mbps, 1e-9),
+        0.0,
+    )
+    force = np.full(len(best), -1)
+    room = threshold - load  # what each target may still take
+    for cell in hot:
+        excess = load[cell] - threshold[cell]
+        candidates = np.flatnonzero(
+            (measured.serving == cell) & (margin <= MLB_RANGE_DB) & np.isfinite(margin)
+        )
+        for ue in candidates[np.argsort(margin[candidates], kind="stable")]:
+            target = int(second[ue])
+            if excess <= 0:
+                break
+            # At the target the UE needs about what it needs here (its margin is small).
+            if room[target] < need[ue] or enabled[target] is False:
+                continue
+            force[ue] = target
+            room[target] -= need[ue]
+            excess -= need[ue]
+    return force if (force >= 0).any() else None
+
+
+def evaluate(world: World, config: Configuration, scale: float = 1.0) -> Evaluation:
+    """Run the model for ``config`` with every user's demand times ``scale``."""
+    cells = cells_for(world, config)
+    settings = _traffic_settings(world, config, cells)
+    cio = _column(world, config, "cio_db")
+    demand = world.demand_mbps * scale
+    rsrp = radio.rsrp_of(cells, world.coupling)
+    # Interference follows load and load follows SINR: a damped fixed point (a cell's load
+    # moves its neighbours' SINR, and so their load, steeply in a dense cluster).
+    load = world.load_guess
+    for _ in range(FIXED_POINT_PASSES):
+        measured, served = _pass(world, cells, settings, load, cio, demand, rsrp)
+        load = 0.5 * (load + served.load)
+    force = _balance(world, config, measured, served, cio, demand)
+    moved = np.zeros(world.ues.count, dtype=bool)
+    best_server = measured.serving
+    if force is not None:
+        moved = force >= 0
+        measured, served = _pass(world, cells, settings, load, cio, demand, rsrp, force)
+    link_config = config[f"backhaul:{world.link_id}"]
+    link = replace(
+        world.link,
+        shaper_mbps=float(link_config["bh_shaper_mbps"]),
+        rt_weight_pct=float(link_config["bh_rt_queue_weight_pct"]),
+    )
+    offered = float(served.cell_throughput_mbps[0])
+    hauled = transport.backhaul(offered, link)
+    throttle = hauled.carried_share / max(1.0 - hauled.loss, 1e-9)
+    if throttle < 0.999:
+        # Elastic traffic backs off to what the link carries: the cell's users ask for less.
+        on_site = measured.serving == 0
+        demand = np.where(on_site, demand * throttle, demand)
+        measured, served = _pass(world, cells, settings, served.load, cio, demand, rsrp, force)
+    return Evaluation(
+        cells=cells,
+        radio=measured,
+        traffic=served,
+        served=measured.serving >= 0,
+        cio_db=cio,
+        moved=moved,
+        best_server=best_server,
+        ul_mbps=_uplink(world, cells, measured, served),
+        time_share=_time_share(measured, served, settings),
+        critical_delay_ms=_critical_delay(world, config, served),
+        backhaul=hauled,
+        throttle=throttle,
+        slices=_slices(world, config, measured, served),
+        scale=scale,
+    )
+
+
+def _uplink(
+    world: World, cells: Cells, measured: radio.Radio, served: traffic.Traffic
+) -> np.ndarray:
+    """Each UE's UL throughput: power-controlled SINR, CQI-table SE on one layer, the UL slots
+    of a DDDSU frame, shared with the cell's other UL users (half as loaded as the DL)."""
+    serving = np.maximum(measured.serving, 0)
+    ues = np.arange(world.ues.count)
+    loss = world.coupling.loss_db[serving, ues]
+    gain = cells.max_gain_dbi[serving]
+    neighbours = np.delete(served.load, 0).mean() if cells.count > 1 else 0.0
+    sinr = traffic.uplink_sinr_db(loss, gain, np.full(world.ues.count, neighbours))
+    se = traffic.spectral_efficiency(sinr - traffic.olla_margin_db(0.1))
+    rate = se * traffic.UL_PRBS * 12.0 * 14.0 * (1000.0 / SLOT_MS) * (1 - traffic.OVERHEAD)
+    ul_share = 0.2  # one UL slot in five (DDDSU)
+    busy = np.clip(0.5 * served.load[serving], 0.0, 0.95)
+    return np.where(measured.serving >= 0, rate * ul_share * (1.0 - busy) / 1e6, 0.0)
+
+
+def _time_share(
+    measured: radio.Radio, served: traffic.Traffic, settings: traffic.CellTraffic
+) -> np.ndarray:
+    """Each UE's share of its cell's scheduled PRB time: equal under RR and PF, tilted toward
+    the best channels under MAX-CI (as :func:`traffic.serve` shares it)."""
+    share = np.zeros(len(measured.serving))
+    for cell in range(len(settings.n_prb)):
+        mine = measured.serving == cell
+        if not mine.any():
+            continue
+        peak = served.ue_peak_mbps[mine]
+        exponent = 3.0 if settings.scheduler[cell] == "MAX_CI" else 0.0
+        tilt = np.where(peak > 0, peak, 0.0) ** exponent if exponent else np.ones(peak.size)
+        share[mine] = tilt / max(float(tilt.sum()), 1e-12)
+    return share
+
+
+def _critical_delay(world: World, config: Configuration, served: traffic.Traffic) -> np.ndarray:
+    """Queueing of the delay-critical HQoS queue: a weighted-fair queue whose weight is
+    ``hqos_priority_weight_pct``, carrying :data:`CRITICAL_SHARE` of the cell's load: its
+    utilisation is ``share x rho / weight`` (capped), its wait ``rho_q / (1 - rho_q)`` slots
+    of a few ms of scheduling each."""
+    weight = np.clip(_column(world, config, "hqos_priority_weight_pct") / 100.0, 0.01, 1.0)
+    rho = np.minimum(CRITICAL_SHARE * served.offered_load / weight, 0.98)
+    return 4.0 * rho / (1.0 - rho)
+
+
+def _slices(
+    world: World, config: Configuration, measured: radio.Radio, served: traffic.Traffic
+) -> tuple[slicing.SliceKPIs, ...]:
+    """The serving cell's slices: the cell's capacity at its users' mean peak rate, its load as
+    the traffic the slices compete with."""
+    mine = measured.serving == 0
+    weight = world.weight[mine]
+    capacity = (
+        float((served.ue_peak_mbps[mine] * weight).sum() / weight.sum()) if mine.any() else 0.0
+    )
+    policies = [config[f"slice:{slice_id}"] for slice_id in world.slice_ids]
+    air = float(served.sched_delay_ms[0] / 2.0 + served.harq_delay_ms[0])
+    # The slices' sessions are part of the cell's load: the rest is what they compete with.
+    sliced = sum(d.requests_per_min * d.session_min * d.session_mbps for d in world.slice_demand)
+    other = max(0.0, float(min(served.load[0], 1.0)) - sliced / max(capacity, 1e-9))
+    return slicing.slice_kpis(world.slice_demand, policies, capacity, other, air)
+
+
+# --- building and calibrating the world -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What the generated network says of its cluster (index 0: the serving cell)."""
+
+    area: str
+    role: str
+    cell_ids: tuple[str, ...]
+    positions_m: tuple[tuple[float, float], ...]  # east and north of the serving site
+    operational: tuple[str, ...]
+    link_id: str
+    link: transport.Link
+    slice_ids: tuple[str, ...]
+    slice_demand: tuple[slicing.SliceDemand, ...]
+    outage: Outage = Outage()
+    heights_m: tuple[float, ...] = ()  # per cell (empty: the role's)
+    sla_threshold: float = 0.98
+    qci_high_pct: tuple[float, ...] = ()
+    qci_best_effort_pct: tuple[float, ...] = ()
+
+
+@dataclass(frozen=True)
+class Targets:
+    """The serving cell's level KPIs the world is calibrated to (None: as the model has it),
+    and every cell's PRB load."""
+
+    rsrp_dbm: float | None
+    sinr_db: float | None
+    users: float
+    prb_util: tuple[float, ...]  # per cell, as the PRB counter shows it (reservation included)
+    slice_offered: tuple[float, ...] = ()  # per slice: its sessions' demand over its max share
+
+
+#: How far calibration may move the clutter loss (dB) and the outside interference (dBm per RE).
+CLUTTER_RANGE_DB = (-25.0, 35.0)
+EXTERNAL_RANGE_DBM = (-160.0, -70.0)
+
+
+def build_world(
+    plan: Plan,
+    config: Configuration,
+    normal: Configuration,
+    targets: Targets,
+    rng: np.random.Generator,
+) -> World:
+    """The episode's world, calibrated with ``config`` (the configuration at the report, fault
+    included) to ``targets``; ``normal`` is the configuration before the fault (the cells' TA
+    history was recorded under it)."""
+    n = len(plan.cell_ids)
+    params = [config[f"cell:{cell_id}"] for cell_id in plan.cell_ids]
+    geometry = layout.cells_of(
+        plan.area,
+        plan.role,
+        plan.positions_m,
+        [float(p["azimuth_deg"]) for p in params],
+        [int(p["pci"]) for p in params],
+        params,
+        [True] * n,
+    )
+    if plan.heights_m:
+        geometry = geometry.with_(height_m=np.array(plan.heights_m, dtype=float))
+    ues, home = layout.draw_ues(plan.area, plan.role, geometry, rng, UE_COUNT)
+    coupling = radio.couple(geometry, ues, rng)
+    speeds = rng.choice(np.array(SPEEDS_MPS[plan.area]), TRACK_COUNT)
+    world = World(
+        area=plan.area,
+        role=plan.role,
+        cell_ids=plan.cell_ids,
+        cells=geometry,
+        ues=ues,
+        coupling=coupling,
+        weight=np.ones(ues.count),
+        demand_mbps=np.ones(ues.count),
+        external_dbm=-math.inf,
+        clutter_db=0.0,
+        operational=("ENABLED",) * n,  # calibrated as the cells work normally
+        outage=plan.outage,
+        link_id=plan.link_id,
+        link=transport.Link(plan.link.capacity_mbps, 1e9, 100.0),  # no bottleneck yet
+        slice_ids=plan.slice_ids,
+        slice_demand=plan.slice_demand,
+        speeds_mps=speeds,
+        track_seed=int(rng.integers(2**32)),
+        ta_reference_m=np.zeros(n),
+        home=home,
+        sla_threshold=plan.sla_threshold,
+        qci_high_pct=np.array(plan.qci_high_pct or (20.0,) * n),
+        qci_best_effort_pct=np.array(plan.qci_best_effort_pct or (65.0,) * n),
+        load_guess=np.array(targets.prb_util, dtype=float),
+    )
+    world = _calibrate(world, config, targets)
+    world = _calibrate_slices(world, config, targets)
+    reference = evaluate(world, normal)
+    return replace(
+        world,
+        operational=plan.operational,
+        link=plan.link,
+        ta_reference_m=np.array([_median_distance(world, reference, c) for c in range(n)]),
+    )
+
+
+#: Calibration stops when every level is this close (dB, or relative for users and load).
+CALIBRATED_DB, CALIBRATED_SHARE = 0.5, 0.02
+CALIBRATION_ROUNDS = 12
+
+
+def _calibrate(world: World, config: Configuration, targets: Targets) -> World:
+    """Calibrate the world's knobs together, each from a whole run of the model (load
+    balancing and the interference of the load included), damped, keeping the best round:
+    the clutter loss common to every link sets the serving cell's median RSRP; the
+    interference from beyond the cluster (it only lowers SINR) its median SINR; users per UE
+    its users (where they camp); each cell's users' demand its PRB load."""
+    reservation = np.array(
+        [float(p["prb_reservation_pct"]) / 100.0 for p in _cell_config(world, config)]
+    )
+    wanted = np.clip(
+        (np.array(targets.prb_util) - reservation) / np.maximum(1.0 - reservation, 1e-9),
+        0.02,
+        1.5,
+    )
+    world = replace(world, load_guess=np.minimum(wanted, 1.0))
+    best, best_error = world, math.inf
+    for _ in range(CALIBRATION_ROUNDS):
+        ev = evaluate(world, config)
+        mine = ev.radio.serving == 0
+        if not mine.any():
+            return world
+        shift = 0.0
+        if targets.rsrp_dbm is not None:
+            shift = median(ev.radio.serving_rsrp_dbm[mine]) - targets.rsrp_dbm
+        external = world.external_dbm
+        sinr_error = 0.0
+        if targets.sinr_db is not None:
+            sinr_error = median(ev.radio.sinr_db[mine]) - targets.sinr_db
+            external = _external_for(world, ev, mine, targets.sinr_db)
+        offered = ev.traffic.offered_load
+        factor = np.where(offered > 1e-9, wanted / np.maximum(offered, 1e-9), 1.0)
+        users = max(float(world.weight[ev.best_server == 0].sum()), 1e-9)
+        people = targets.users / users
+        error = max(
+            abs(shift) / CALIBRATED_DB,
+            abs(sinr_error) / CALIBRATED_DB,
+            float(np.abs(np.log(np.clip(factor, 1e-3, 1e3))).max()) / CALIBRATED_SHARE,
+            abs(math.log(people)) / CALIBRATED_SHARE,
+        )
+        if error < best_error:
+            best = replace(world, load_guess=np.minimum(ev.traffic.load, 1.0))
+            best_error = error
+        if error <= 1.0:
+            break
+        cell = np.maximum(ev.radio.serving, 0)
+        clutter = float(np.clip(world.clutter_db + shift, *CLUTTER_RANGE_DB))
+        # A UE's demand is its user's (per person: more people at the same load ask less).
+        # Damped: in a dense cluster a cell's load moves its neighbours' SINR, and so their
+        # load, steeply.
+        world = replace(
+            world,
+            coupling=replace(
+                world.coupling,
+                loss_db=world.coupling.loss_db + (clutter - world.clutter_db),
+            ),
+            clutter_db=clutter,
+            external_dbm=_blend_db(world.external_dbm, external),
+            weight=world.weight * people,
+            demand_mbps=world.demand_mbps * np.clip(factor, 0.33, 3.0)[cell] ** 0.5 / people,
+            load_guess=np.minimum(ev.traffic.load, 1.0),
+        )
+    return best
+
+
+def _blend_db(old: float, new: float) -> float:
+    """Halfway between two interference levels, in power (either may be none at all)."""
+    if not math.isfinite(old) or not math.isfinite(new):
+        return new
+    return 10.0 * math.log10((10 ** (old / 10) + 10 ** (new / 10)) / 2.0)
+
+
+def _external_for(world: World, ev: Evaluation, mine: np.ndarray, target_db: float) -> float:
+    """The interference from beyond the cluster that gives the serving cell's users the target
+    median SINR, the rest of this run as it is. SINR = S / (N + I + X): with S and N + I of each
+    UE, the median for any X is a few vector operations; bisection on it (monotone in X)."""
+    signal = 10.0 ** (ev.radio.serving_rsrp_dbm[mine] / 10.0)
+    total = signal / 10.0 ** (ev.radio.sinr_db[mine] / 10.0)
+    present = 10.0 ** (world.external_dbm / 10.0) if math.isfinite(world.external_dbm) else 0.0
+    floor = np.maximum(total - present, 1e-30)
+
+    def median_sinr_db(external_dbm: float) -> float:
+        return float(10.0 * np.log10(median(signal / (floor + 10.0 ** (external_dbm / 10.0)))))
+
+    low, high = EXTERNAL_RANGE_DBM
+    if median_sinr_db(low) <= target_db:
+        return -math.inf  # the cluster's own interference is already as much as the target
+    for _ in range(24):
+        middle = (low + high) / 2.0
+        if median_sinr_db(middle) > target_db:
+            low = middle
+        else:
+            high = middle
+    return (low + high) / 2.0
+
+
+def _calibrate_slices(world: World, config: Configuration, targets: Targets) -> World:
+    """Each slice's session rate so that its sessions ask the target share of its max share of
+    the serving cell's capacity (the requests per minute and holding time stay)."""
+    if not targets.slice_offered:
+        return world
+    ev = evaluate(world, config)
+    mine = ev.radio.serving == 0
+    weight = world.weight[mine]
+    capacity = float((ev.traffic.ue_peak_mbps[mine] * weight).sum() / max(weight.sum(), 1e-9))
+    demands = []
+    for slice_id, demand, share in zip(
+        world.slice_ids, world.slice_demand, targets.slice_offered, strict=True
+    ):
+        max_share = float(config[f"slice:{slice_id}"]["max_share_pct"]) / 100.0
+        sessions = max(demand.requests_per_min * demand.session_min, 1e-9)
+        rate = max(share * max_share * capacity / sessions, 0.05)
+        demands.append(replace(demand, session_mbps=rate))
+    return replace(world, slice_demand=tuple(demands))
+
+
+def _median_distance(world: World, evaluation: Evaluation, cell: int) -> float:
+    mine = evaluation.radio.serving == cell
+    if not mine.any():
+        return 0.0
+    return median(world.coupling.distance_m[cell, mine])
+
+
+# --- mobility -------------------------------------------------------------------------------------
+
+
+def tracks_of(world: World) -> mobility.TrackGeometry:
+    """The UE tracks and what along them does not depend on the configuration (drawn from the
+    world's own seed, so that every configuration sees the same walks)."""
+    rng = np.random.default_rng(world.track_seed)
+    radius = layout.SERVICE_RADIUS_M[world.area][world.role]
+    walk = mobility.tracks(world.cells, radius, world.speeds_mps, rng)
+    geometry = mobility.track_geometry(world.cells, walk, rng)
+    return replace(geometry, loss_db=geometry.loss_db + world.clutter_db)
+
+
+@dataclass(frozen=True)
+class Moves:
+    """The handover procedures along the tracks, and how many tracks began in each cell (each
+    track crosses one border: the counts per crossing scale to each cell's users)."""
+
+    counts: mobility.Mobility
+    started: np.ndarray  # [cells]
+
+
+def mobility_of(
+    world: World, geometry: mobility.TrackGeometry, evaluation: Evaluation, config: Configuration
+) -> Moves:
+    """The handover procedures along the UE tracks for a configuration."""
+    cells = evaluation.cells
+    measured = mobility.track_radio(cells, geometry)
+    noise = 10 * math.log10(10 ** (measured.noise_dbm / 10) + 10 ** (world.external_dbm / 10))
+    counts = mobility.handovers(
+        replace(measured, noise_dbm=noise),
+        evaluation.traffic.load,
+        cells.pci,
+        _column(world, config, "a3_offset_db"),
+        _column(world, config, "hysteresis_db"),
+        _column(world, config, "ttt_ms"),
+        evaluation.cio_db,
+        _column(world, config, "t310_ms"),
+    )
+    first = measured.rsrp_dbm[:, :, 0] + evaluation.cio_db[:, None]
+    first = np.where(np.isfinite(first), first, -np.inf)
+    started = np.bincount(np.argmax(first, axis=0), minlength=cells.count).astype(float)
+    return Moves(counts, started)

@@ -1,0 +1,346 @@
+"""The network model behind an episode (``NetworkDomain(model="physical")``): calibration to the
+blueprint's levels, the physics a RAN engineer checks first, fixes judged by their effect."""
+
+from __future__ import annotations
+
+import datetime as dt
+from functools import cache
+
+import numpy as np
+import pytest
+
+import telcoenv
+from telcoenv.agents import OracleAgent, run_episode
+from telcoenv.domains.network import NetworkDomain, model
+from telcoenv.domains.network import simulation as sim
+from telcoenv.domains.network.model import evaluate
+from telcoenv.domains.network.traffic import re_rate_per_s
+
+
+@cache
+def physical() -> NetworkDomain:
+    return NetworkDomain(model="physical")
+
+
+def _episode(key: str, seed: int, **options):
+    env = telcoenv.make(key, domain=physical(), embedder=None, privileged=True, **options)
+    env.reset(seed=seed)
+    return env, env.unwrapped._episode.setup
+
+
+def _config_with(state, **changes):
+    config = sim.freeze(state.configuration())
+    config[f"cell:{state.serving_id}"].update(changes)
+    return config
+
+
+def test_the_model_is_opt_in_and_refuses_an_unknown_name():
+    assert NetworkDomain().model == "blueprint"
+    with pytest.raises(telcoenv.EpisodeOptionError, match="model must be one of"):
+        NetworkDomain(model="lookup")
+
+
+@pytest.mark.parametrize(
+    ("key", "seed", "rsrp", "sinr", "users", "load"),
+    [
+        ("throughput_drop_dl", 0, -98.0, 6.0, 240.0, 0.8),
+        ("rlf_spike", 1, -112.0, 2.0, 90.0, 0.5),
+        ("pci_collision", 2, -95.0, 8.0, 300.0, 0.65),
+        ("pingpong_handovers", 3, -100.0, 4.0, 150.0, 0.7),
+    ],
+)
+def test_the_world_is_calibrated_to_the_targets(key, seed, rsrp, sinr, users, load):
+    """The serving cell's median RSRP, median SINR, users (where they camp) and PRB load come
+    out as asked, and each neighbour's load too."""
+    _, setup = _episode(key, seed)
+    state = setup.state
+    initial = state.initial
+    plan = sim.plan_of(initial, _blueprint(setup), {}, np.random.default_rng(seed))
+    neighbours = tuple(c.load for c in initial.neighbours)
+    targets = model.Targets(rsrp, sinr, users, (load, *neighbours))
+    config = initial.configuration()
+    world = model.build_world(plan, config, config, targets, np.random.default_rng(seed))
+    ev = evaluate(world, config)
+    mine = ev.radio.serving == 0
+    # Load balancing moves border UEs as the load settles: levels within 2.5 dB.
+    assert model.median(ev.radio.serving_rsrp_dbm[mine]) == pytest.approx(rsrp, abs=2.5)
+    assert model.median(ev.radio.sinr_db[mine]) == pytest.approx(sinr, abs=2.5)
+    assert float(world.weight[ev.best_server == 0].sum()) == pytest.approx(users, rel=0.03)
+    reservation = config[f"cell:{state.serving_id}"]["prb_reservation_pct"] / 100
+    shown = reservation + (1 - reservation) * ev.traffic.load
+    assert shown[0] == pytest.approx(load, abs=0.03)
+    # The neighbours' loads are calibrated together with the serving cell's, but load
+    # balancing toggles near its thresholds (a step the damped search can straddle): close.
+    assert float(np.median(np.abs(ev.traffic.load[1:] - np.array(neighbours)))) < 0.15
+
+
+def _blueprint(setup):
+    from telcoenv.domains.network.loading import network_catalog
+
+    wanted = setup.state.kpi_bounds
+    for blueprints in network_catalog().blueprints.values():
+        for blueprint in blueprints:
+            if {n: (c.min, c.max) for n, c in blueprint.constraints.items()} == wanted:
+                return blueprint
+    raise AssertionError("no blueprint")
+
+
+def _serving_ev(setup, config=None, scale=1.0):
+    state = setup.state
+    simulation = state.model.simulation
+    return simulation.evaluation(config or state.configuration(), scale)
+
+
+@pytest.mark.parametrize("key", ["throughput_drop_dl", "high_prb_utilization", "bler_anomaly"])
+@pytest.mark.parametrize("seed", range(3))
+def test_no_cell_carries_more_than_its_band_allows(key, seed):
+    """A cell's served traffic is at most its PRBs' capacity at 4 layers of Shannon at the best
+    SINR any of its UEs has (the TS 38.306 bound the 3GPP CQI table stays under)."""
+    _, setup = _episode(key, seed)
+    ev = _serving_ev(setup)
+    for cell in range(ev.cells.count):
+        mine = ev.radio.serving == cell
+        if not mine.any():
+            continue
+        best = float(ev.radio.sinr_db[mine].max())
+        bound = (
+            4
+            * np.log2(1 + 10 ** (best / 10))
+            * float(re_rate_per_s(ev.cells.n_prb[cell], ev.cells.scs_khz[cell]))
+            / 1e6
+        )
+        assert float(ev.traffic.cell_throughput_mbps[cell]) <= bound + 1e-6
+        assert (ev.traffic.ue_throughput_mbps[mine] <= bound + 1e-6).all()
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_users_are_conserved_when_a_change_moves_them(seed):
+    """A CIO change moves users between cells; none appear or vanish."""
+    _, setup = _episode("ta_distribution_drift", seed)
+    state = setup.state
+    world = state.model.simulation.world
+    before = _serving_ev(setup)
+    after = _serving_ev(setup, _config_with(state, cio_db=-6))
+    users_before = before.traffic.users.sum()
+    served_before = float(world.weight[before.served].sum())
+    assert users_before == pytest.approx(served_before)
+    assert after.traffic.users.sum() == pytest.approx(users_before, rel=0.02)
+    assert after.traffic.users[0] < before.traffic.users[0]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_down_cell_serves_no_one_and_its_users_camp_on_neighbours(seed):
+    env, setup = _episode("cell_outage_detection", seed, blueprint="OUTAGE_SUDDEN_ALARM")
+    state = setup.state
+    kpis = state.kpis(state.serving_id)
+    assert kpis["users"] < 0.05 * state.model.simulation.world.weight.sum()
+    assert kpis["availability"] <= 5.0
+    ev = _serving_ev(setup)
+    assert not (ev.radio.serving == 0).any()
+    normal = state.model.simulation.evaluation(state.model.epochs[0].config, 1.0, faulty=False)
+    assert (ev.radio.serving > 0).sum() > (normal.radio.serving > 0).sum()
+    assert ev.traffic.users[1:].sum() > normal.traffic.users[1:].sum()
+
+
+@pytest.mark.parametrize("key", ["degraded_backhaul", "hqos_latency_violation", "rlf_spike"])
+def test_the_backhaul_delay_is_inside_the_cells_latency(key):
+    _, setup = _episode(key, 4)
+    state = setup.state
+    cell, link = state.kpis(state.serving_id), state.kpis(state.link_id)
+    assert cell["latency_ms"] >= link["bh_latency_ms"] - 1.0  # the real-time queue is faster
+
+
+@pytest.mark.parametrize(
+    "timer", [{"ttt_ms": 1024}, {"t310_ms": 2000}, {"hysteresis_db": 6.0}, {"a3_offset_db": -2.0}]
+)
+def test_no_timer_or_handover_offset_moves_rsrp_or_sinr(timer):
+    _, setup = _episode("pingpong_handovers", 5)
+    state = setup.state
+    before = _serving_ev(setup)
+    after = _serving_ev(setup, _config_with(state, **timer))
+    assert np.array_equal(before.radio.rsrp_dbm, after.radio.rsrp_dbm)
+    assert np.array_equal(before.radio.sinr_db, after.radio.sinr_db)
+
+
+def _serving_kpis(setup, **changes):
+    state = setup.state
+    return state.model.simulation.kpis(state.serving_id, _config_with(state, **changes))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_longer_t310_never_raises_the_rlf_rate(seed):
+    _, setup = _episode("rlf_spike", seed)
+    rates = [_serving_kpis(setup, t310_ms=t)["RLF_rate"] for t in (50, 100, 200, 500, 1000, 2000)]
+    assert rates == sorted(rates, reverse=True)
+    assert rates[0] > rates[4]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_lower_olla_target_lowers_the_bler(seed):
+    _, setup = _episode("bler_anomaly", seed)
+    blers = [_serving_kpis(setup, olla_bler_target_pct=t)["BLER"] for t in (30, 25, 18, 12, 10, 8)]
+    assert blers == sorted(blers, reverse=True) and blers[0] > blers[-1]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_releasing_reserved_prbs_raises_throughput_and_lowers_the_load(seed):
+    _, setup = _episode("throughput_drop_dl", seed)
+    faulty = setup.state.configuration()[f"cell:{setup.state.serving_id}"]["prb_reservation_pct"]
+    start, *released = [_serving_kpis(setup, prb_reservation_pct=r) for r in (faulty, 10, 5, 0)]
+    # Load balancing hands users back as the cell frees up: better than the fault, not in step.
+    for run in released:
+        assert run["DL_thr_Mbps"] > start["DL_thr_Mbps"]
+        assert run["PRB_util"] < start["PRB_util"]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_heavier_hqos_weight_shortens_the_critical_latency(seed):
+    _, setup = _episode("hqos_latency_violation", seed)
+    latency = [
+        _serving_kpis(setup, hqos_priority_weight_pct=w)["latency_ms"] for w in (5, 10, 20, 40, 60)
+    ]
+    assert latency == sorted(latency, reverse=True) and latency[0] > latency[3]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_scheduler_sets_fairness(seed):
+    _, setup = _episode("resource_sched_anomaly", seed)
+    fairness = {
+        s: _serving_kpis(setup, scheduler_type=s)["prb_fairness_index"]
+        for s in ("MAX_CI", "PF", "RR")
+    }
+    assert fairness["MAX_CI"] < fairness["PF"] <= fairness["RR"] + 1e-9
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_an_uptilted_tall_site_reaches_into_its_neighbours_areas(seed):
+    """The overshooting site stands above its neighbours: uptilted, its signal at their users
+    (what interferes with them) is stronger than at the band's tilt; far past the band, its
+    own coverage suffers instead."""
+    _, setup = _episode("overshooting_cell", seed)
+    state = setup.state
+    simulation = state.model.simulation
+    world = simulation.world
+    away = world.home != 0
+
+    def reach(tilt):
+        ev = simulation.evaluation(_config_with(state, tilt_deg=tilt))
+        return float(np.mean(ev.radio.rsrp_dbm[0, away]))
+
+    assert reach(0.0) > reach(6.0) > reach(15.0)
+    gap = {t: _serving_kpis(setup, tilt_deg=t)["coverage_gap_ratio"] for t in (6.0, 15.0)}
+    assert gap[15.0] > gap[6.0]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_stricter_admission_threshold_refuses_more_sessions(seed):
+    _, setup = _episode("slice_admission_failure", seed)
+    state = setup.state
+    denials = []
+    for threshold in (55, 65, 75, 85, 95):
+        config = sim.freeze(state.configuration())
+        config[f"slice:{state.fault_slice_id}"]["admission_threshold_pct"] = threshold
+        denials.append(
+            state.model.simulation.kpis(state.fault_slice_id, config)["admission_denial_rate"]
+        )
+    assert denials == sorted(denials, reverse=True) and denials[0] > denials[-1]
+
+
+def test_series_show_the_onset_and_the_daily_cycle():
+    """A week of PRB load follows the area's daily profile; the fault's counter changes at the
+    onset, not before."""
+    env, setup = _episode("rlf_spike", 6)
+    state = setup.state
+    model = state.model
+    first = np.datetime64((state.now - dt.timedelta(days=7)).replace(tzinfo=None), "s")
+    moments = first + np.arange(7 * 24) * np.timedelta64(1, "h")
+    rng = np.random.default_rng(0)
+    load = model.series(state.serving_id, ["PRB_util"], moments, rng)[0]
+    demand = model.timeline.scale(moments)
+    assert np.corrcoef(load, demand)[0, 1] > 0.8
+    onset = np.datetime64(model.timeline.onset.replace(tzinfo=None), "s")
+    minutes = np.arange(-120, 60, 5)
+    around = onset + minutes * np.timedelta64(1, "m")
+    rlf = model.series(state.serving_id, ["RLF_rate"], around, np.random.default_rng(1))[0]
+    before, after = rlf[minutes < 0], rlf[minutes >= 0]
+    assert after.mean() > 2 * before.mean()
+
+
+def test_load_and_quality_move_together_through_the_day():
+    """At busier hours the serving cell's load rises and its users' throughput falls."""
+    env, setup = _episode("throughput_drop_dl", 7)
+    state = setup.state
+    first = np.datetime64((state.now - dt.timedelta(days=1)).replace(tzinfo=None), "s")
+    moments = first + np.arange(24) * np.timedelta64(1, "h")
+    rows = state.model.series(
+        state.serving_id, ["PRB_util", "throughput_p50_mbps"], moments, np.random.default_rng(2)
+    )
+    assert np.corrcoef(rows[0], rows[1])[0, 1] < -0.5
+
+
+@pytest.mark.parametrize(
+    ("key", "changes"),
+    [
+        ("rlf_spike", {"t310_ms": 2000}),
+        ("bler_anomaly", {"olla_bler_target_pct": 8}),
+        ("hqos_latency_violation", {"hqos_priority_weight_pct": 50}),
+        ("throughput_drop_dl", {"prb_reservation_pct": 0}),
+        ("overshooting_cell", {"tilt_deg": 7}),
+        ("load_balancing_needed", {"mlb_threshold_pct": 65}),
+    ],
+)
+def test_a_near_gold_fix_that_recovers_the_kpis_is_accepted(key, changes):
+    env, setup = _episode(key, 8)
+    state = setup.state
+    cell = state.serving_id
+    env.step({"name": "optimize_cell", "arguments": {"cell_id": cell, "changes": changes}})
+    verdict = env.unwrapped.domain.verify(setup, env.unwrapped._episode.intent, None)
+    assert verdict["root_cause_removed"] and verdict["fixed"], verdict["checks"]
+
+
+@pytest.mark.parametrize(
+    ("key", "changes"),
+    [
+        ("rlf_spike", {"t310_ms": 200}),  # the right direction, not far enough
+        ("bler_anomaly", {"olla_bler_target_pct": 30}),  # the wrong direction
+        ("overshooting_cell", {"tilt_deg": 15}),  # over-correction
+        ("throughput_drop_dl", {"tilt_deg": 9}),  # the wrong parameter
+    ],
+)
+def test_a_fix_that_is_short_wrong_or_too_much_is_refused(key, changes):
+    env, setup = _episode(key, 9)
+    cell = setup.state.serving_id
+    env.step({"name": "optimize_cell", "arguments": {"cell_id": cell, "changes": changes}})
+    verdict = env.unwrapped.domain.verify(setup, env.unwrapped._episode.intent, None)
+    assert not verdict["resolved"], verdict["checks"]
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_the_oracle_resolves_every_intent_in_the_model(catalog, seed):
+    for intent in catalog.intents:
+        env = telcoenv.make(
+            intent.env_name, domain=physical(), embedder=None, privileged=True, reward="resolved"
+        )
+        _, info = run_episode(env, OracleAgent(), seed=seed)
+        assert info["resolved"] is True, (intent.key, info["verification"]["checks"])
+
+
+def test_same_seed_same_network_model():
+    a, setup_a = _episode("beam_misalignment", 11)
+    b, setup_b = _episode("beam_misalignment", 11)
+    assert setup_a.truth.sampled == setup_b.truth.sampled
+    call = {
+        "name": "kpi_timeseries",
+        "arguments": {"cell_id": setup_a.state.serving_id, "kpi": "RF", "window": "6h"},
+    }
+    assert a.step(call)[0] == b.step(call)[0]
+
+
+def test_evaluate_is_a_pure_function_of_world_and_configuration():
+    _, setup = _episode("rlf_spike", 12)
+    state = setup.state
+    world = state.model.simulation.world
+    one = evaluate(world, state.configuration())
+    two = evaluate(world, state.configuration())
+    assert np.array_equal(one.traffic.load, two.traffic.load)
+    assert np.array_equal(one.radio.sinr_db, two.radio.sinr_db)
