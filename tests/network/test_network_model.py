@@ -344,3 +344,91 @@ def test_evaluate_is_a_pure_function_of_world_and_configuration():
     two = evaluate(world, state.configuration())
     assert np.array_equal(one.traffic.load, two.traffic.load)
     assert np.array_equal(one.radio.sinr_db, two.radio.sinr_db)
+
+
+def _call(env, name, **arguments):
+    import json
+
+    observation = env.step({"name": name, "arguments": arguments})[0]
+    return json.loads(observation)
+
+
+def test_the_coverage_map_is_computed_from_the_model_and_follows_the_tilt():
+    """Bins come from the path-loss model and the antennas as configured: downtilting hard
+    pulls the map's RSRP down; the same call gives the same map."""
+    env, setup = _episode("coverage_hole", 13)
+    state = setup.state
+    cell = state.serving_id
+    first = _call(env, "coverage_map", area=cell, resolution="100m", detail="full")
+    again = _call(env, "coverage_map", area=cell, resolution="100m", detail="full")
+    assert first == again
+    assert len(first["servers"]) == len(state.cell_ids)
+    before = first["summary"]["median_rsrp_dbm"]
+    env.step({"name": "optimize_cell", "arguments": {"cell_id": cell, "changes": {"tilt_deg": 15}}})
+    after = _call(env, "coverage_map", area=cell, resolution="100m")["summary"]["median_rsrp_dbm"]
+    assert after < before
+
+
+def test_a_steered_beam_set_bunches_its_users_at_one_edge():
+    env, setup = _episode("beam_misalignment", 14)
+    cell = setup.state.serving_id
+    skewed = _call(env, "coverage_map", area=cell, resolution="50m")["ssb_beams"]
+    env.step(
+        {
+            "name": "optimize_cell",
+            "arguments": {"cell_id": cell, "changes": {"beam_azimuth_offset_deg": 0}},
+        }
+    )
+    centred = _call(env, "coverage_map", area=cell, resolution="50m")["ssb_beams"]
+
+    def imbalance(shares):
+        return abs(sum(shares[:4]) - sum(shares[4:]))
+
+    assert imbalance(skewed["user_share_per_beam"]) > imbalance(centred["user_share_per_beam"])
+
+
+def test_the_neighbour_audit_reads_relations_and_loads_from_the_model():
+    env, setup = _episode("pci_collision", 15)
+    state = setup.state
+    audit = _call(env, "neighbor_audit", cell_id=state.serving_id)
+    assert {f["type"] for f in audit["findings"]} >= {"pci_collision"}
+    loads = state.model.simulation.evaluation(
+        state.configuration(), state.model.timeline.scale_at(state.now)
+    ).traffic.load
+    by_id = {row["cell_id"]: row for row in audit["neighbours"]}
+    for cell_id, index in state.model.simulation.index.items():
+        if cell_id in by_id:
+            assert by_id[cell_id]["prb_util_pct"] == round(float(loads[index]) * 100)
+    assert sum(row["ho_attempts_per_hour"] for row in audit["neighbours"]) > 0
+
+
+def test_the_son_advisor_reads_counters_and_configuration_only():
+    """A rule fires on its counter past its threshold, proposes the usual step, skips a
+    parameter already there, and ranks by how far the counter is past the threshold."""
+    from telcoenv.domains.network.advisor import recommend
+
+    config = {"ttt_ms": 160, "hysteresis_db": 1.0, "olla_bler_target_pct": 25, "pci": 7}
+    calm = recommend({"ping_pong_rate": 2.0, "BLER": 0.05}, config, False, 9, None, {})
+    assert calm == []
+    busy = recommend({"ping_pong_rate": 24.0, "BLER": 0.12}, config, False, 9, None, {})
+    assert [c["parameter"] for c in busy] == ["ttt_ms", "hysteresis_db", "olla_bler_target_pct"]
+    assert busy[0]["recommended"] == 320 and busy[1]["recommended"] == 2.0
+    settled = recommend({"BLER": 0.2}, {**config, "olla_bler_target_pct": 10}, False, 9, None, {})
+    assert settled == []
+    shared = recommend({}, config, True, 9, None, {})
+    assert shared == [
+        {
+            "parameter": "pci",
+            "current": 7,
+            "recommended": 9,
+            "rationale": "PCI shared with a neighbour",
+            "evidence": {"neighbour_pci_conflict": True},
+        }
+    ]
+
+
+def test_the_son_advisor_in_an_episode_never_quotes_the_engineering_profile():
+    env, setup = _episode("bler_anomaly", 16)
+    advice = _call(env, "recommend_param_change", cell_id=setup.state.serving_id)
+    assert all("profile" not in c["rationale"] for c in advice["recommendations"])
+    assert all("evidence" in c for c in advice["recommendations"])

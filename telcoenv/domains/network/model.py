@@ -645,3 +645,60 @@ def mobility_of(
     first = np.where(np.isfinite(first), first, -np.inf)
     started = np.bincount(np.argmax(first, axis=0), minlength=cells.count).astype(float)
     return Moves(counts, started)
+
+
+# --- a coverage map -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Bins:
+    """A square grid of outdoor bins (row-major, north row first) around a cell's sector."""
+
+    rsrp_dbm: np.ndarray  # [cells, bins]
+    best: np.ndarray  # index of the strongest cell per bin
+    sinr_db: np.ndarray  # the strongest cell's SINR per bin
+    within_6db: np.ndarray  # cells within 6 dB of the strongest, per bin
+
+
+def coverage_bins(
+    world: World, ev: Evaluation, centre: int, bin_m: float, size: int, seed: int
+) -> Bins:
+    """The cells' RSRP over a ``size`` x ``size`` grid of ``bin_m`` bins centred half a
+    service radius out along ``centre``'s azimuth: TR 38.901 path loss averaged over LOS and
+    NLOS by the LOS probability, the world's clutter, a bin's shadowing (the scenario's NLOS
+    sigma, drawn from ``seed`` so that the map of a place is always the same) and each cell's
+    antenna as configured; SINR against the cells' loads and the interference from beyond."""
+    cells = ev.cells
+    radius = layout.SERVICE_RADIUS_M[world.area][world.role]
+    azimuth = math.radians(float(cells.azimuth_deg[centre]))
+    cx = float(cells.x[centre]) + 0.5 * radius * math.sin(azimuth)
+    cy = float(cells.y[centre]) + 0.5 * radius * math.cos(azimuth)
+    offsets = (np.arange(size) - (size - 1) / 2.0) * bin_m
+    xs = np.tile(cx + offsets, size)
+    ys = np.repeat(cy - offsets, size)
+    dx, dy = xs[None, :] - cells.x[:, None], ys[None, :] - cells.y[:, None]
+    d2d = np.hypot(dx, dy)
+    scenario = cells.scenario
+    h_bs, fc = cells.height_m[:, None], cells.fc_ghz[:, None]
+    p_los = radio.los_probability(scenario, d2d, 1.5)
+    loss = p_los * radio.pathloss_db(scenario, d2d, fc, h_bs, 1.5, True) + (
+        1.0 - p_los
+    ) * radio.pathloss_db(scenario, d2d, fc, h_bs, 1.5, False)
+    shadow = np.random.default_rng(seed).standard_normal(d2d.shape)
+    loss = loss + world.clutter_db + radio.SHADOW_SIGMA_DB[scenario][1] * shadow
+    bearing = np.degrees(np.arctan2(dx, dy)) % 360.0
+    depression = np.degrees(np.arctan2(h_bs - 1.5, np.maximum(d2d, 1.0)))
+    coupling = radio.Coupling(loss, bearing, depression, d2d, p_los > 0.5)
+    rsrp = radio.rsrp_of(cells, coupling)
+    finite = np.where(np.isfinite(rsrp), rsrp, -1e9)
+    best = np.argmax(finite, axis=0)
+    bins = np.arange(size * size)
+    received = np.where(np.isfinite(rsrp), 10.0 ** (rsrp / 10.0), 0.0)
+    activity = np.maximum(ev.traffic.load, radio.RS_ACTIVITY)[:, None]
+    noise = 10.0 ** (radio.noise_dbm_per_re(cells.scs_khz[best], radio.UE_NOISE_FIGURE_DB) / 10.0)
+    external = 10.0 ** (world.external_dbm / 10.0) if math.isfinite(world.external_dbm) else 0.0
+    signal = received[best, bins]
+    interference = (activity * received).sum(axis=0) - activity[best, 0] * signal
+    sinr = 10.0 * np.log10(np.maximum(signal, 1e-30) / (noise + external + interference))
+    within = (finite >= finite[best, bins][None, :] - 6.0).sum(axis=0)
+    return Bins(rsrp, best, sinr, within)

@@ -465,6 +465,8 @@ def coverage_map(
     _check_area(state, area)
     # The cell the map is of: a neighbour's id maps the neighbour (it mapped the serving cell).
     centre = state.serving if area == state.cluster_id else state.cell(area)
+    if state.model is not None:
+        return _model_coverage(state, centre, area, resolution, full)
     rng, size = ctx.rng, 8
     kpis = state.kpis(centre.cell_id)
     bins = size * size
@@ -541,6 +543,102 @@ def coverage_map(
     return output
 
 
+#: Bin size of each coverage_map resolution, metres.
+_BIN_M = {"50m": 50.0, "100m": 100.0, "200m": 200.0, "500m": 500.0}
+#: SSB beams of a sector: eight, 15 degrees apart across +-60 degrees of the steered boresight.
+_SSB_BEAMS = np.arange(-52.5, 60.0, 15.0)
+
+
+def _model_coverage(
+    state: NetworkState, centre: CellRow, area: str, resolution: str, full: bool
+) -> dict[str, Any]:
+    """coverage_map from the network model: the same grid as the blueprint model's, each bin
+    computed (see :func:`telcoenv.domains.network.model.coverage_bins`)."""
+    from telcoenv.domains.network.model import coverage_bins
+
+    assert state.model is not None
+    simulation = state.model.simulation
+    config = state.configuration()
+    ev = simulation.evaluation(config, state.model.timeline.scale_at(state.now))
+    index = simulation.index[centre.cell_id]
+    size = 8
+    seed = simulation.world.track_seed + 7919 * index + int(_BIN_M[resolution])
+    bins = coverage_bins(simulation.world, ev, index, _BIN_M[resolution], size, seed)
+    rsrp = np.round(bins.rsrp_dbm[bins.best, np.arange(size * size)], 1)
+    rsrp = np.where(np.isfinite(rsrp), rsrp, -140.0)
+    sinr = np.round(bins.sinr_db, 1)
+    servers = list(state.cell_ids)
+    median_rsrp = _median(rsrp)
+    masks = {
+        "coverage_gap": rsrp < median_rsrp - 10,
+        "below_minus110_dbm": rsrp < -110,
+        "overlap": bins.within_6db >= 3,
+        "serving_best_server": bins.best == index,
+    }
+    counts = {name: int(np.count_nonzero(mask)) for name, mask in masks.items()}
+    total = size * size
+    kpis = state.kpis(centre.cell_id)
+    output: dict[str, Any] = {
+        "area": area,
+        "resolution": resolution,
+        "rows": size,
+        "cols": size,
+        "summary": {
+            "median_rsrp_dbm": round(median_rsrp, 1),
+            "median_sinr_db": round(_median(sinr), 1),
+            "coverage_gap_bins_pct": round(100 * counts["coverage_gap"] / total, 1),
+            "bins_below_minus110_dbm_pct": round(100 * counts["below_minus110_dbm"] / total, 1),
+            "overlap_bins_pct": round(100 * counts["overlap"] / total, 1),
+            "serving_best_server_pct": round(100 * counts["serving_best_server"] / total, 1),
+        },
+        "servers": servers,
+        "grid": {
+            "rsrp_dbm": rsrp.reshape(size, size).tolist(),
+            "sinr_db": sinr.reshape(size, size).tolist(),
+            "best_server_index": bins.best.reshape(size, size).tolist(),
+            "servers_within_6db": bins.within_6db.reshape(size, size).tolist(),
+        },
+        "ssb_beams": {
+            "cell_id": centre.cell_id,
+            "user_share_per_beam": _beam_users(simulation.world, ev, index),
+            "beam_failure_rate_pct": round(kpis.get("beam_fail_rate", 0.0), 1),
+        },
+    }
+    if full:
+        return output
+    worst = np.lexsort((np.arange(total), rsrp))[:WORST_BINS]
+    output.pop("grid")
+    output["bins"] = {"total": total, **counts}
+    output["worst_bins"] = [
+        {
+            "row": int(i) // size,
+            "col": int(i) % size,
+            "rsrp_dbm": float(rsrp[i]),
+            "sinr_db": float(sinr[i]),
+            "best_server_index": int(bins.best[i]),
+            "servers_within_6db": int(bins.within_6db[i]),
+        }
+        for i in worst
+    ]
+    output["truncated"] = truncated(len(worst), total)
+    return output
+
+
+def _beam_users(world: Any, ev: Any, cell: int) -> list[float]:
+    """Share of a cell's users on each SSB beam: the beam whose steered direction is nearest
+    to each user's bearing (a beam set steered off the sector bunches its users at one edge)."""
+    from telcoenv.domains.network.radio import wrap_deg
+
+    mine = ev.radio.serving == cell
+    if not mine.any():
+        return [0.0] * len(_SSB_BEAMS)
+    boresight = float(ev.cells.azimuth_deg[cell] + ev.cells.beam_offset_deg[cell])
+    offset = wrap_deg(world.coupling.bearing_deg[cell, mine] - boresight)
+    beam = np.argmin(np.abs(offset[:, None] - _SSB_BEAMS[None, :]), axis=1)
+    counts = np.bincount(beam, weights=world.weight[mine], minlength=len(_SSB_BEAMS))
+    return [round(float(c), 3) for c in counts / counts.sum()]
+
+
 def _pci_findings(cell: CellRow, others: list[CellRow]) -> list[dict[str, Any]]:
     """PCI collisions, confusions and mod-3 clashes; ``others`` are sorted nearest first."""
     findings: list[dict[str, Any]] = []
@@ -581,6 +679,8 @@ def neighbor_audit(ctx: ToolContext, cell_id: str) -> dict[str, Any]:
     state, rng = ctx.state, ctx.rng
     cell, related = _surroundings(state, cell_id)
     others = [other for other, _ in related]
+    if state.model is not None:
+        return _model_audit(state, cell, related)
     weights = np.array([1 / max(km, 0.05) for _, km in related])
     weights /= weights.sum()
     kpis = state.kpis(cell_id)
@@ -617,6 +717,54 @@ def neighbor_audit(ctx: ToolContext, cell_id: str) -> dict[str, Any]:
     }
 
 
+def _model_audit(
+    state: NetworkState, cell: CellRow, related: list[tuple[CellRow, float]]
+) -> dict[str, Any]:
+    """neighbor_audit in the network model: each relation's handover attempts and successes
+    from the UE tracks (scaled to the cell's border crossings), loads from the model."""
+    from telcoenv.domains.network.counters import crossings_per_5min
+
+    assert state.model is not None
+    simulation = state.model.simulation
+    config = state.configuration()
+    ev = simulation.evaluation(config, state.model.timeline.scale_at(state.now))
+    moves = simulation.moves(config)
+    index = simulation.index
+    source = index[cell.cell_id]
+    crossings = float(crossings_per_5min(simulation.world, ev)[source]) * 12.0  # per hour
+    started = max(float(moves.started[source]), 1.0)
+    rows = []
+    for other, km in related:
+        target = index[other.cell_id]
+        attempts = float(moves.counts.relation_attempts[source, target])
+        successes = float(moves.counts.relation_successes[source, target])
+        rows.append(
+            {
+                "cell_id": other.cell_id,
+                "pci": other.pci,
+                "distance_km": km,
+                "prb_util_pct": round(float(ev.traffic.load[target]) * 100),
+                "ho_attempts_per_hour": round(crossings * attempts / started),
+                "ho_success_pct": round(100 * successes / attempts, 1) if attempts else None,
+                "relation": "active",
+            }
+        )
+    own = state.kpis(cell.cell_id)
+    own_load = own.get("PRB_util", float(ev.traffic.load[source]))
+    avg = float(np.mean([ev.traffic.load[index[o.cell_id]] for o, _ in related]))
+    return {
+        "cell_id": cell.cell_id,
+        "pci": cell.pci,
+        "neighbours": rows,
+        "findings": _pci_findings(cell, [other for other, _ in related]),
+        "load": {
+            "serving_prb_util_pct": round(own_load * 100),
+            "neighbour_avg_prb_util_pct": round(avg * 100),
+            "imbalance_index": round(max(0.0, own_load - avg), 2),
+        },
+    }
+
+
 @TOOLS.tool
 def recommend_param_change(
     ctx: ToolContext, cell_id: str, objective: str | None = None
@@ -624,6 +772,8 @@ def recommend_param_change(
     state = ctx.state
     cell, related = _surroundings(state, cell_id)
     others = [other for other, _ in related]
+    if state.model is not None:
+        return _son_advice(state, cell, others, objective)
     profile = PROFILE[cell.role]
     recommendations = [
         {
@@ -670,6 +820,31 @@ def recommend_param_change(
         "objective": objective or "",
         "recommendations": recommendations,
         "note": "Recommendations only: nothing was applied. Check them against the KPIs.",
+    }
+
+
+def _son_advice(
+    state: NetworkState, cell: CellRow, others: list[CellRow], objective: str | None
+) -> dict[str, Any]:
+    """recommend_param_change in the network model: the SON advisor's rules over the cell's
+    counters and configuration (:mod:`telcoenv.domains.network.advisor`)."""
+    from telcoenv.domains.network.advisor import recommend
+
+    link = state.backhaul() if cell.serving else None
+    candidates = recommend(
+        state.kpis(cell.cell_id),
+        {**cell.config, "pci": cell.pci},
+        any(other.pci == cell.pci for other in others),
+        free_pci([cell.pci, *(o.pci for o in others)], [o.pci for o in others]),
+        {"config": link.config, "capacity_mbps": link.capacity_mbps} if link else None,
+        state.kpis(state.link_id) if link else {},
+    )
+    return {
+        "cell_id": cell.cell_id,
+        "objective": objective or "",
+        "recommendations": candidates,
+        "note": "Rule-based SON proposals from this cell's counters: nothing was applied, and "
+        "symptoms several causes share can mislead a rule. Check them against the KPIs.",
     }
 
 
