@@ -98,7 +98,8 @@ class Check:
 
     ``measure`` names an evidence value (see :func:`read_oss`, :func:`read_neighbours`,
     :func:`read_coverage`); ``a|b`` takes the first of several names present. ``unless`` is a
-    check that, when it holds, vetoes this one.
+    check that, when it holds, vetoes this one; ``given`` one that must hold too where its
+    measurement is in the record (a setting is a cause only where its mechanism shows).
     """
 
     measure: str
@@ -106,6 +107,7 @@ class Check:
     threshold: Any
     why: str
     unless: Check | None = None
+    given: Check | None = None
 
     @property
     def counter(self) -> bool:
@@ -127,12 +129,16 @@ class Check:
             return False  # drift from the approved baseline: CONFIG_MISMATCH's evidence
         if not _compare(self.op, value, self.threshold):
             return False
+        if self.given is not None and self.given.found(evidence) and not self.given.holds(evidence):
+            return False
         return self.unless is None or not self.unless.holds(evidence)
 
     def describe(self) -> str:
         text = f"{self.measure} {self.op} {_number(self.threshold)}"
         if self.unless is not None:
             text += f", unless {self.unless.measure} {self.unless.op} {self.unless.threshold}"
+        if self.given is not None:
+            text += f", given {self.given.measure} {self.given.op} {self.given.threshold}"
         return text
 
 
@@ -155,6 +161,10 @@ def _compare(op: str, value: Any, threshold: Any) -> bool:
         return _OPS[op](value, threshold)
     if op == "has":
         return isinstance(value, list | tuple | set | frozenset) and threshold in value
+    if op == "has any":
+        return isinstance(value, list | tuple | set | frozenset) and bool(
+            set(threshold) & set(value)
+        )
     numeric = isinstance(value, int | float) and not isinstance(value, bool)
     return numeric and math.isfinite(value) and _OPS[op](value, threshold)
 
@@ -166,9 +176,14 @@ class IntentRules:
     cause: Check
     alarm: str
     symptoms: tuple[Check, ...]
+    #: The network model's threshold-crossing alarms of the symptom (shared across causes).
+    model_alarms: tuple[str, ...] = ()
 
     def checks(self) -> list[tuple[str, Check]]:
-        alarm = Check("alarms", "has", self.alarm, "the fault's alarm (intents.yaml)")
+        names = (self.alarm, *self.model_alarms)
+        alarm = Check(
+            "alarms", "has any", names, "the fault's alarm (intents.yaml) or its symptom's"
+        )
         return [("cause", self.cause), ("alarm", alarm), *(("symptom", s) for s in self.symptoms)]
 
 
@@ -181,42 +196,52 @@ BLER = "kpi.BLER|kpi.bler"
 RULES: dict[str, IntentRules] = {
     "THROUGHPUT_DROP_DL": IntentRules(
         cause=Check("config.prb_reservation_pct", ">", 10,
-                    "PRBs held in reservation starve DL scheduling (standard 5 %; fault 15-30 %)"),
+                    "PRBs held in reservation starve DL scheduling (standard 5 %; fault 15-30 %)",
+                    given=Check(PRB, ">=", 60, "reserved PRBs starve only a loaded cell")),
         alarm="Cell Capacity Threshold Crossed",
         symptoms=(
             Check("kpi.DL_thr_Mbps|kpi.throughput_p50_mbps", "<", 20,
                   "DL user throughput far under its healthy 35 Mbps (blueprints 2-22 Mbps)"),
             Check(PRB, ">=", 80, "DL PRB utilisation over 80 % is congestion (reference 1.3)"),
         ),
+        model_alarms=("Cell Congestion",),
     ),
     "BLER_ANOMALY": IntentRules(
         cause=Check("config.olla_bler_target_pct", ">", 14,
-                    "link adaptation aims above the standard 10 % BLER (fault 18-28 %)"),
+                    "link adaptation aims above the standard 10 % BLER (fault 18-28 %)",
+                    given=Check(BLER, ">=", 10, "a high target shows as a high operating BLER")),
         alarm="MAC Excessive Frame Error Rate",
         symptoms=(
             Check(BLER, ">=", 10, "BLER past the 10 % OLLA target (healthy 5 %; blueprints 6-20)"),
             Check("kpi.DL_thr_Mbps|kpi.throughput_p50_mbps", "<", 20,
                   "retransmissions cut DL throughput under 20 Mbps (healthy 35-40)"),
         ),
+        model_alarms=("Radio Link Quality Degraded",),
     ),
     "RLF_SPIKE": IntentRules(
         cause=Check("config.t310_ms", "<=", 200,
-                    "T310 far under the standard 1000 ms turns fades into RLFs (fault 50-100 ms)"),
+                    "T310 far under the standard 1000 ms turns fades into RLFs (fault 50-100 ms)",
+                    given=Check("kpi.RLF_rate|kpi.rlf_rate", ">=", 1.5,
+                                "a short T310 shows as radio link failures")),
         alarm="Radio Link Failure Rate High",
         symptoms=(
             Check("kpi.RLF_rate|kpi.rlf_rate", ">=", 2,
                   "RLF rate 4x its healthy 0.5 % (blueprints 2.5-8 %)"),
             Check("kpi.t310_expiry_rate", ">=", 5, "T310 expiries 5x their healthy 1 %"),
         ),
+        model_alarms=("Radio Link Quality Degraded",),
     ),
     "HQOS_LATENCY_VIOLATION": IntentRules(
         cause=Check("config.hqos_priority_weight_pct", "<", 25,
-                    "latency-critical queue weight under the standard 40 % (fault 5-15 %)"),
+                    "latency-critical queue weight under the standard 40 % (fault 5-15 %)",
+                    given=Check("kpi.latency_ms", ">=", 12,
+                                "a light queue weight shows as critical latency")),
         alarm="QoS Latency Threshold Crossed",
         symptoms=(
             Check("kpi.latency_ms", ">=", 35,
                   "latency past the 10-25 ms healthy NR band (reference 1.3; blueprints 35-100)"),
         ),
+        model_alarms=("QoS Threshold Crossed",),
     ),
     "COVERAGE_HOLE": IntentRules(
         cause=Check("config.tilt_deg", ">=", 10,
@@ -228,6 +253,7 @@ RULES: dict[str, IntentRules] = {
             Check("coverage.gap_bins_pct", ">=", 8,
                   "coverage-map bins 10 dB under the cell's median (healthy about 2 %)"),
         ),
+        model_alarms=("Coverage Degraded",),
     ),
     "OVERSHOOTING_CELL": IntentRules(
         cause=Check("config.tilt_deg", "<=", 2,
@@ -240,6 +266,7 @@ RULES: dict[str, IntentRules] = {
             Check("coverage.overlap_bins_pct", ">=", 25,
                   "bins with 3+ servers within 6 dB: an uptilted footprint overlaps"),
         ),
+        model_alarms=("Cell Range Exceeded",),
     ),
     "BEAM_MISALIGNMENT": IntentRules(
         cause=Check("config.beam_azimuth_offset_deg", "|x| >=", 10,
@@ -252,6 +279,7 @@ RULES: dict[str, IntentRules] = {
             Check("coverage.beam_shift", ">=", 1,
                   "SSB user share centred a beam or more off the middle beams (reference 3.2)"),
         ),
+        model_alarms=("Beam Failure Rate High",),
     ),
     "TA_DISTRIBUTION_DRIFT": IntentRules(
         cause=Check("config.cio_db", ">=", 3,
@@ -263,6 +291,7 @@ RULES: dict[str, IntentRules] = {
             Check("kpi.distant_serving_ratio", ">=", 8,
                   "UEs served at long range over 2x the healthy 3 %"),
         ),
+        model_alarms=("Cell Range Exceeded",),
     ),
     "PINGPONG_HANDOVERS": IntentRules(
         cause=Check("config.ttt_ms", "<", 480,
@@ -275,6 +304,7 @@ RULES: dict[str, IntentRules] = {
                   "ping-pong ratio over 10 % is degraded (reference 1.3; healthy 3 %)"),
             Check("kpi.ho_attempts_per_5min", ">=", 30, "handover attempts 2x the healthy 15"),
         ),
+        model_alarms=("Handover Performance Degraded",),
     ),
     "HO_FAILURE_HOTSPOT": IntentRules(
         cause=Check("config.cio_db", "<=", -2,
@@ -285,19 +315,24 @@ RULES: dict[str, IntentRules] = {
             Check("kpi.HO_success", "<", 95, "handover success under 95 % is degraded (ref. 1.3)"),
             Check("kpi.ho_fail_rate", ">=", 5, "handover failures 3x their healthy 1.5 %"),
         ),
+        model_alarms=("Handover Performance Degraded",),
     ),
     "HIGH_PRB_UTILIZATION": IntentRules(
         cause=Check("config.mlb_enabled", "==", False,
-                    "mobility load balancing is off (standard: on), so no load is offloaded"),
+                    "mobility load balancing is off (standard: on), so no load is offloaded",
+                    given=Check(PRB, ">=", 70,
+                                "without MLB only a cell past the usual 70 % trigger suffers")),
         alarm="Cell Congestion (PRB Threshold)",
         symptoms=(
             Check(PRB, ">=", 85, "PRBs nearly all used (congestion past 80-90 %, reference 1.3)"),
             Check("kpi.sched_latency_p95_ms", ">=", 20, "scheduler delay 2x its healthy 10 ms"),
         ),
+        model_alarms=("Cell Congestion",),
     ),
     "LOAD_BALANCING_NEEDED": IntentRules(
         cause=Check("config.mlb_threshold_pct", ">=", 85,
-                    "load-balancing trigger too high to fire (standard 70 %; fault 92-99 %)"),
+                    "load-balancing trigger too high to fire (standard 70 %; fault 92-99 %)",
+                    given=Check(PRB, ">=", 70, "a late trigger matters only past the usual 70 %")),
         alarm="Load Imbalance Detected",
         symptoms=(
             Check("kpi.imbalance_index|neighbours.imbalance_index", ">=", 0.15,
@@ -305,10 +340,13 @@ RULES: dict[str, IntentRules] = {
             Check("kpi.neighbor_avg_PRB_util", "<=", 65,
                   "the neighbours have spare PRBs (blueprints 25-65 %)"),
         ),
+        model_alarms=("Cell Congestion",),
     ),
     "RESOURCE_SCHED_ANOMALY": IntentRules(
         cause=Check("config.scheduler_type", "!=", "PF",
-                    "the MAC scheduler is not proportional fair (fault: RR or MAX_CI)"),
+                    "the MAC scheduler is not proportional fair (fault: RR or MAX_CI)",
+                    given=Check("kpi.prb_fairness_index", "<=", 0.8,
+                                "a scheduler fault shows as unfair PRB shares")),
         alarm="Scheduler Fairness Degraded",
         symptoms=(
             Check("kpi.prb_fairness_index", "<=", 0.8, "fairness index under its healthy 0.92"),
@@ -326,6 +364,7 @@ RULES: dict[str, IntentRules] = {
             Check("kpi.call_setup_fail", ">=", 10, "call setups fail 10x the healthy 0.8 %"),
             Check("kpi.user_drop_rate", ">=", 5, "drops 10x the healthy 0.5 %"),
         ),
+        model_alarms=("Cell Unavailable", "Cell Availability Degraded"),
     ),
     "DEGRADED_BACKHAUL": IntentRules(
         cause=Check("backhaul.shaper_pct_of_capacity", "<", 60,
@@ -343,6 +382,7 @@ RULES: dict[str, IntentRules] = {
             Check("backhaul.kpi.queue_occupancy", ">=", 50,
                   "transport queue over half full (healthy 20 %): the shaper holds traffic back"),
         ),
+        model_alarms=("Transmission Link Degraded",),
     ),
     "SLA_VIOLATION_REPORT": IntentRules(
         cause=Check("kpi.QoS", "<", 95,
@@ -352,6 +392,7 @@ RULES: dict[str, IntentRules] = {
         symptoms=(
             Check("kpi.sla_violation_ratio", ">=", 10, "SLA breaches 5x their healthy 2 %"),
         ),
+        model_alarms=("QoS Threshold Crossed",),
     ),
     "SLICE_ADMISSION_FAILURE": IntentRules(
         cause=Check("slice.admission_threshold_pct", "<", 85,
@@ -361,6 +402,7 @@ RULES: dict[str, IntentRules] = {
             Check("slice.kpi.admission_denial_rate", ">=", 5,
                   "the slice rejects 5x its healthy 1 % of sessions"),
         ),
+        model_alarms=("Slice SLA Degraded",),
     ),
     "SLICE_QOS_DEGRADATION": IntentRules(
         cause=Check("slice.priority_level", ">=", 5,
@@ -371,6 +413,7 @@ RULES: dict[str, IntentRules] = {
             Check("kpi.slice_violation_ratio|slice.kpi.slice_violation_ratio", ">=", 10,
                   "the slice misses its targets 5x more often than the healthy 2 %"),
         ),
+        model_alarms=("Slice SLA Degraded",),
     ),
     "CONFIG_MISMATCH": IntentRules(
         cause=Check("off_baseline", ">=", 1,
@@ -390,6 +433,7 @@ RULES: dict[str, IntentRules] = {
             Check("kpi.HO_success", "<", 95,
                   "handovers to the wrong cell: success under 95 % is degraded (ref. 1.3)"),
         ),
+        model_alarms=("Handover Performance Degraded",),
     ),
 }
 # fmt: on
@@ -405,16 +449,27 @@ class Assessment:
     held: tuple[tuple[str, Check], ...]
 
 
+#: The diagnosis of a breach nothing else explains: an SLA breach is reported as such only when
+#: no configuration, state or policy cause of another intent holds (with one, that is the fault).
+RESIDUAL = "SLA_VIOLATION_REPORT"
+
+
 def assess(evidence: Evidence, counters_only: bool = False) -> list[Assessment]:
     """Every intent of :data:`RULES` scored on the evidence, best first (see the module doc)."""
+    helds: dict[str, list[tuple[str, Check]]] = {}
+    for key, rules in RULES.items():
+        helds[key] = [
+            (kind, check)
+            for kind, check in rules.checks()
+            if not (counters_only and not check.counter) and check.holds(evidence)
+        ]
+    explained = any(
+        ("cause", RULES[key].cause) in held for key, held in helds.items() if key != RESIDUAL
+    )
+    if explained:
+        helds[RESIDUAL] = [(kind, c) for kind, c in helds[RESIDUAL] if kind != "cause"]
     results = []
-    for index, (key, rules) in enumerate(RULES.items()):
-        held = []
-        for kind, check in rules.checks():
-            if counters_only and not check.counter:
-                continue
-            if check.holds(evidence):
-                held.append((kind, check))
+    for index, (key, held) in enumerate(helds.items()):
         kinds = [kind for kind, _ in held]
         score = (
             CAUSE_WEIGHT * kinds.count("cause")
@@ -431,7 +486,10 @@ def rules_markdown() -> str:
     lines = ["| intent | kind | measurement and threshold | why |", "|---|---|---|---|"]
     for key, rules in RULES.items():
         for kind, check in rules.checks():
-            shown = f"alarm “{check.threshold}”" if kind == "alarm" else f"`{check.describe()}`"
+            if kind == "alarm":
+                shown = "alarm " + " or ".join(f"“{name}”" for name in check.threshold)
+            else:
+                shown = f"`{check.describe()}`"
             cells = [key, kind, shown, check.why]
             lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     return "\n".join(lines)
@@ -823,15 +881,19 @@ class InvestigatorAgent(GeneratorAgent):
         """The OSS record of the cell, and its neighbour audit when no cause shows in it."""
         cell = self._case.cell
         yield from self._read("oss_query", {"cell_id": cell, "window": self._case.window})
-        if not self._decide().cause:  # nothing in the OSS record explains it: the PCI plan?
+        best = self._decide()
+        if not best.cause or best.intent == RESIDUAL:  # nothing in the record explains it: PCIs?
             yield from self._read("neighbor_audit", {"cell_id": self._case.cell})
             self._decide()
 
     def _complaint_shows(self) -> bool:
         """Whether the best diagnosis has a cause and a sign of the complaint (its alarm or a
-        symptom) at this cell; a cause alone may be a neighbour's own problem."""
+        symptom) at this cell; a cause alone may be a neighbour's own problem, and a breach
+        nothing here explains may be a neighbour's complaint."""
         best = self.diagnosis[0] if self.diagnosis else None
-        return best is not None and best.cause and any(k != "cause" for k, _ in best.held)
+        if best is None or best.intent == RESIDUAL:  # a breach with no cause here: whose is it?
+            return False
+        return best.cause and any(k != "cause" for k, _ in best.held)
 
     def _decide(self) -> Assessment:
         self.diagnosis = assess(self._evidence, self.counters_only)
@@ -1033,8 +1095,9 @@ class InvestigatorAgent(GeneratorAgent):
 
     def _evidence_text(self, kind: str, check: Check, lang: str) -> str:
         phrases, evidence = PHRASES[lang], self._evidence
-        if kind == "alarm":
-            return phrases["alarm"].format(name=check.threshold)
+        if kind == "alarm":  # the name the OSS record shows
+            shown = [n for n in check.threshold if n in evidence.get("alarms", ())]
+            return phrases["alarm"].format(name=shown[0] if shown else check.threshold[0])
         found = check.found(evidence)
         if found is None:
             return ""

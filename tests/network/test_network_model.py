@@ -68,7 +68,9 @@ def test_the_world_is_calibrated_to_the_targets(key, seed, rsrp, sinr, users, lo
     assert float(world.weight[ev.best_server == 0].sum()) == pytest.approx(users, rel=0.03)
     reservation = config[f"cell:{state.serving_id}"]["prb_reservation_pct"] / 100
     shown = reservation + (1 - reservation) * ev.traffic.load
-    assert shown[0] == pytest.approx(load, abs=0.03)
+    # Where neighbours' load balancing hands users to this cell, its load moves in steps.
+    pushed = bool((ev.moved & (ev.radio.serving == 0)).any())
+    assert shown[0] == pytest.approx(load, abs=0.08 if pushed else 0.03)
     # The neighbours' loads are calibrated together with the serving cell's, but load
     # balancing toggles near its thresholds (a step the damped search can straddle): close.
     assert float(np.median(np.abs(ev.traffic.load[1:] - np.array(neighbours)))) < 0.15
@@ -183,14 +185,18 @@ def test_a_lower_olla_target_lowers_the_bler(seed):
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_releasing_reserved_prbs_raises_throughput_and_lowers_the_load(seed):
+def test_releasing_reserved_prbs_serves_users_faster_or_takes_offloaded_ones_back(seed):
     _, setup = _episode("throughput_drop_dl", seed)
-    faulty = setup.state.configuration()[f"cell:{setup.state.serving_id}"]["prb_reservation_pct"]
+    serving = setup.state.configuration()[f"cell:{setup.state.serving_id}"]
+    faulty, threshold = serving["prb_reservation_pct"], serving["mlb_threshold_pct"] / 100
     start, *released = [_serving_kpis(setup, prb_reservation_pct=r) for r in (faulty, 10, 5, 0)]
-    # Load balancing hands users back as the cell frees up: better than the fault, not in step.
+    # The freed PRBs go to the users: each gets more at a lower load, or, where load balancing
+    # had offloaded border users, the cell takes them back and holds its load at the trigger.
     for run in released:
-        assert run["DL_thr_Mbps"] > start["DL_thr_Mbps"]
-        assert run["PRB_util"] < start["PRB_util"]
+        assert run["users"] >= start["users"] - 1e-6
+        faster = run["DL_thr_Mbps"] > start["DL_thr_Mbps"] and run["PRB_util"] < start["PRB_util"]
+        took_back = run["users"] > start["users"] and run["PRB_util"] <= threshold + 0.02
+        assert faster or took_back, (start, run)
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -359,13 +365,13 @@ def test_the_coverage_map_is_computed_from_the_model_and_follows_the_tilt():
     env, setup = _episode("coverage_hole", 13)
     state = setup.state
     cell = state.serving_id
-    first = _call(env, "coverage_map", area=cell, resolution="100m", detail="full")
-    again = _call(env, "coverage_map", area=cell, resolution="100m", detail="full")
+    first = _call(env, "coverage_map", area=cell, resolution="50m", detail="full")
+    again = _call(env, "coverage_map", area=cell, resolution="50m", detail="full")
     assert first == again
     assert len(first["servers"]) == len(state.cell_ids)
     before = first["summary"]["median_rsrp_dbm"]
     env.step({"name": "optimize_cell", "arguments": {"cell_id": cell, "changes": {"tilt_deg": 15}}})
-    after = _call(env, "coverage_map", area=cell, resolution="100m")["summary"]["median_rsrp_dbm"]
+    after = _call(env, "coverage_map", area=cell, resolution="50m")["summary"]["median_rsrp_dbm"]
     assert after < before
 
 

@@ -14,6 +14,7 @@ from telcoenv.catalog import Catalog
 from telcoenv.database import EpisodeDatabase
 from telcoenv.domains import EpisodeSetup
 from telcoenv.domains.network import engineer
+from telcoenv.domains.network.alarms import raise_alarms
 from telcoenv.domains.network.dynamics import key_kpis_recovered, recompute
 from telcoenv.domains.network.kpis import COUPLINGS, background_kpis, kpi_definitions
 from telcoenv.domains.network.loading import load_catalog, network_catalog
@@ -21,7 +22,13 @@ from telcoenv.domains.network.models import Blueprint, Intent
 from telcoenv.domains.network.parameters import KPI_TO_CELL_PARAMETER, legal_values
 from telcoenv.domains.network.sampling import SamplingPlan, compile_plan, sample_kpis
 from telcoenv.domains.network.schema import network_schema
-from telcoenv.domains.network.simulation import observe_start, recovery, remeasure, start_model
+from telcoenv.domains.network.simulation import (
+    EpisodeModel,
+    observe_start,
+    recovery,
+    remeasure,
+    start_model,
+)
 from telcoenv.domains.network.state import NetworkState
 from telcoenv.domains.network.summaries import gold_summaries
 from telcoenv.domains.network.tools import TOOLS, ToolContext
@@ -33,6 +40,7 @@ from telcoenv.domains.network.topology import (
     build_network,
     fault_of,
 )
+from telcoenv.domains.network.tuning import plant_decoy, tune
 from telcoenv.domains.network.verification import unrelated_changes, verify
 from telcoenv.errors import EpisodeOptionError
 from telcoenv.specs import LANGUAGES, EventSpec, Language
@@ -203,9 +211,13 @@ class NetworkDomain:
         calibrated to the sample, and what the OSS shows replaces the sample everywhere (the
         engineer quotes it, the verification judges against it)."""
         planted = add_confounders(initial, rng) if difficulty == "noisy" else None
+        parameters = set(intent.fault.parameters)
+        tune(initial, parameters, rng)
         model = start_model(initial, blueprint, fault, rng)
+        plant_decoy(initial, model, parameters, rng)
         observed = observe_start(initial, blueprint, fault, model)
         fault = replace(fault, sampled=observed)
+        blueprint = self._model_alarms(initial, intent, blueprint, model, rng)
         if difficulty == "guided":
             opening = engineer.problem_statement(intent, blueprint, initial, observed, lang, rng)
         else:
@@ -217,6 +229,28 @@ class NetworkDomain:
         return EpisodeSetup(
             observed, state, values, statement, summaries, truth=fault, counterpart_context=said
         )
+
+    @staticmethod
+    def _model_alarms(
+        initial: InitialNetwork,
+        intent: Intent,
+        blueprint: Blueprint,
+        model: EpisodeModel,
+        rng: np.random.Generator,
+    ) -> Blueprint:
+        """Replace the generated fault alarm with the model's threshold-crossing alarms (the
+        site housekeeping ones stay); the blueprint returned says whether the faulty object
+        raised one, which is what the engineer reports."""
+        backhaul = intent.fault.target == "backhaul"
+        fault_object = initial.backhaul.link_id if backhaul else initial.serving.cell_id
+        activated = blueprint.context.alarm
+        housekeeping = [a for a in initial.alarms if a.name != intent.fault.alarm]
+        raised = raise_alarms(initial, model, fault_object, activated, rng)
+        initial.alarms = housekeeping + raised
+        sources = {fault_object, initial.serving.cell_id}
+        alarm = any(a.source in sources for a in raised)
+        context = blueprint.context.model_copy(update={"alarm": alarm})
+        return blueprint.model_copy(update={"context": context})
 
     def gold_values(
         self, intent: Intent, initial: InitialNetwork, fix: dict[str, Any]

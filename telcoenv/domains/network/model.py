@@ -52,6 +52,8 @@ MLB_RANGE_DB = 6.0
 CRITICAL_SHARE = 0.12
 #: Passes of the load-interference fixed point.
 FIXED_POINT_PASSES = 3
+#: Passes after load balancing has moved users (their new cells' load settles).
+MLB_PASSES = 2
 #: Scheduling slot of 30 kHz numerology, ms.
 SLOT_MS = 0.5
 
@@ -275,8 +277,11 @@ def evaluate(world: World, config: Configuration, scale: float = 1.0) -> Evaluat
     moved = np.zeros(world.ues.count, dtype=bool)
     best_server = measured.serving
     if force is not None:
+        # The handed-over users load their new cells, whose interference the rest then see.
         moved = force >= 0
-        measured, served = _pass(world, cells, settings, load, cio, demand, rsrp, force)
+        for _ in range(MLB_PASSES):
+            measured, served = _pass(world, cells, settings, load, cio, demand, rsrp, force)
+            load = 0.5 * (load + served.load)
     link_config = config[f"backhaul:{world.link_id}"]
     link = replace(
         world.link,
