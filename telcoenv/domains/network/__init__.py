@@ -181,18 +181,11 @@ class NetworkDomain:
             return self._start_physical(
                 intent, blueprint, rng, lang, database, episode_id, difficulty, initial, fault
             )
-        if difficulty == "guided":
-            opening = engineer.problem_statement(intent, blueprint, initial, sampled, lang, rng)
-        else:  # the red herrings are planted in the network before the engineer talks of them
-            planted = add_confounders(initial, rng) if difficulty == "noisy" else None
-            opening = engineer.symptom_statement(intent, blueprint, initial, lang, rng, planted)
-        statement, said = opening
-        values = self.gold_values(intent, initial, fault.fix)
+        # The red herrings are planted in the network before the engineer talks of them.
+        planted = add_confounders(initial, rng) if difficulty == "noisy" else None
+        opening = self._opening(intent, blueprint, initial, sampled, lang, rng, difficulty, planted)
         state = NetworkState(database, initial, episode_id)
-        summaries = gold_summaries(intent, values, sampled)
-        return EpisodeSetup(
-            sampled, state, values, statement, summaries, truth=fault, counterpart_context=said
-        )
+        return self._setup(intent, initial, fault, sampled, state, opening)
 
     def _start_physical(
         self,
@@ -207,9 +200,10 @@ class NetworkDomain:
         fault: Fault,
     ) -> EpisodeSetup:
         """An episode whose counters come from the network model: the red herrings are
-        planted first (a busier neighbour is load the model carries), then the model is
-        calibrated to the sample, and what the OSS shows replaces the sample everywhere (the
-        engineer quotes it, the verification judges against it)."""
+        planted first (a busier neighbour is load the model carries), then the cluster is
+        tuned, the model calibrated to the sample, a decoy tried, and what the OSS shows
+        replaces the sample everywhere (the engineer quotes it, the verification judges
+        against it)."""
         planted = add_confounders(initial, rng) if difficulty == "noisy" else None
         parameters = set(intent.fault.parameters)
         tune(initial, parameters, rng)
@@ -218,16 +212,42 @@ class NetworkDomain:
         observed = observe_start(initial, blueprint, fault, model)
         fault = replace(fault, sampled=observed)
         blueprint = self._model_alarms(initial, intent, blueprint, model, rng)
+        opening = self._opening(
+            intent, blueprint, initial, observed, lang, rng, difficulty, planted
+        )
+        state = NetworkState(database, initial, episode_id, model)
+        return self._setup(intent, initial, fault, observed, state, opening)
+
+    @staticmethod
+    def _opening(
+        intent: Intent,
+        blueprint: Blueprint,
+        initial: InitialNetwork,
+        sampled: dict[str, float],
+        lang: Language,
+        rng: np.random.Generator,
+        difficulty: str,
+        planted: dict[str, str] | None,
+    ) -> tuple[str, dict[str, str]]:
+        """The engineer's opening statement of the tier, and the place and time it named."""
         if difficulty == "guided":
-            opening = engineer.problem_statement(intent, blueprint, initial, observed, lang, rng)
-        else:
-            opening = engineer.symptom_statement(intent, blueprint, initial, lang, rng, planted)
+            return engineer.problem_statement(intent, blueprint, initial, sampled, lang, rng)
+        return engineer.symptom_statement(intent, blueprint, initial, lang, rng, planted)
+
+    def _setup(
+        self,
+        intent: Intent,
+        initial: InitialNetwork,
+        fault: Fault,
+        sampled: dict[str, float],
+        state: NetworkState,
+        opening: tuple[str, dict[str, str]],
+    ) -> EpisodeSetup:
         statement, said = opening
         values = self.gold_values(intent, initial, fault.fix)
-        state = NetworkState(database, initial, episode_id, model)
-        summaries = gold_summaries(intent, values, observed)
+        summaries = gold_summaries(intent, values, sampled)
         return EpisodeSetup(
-            observed, state, values, statement, summaries, truth=fault, counterpart_context=said
+            sampled, state, values, statement, summaries, truth=fault, counterpart_context=said
         )
 
     @staticmethod

@@ -19,6 +19,7 @@ import datetime as dt
 import itertools
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
@@ -483,14 +484,46 @@ def coverage_map(
     # The cell and the three nearest to the serving cell (for the serving cell: its neighbours).
     servers = [centre.cell_id, *[c for c in state.cell_ids if c != centre.cell_id][:3]]
     best = np.where(rng.random(bins) > 0.25, 0, rng.integers(1, len(servers), bins))
-    rsrp, sinr = np.round(rsrp, 1), np.round(sinr, 1)
-    median_rsrp = _median(rsrp)
+    beams = {
+        "cell_id": centre.cell_id,
+        "user_share_per_beam": _beam_shares(centre.config["beam_azimuth_offset_deg"], rng),
+        "beam_failure_rate_pct": round(kpis.get("beam_fail_rate", 0.6), 1),
+    }
+    grid = _Grid(size, np.round(rsrp, 1), np.round(sinr, 1), best, overlap, 0)
+    return _coverage_output(area, resolution, servers, grid, beams, full)
 
+
+@dataclass(frozen=True)
+class _Grid:
+    """A coverage map's bins: RSRP, SINR, best server, servers within 6 dB, and the index of
+    the mapped cell among the servers."""
+
+    size: int
+    rsrp: np.ndarray
+    sinr: np.ndarray
+    best: np.ndarray
+    overlap: np.ndarray
+    centre: int
+
+
+def _coverage_output(
+    area: str,
+    resolution: str,
+    servers: list[str],
+    grid: _Grid,
+    beams: dict[str, Any],
+    full: bool,
+) -> dict[str, Any]:
+    """coverage_map's output: the summary of bin shares, the grid (``full``) or the bins of
+    lowest RSRP."""
+    size, rsrp, sinr = grid.size, grid.rsrp, grid.sinr
+    bins = size * size
+    median_rsrp = _median(rsrp)
     masks = {
         "coverage_gap": rsrp < median_rsrp - 10,
         "below_minus110_dbm": rsrp < -110,
-        "overlap": overlap >= 3,
-        "serving_best_server": best == 0,
+        "overlap": grid.overlap >= 3,
+        "serving_best_server": grid.best == grid.centre,
     }
     counts = {name: int(np.count_nonzero(mask)) for name, mask in masks.items()}
 
@@ -514,14 +547,10 @@ def coverage_map(
         "grid": {
             "rsrp_dbm": rsrp.reshape(size, size).tolist(),
             "sinr_db": sinr.reshape(size, size).tolist(),
-            "best_server_index": best.reshape(size, size).tolist(),
-            "servers_within_6db": overlap.reshape(size, size).tolist(),
+            "best_server_index": grid.best.reshape(size, size).tolist(),
+            "servers_within_6db": grid.overlap.reshape(size, size).tolist(),
         },
-        "ssb_beams": {
-            "cell_id": centre.cell_id,
-            "user_share_per_beam": _beam_shares(centre.config["beam_azimuth_offset_deg"], rng),
-            "beam_failure_rate_pct": round(kpis.get("beam_fail_rate", 0.6), 1),
-        },
+        "ssb_beams": beams,
     }
     if full:
         return output
@@ -534,8 +563,8 @@ def coverage_map(
             "col": int(i) % size,
             "rsrp_dbm": float(rsrp[i]),
             "sinr_db": float(sinr[i]),
-            "best_server_index": int(best[i]),
-            "servers_within_6db": int(overlap[i]),
+            "best_server_index": int(grid.best[i]),
+            "servers_within_6db": int(grid.overlap[i]),
         }
         for i in worst
     ]
@@ -567,61 +596,14 @@ def _model_coverage(
     rsrp = np.round(bins.rsrp_dbm[bins.best, np.arange(size * size)], 1)
     rsrp = np.where(np.isfinite(rsrp), rsrp, -140.0)
     sinr = np.round(bins.sinr_db, 1)
-    servers = list(state.cell_ids)
-    median_rsrp = _median(rsrp)
-    masks = {
-        "coverage_gap": rsrp < median_rsrp - 10,
-        "below_minus110_dbm": rsrp < -110,
-        "overlap": bins.within_6db >= 3,
-        "serving_best_server": bins.best == index,
-    }
-    counts = {name: int(np.count_nonzero(mask)) for name, mask in masks.items()}
-    total = size * size
     kpis = state.kpis(centre.cell_id)
-    output: dict[str, Any] = {
-        "area": area,
-        "resolution": resolution,
-        "rows": size,
-        "cols": size,
-        "summary": {
-            "median_rsrp_dbm": round(median_rsrp, 1),
-            "median_sinr_db": round(_median(sinr), 1),
-            "coverage_gap_bins_pct": round(100 * counts["coverage_gap"] / total, 1),
-            "bins_below_minus110_dbm_pct": round(100 * counts["below_minus110_dbm"] / total, 1),
-            "overlap_bins_pct": round(100 * counts["overlap"] / total, 1),
-            "serving_best_server_pct": round(100 * counts["serving_best_server"] / total, 1),
-        },
-        "servers": servers,
-        "grid": {
-            "rsrp_dbm": rsrp.reshape(size, size).tolist(),
-            "sinr_db": sinr.reshape(size, size).tolist(),
-            "best_server_index": bins.best.reshape(size, size).tolist(),
-            "servers_within_6db": bins.within_6db.reshape(size, size).tolist(),
-        },
-        "ssb_beams": {
-            "cell_id": centre.cell_id,
-            "user_share_per_beam": _beam_users(simulation.world, ev, index),
-            "beam_failure_rate_pct": round(kpis.get("beam_fail_rate", 0.0), 1),
-        },
+    beams = {
+        "cell_id": centre.cell_id,
+        "user_share_per_beam": _beam_users(simulation.world, ev, index),
+        "beam_failure_rate_pct": round(kpis.get("beam_fail_rate", 0.0), 1),
     }
-    if full:
-        return output
-    worst = np.lexsort((np.arange(total), rsrp))[:WORST_BINS]
-    output.pop("grid")
-    output["bins"] = {"total": total, **counts}
-    output["worst_bins"] = [
-        {
-            "row": int(i) // size,
-            "col": int(i) % size,
-            "rsrp_dbm": float(rsrp[i]),
-            "sinr_db": float(sinr[i]),
-            "best_server_index": int(bins.best[i]),
-            "servers_within_6db": int(bins.within_6db[i]),
-        }
-        for i in worst
-    ]
-    output["truncated"] = truncated(len(worst), total)
-    return output
+    grid = _Grid(size, rsrp, sinr, bins.best, bins.within_6db, index)
+    return _coverage_output(area, resolution, list(state.cell_ids), grid, beams, full)
 
 
 def _beam_users(world: Any, ev: Any, cell: int) -> list[float]:
