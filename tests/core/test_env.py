@@ -376,7 +376,11 @@ def test_trace_round_trips_through_json(beam_env):
 SCRIPT = """
 import json, sys
 import telcoenv
-env = telcoenv.make("troubleshooting", lang=sys.argv[1], privileged=True, embedder=None)
+from telcoenv.domains.network import NetworkDomain
+domain = NetworkDomain(model=sys.argv[2])
+env = telcoenv.make(
+    "troubleshooting", lang=sys.argv[1], privileged=True, embedder=None, domain=domain
+)
 lines = []
 for seed in (0, 1, 2):
     obs, info = env.reset(seed=seed)
@@ -395,11 +399,13 @@ print(json.dumps(lines))
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("lang", ["en", "ar"])
-def test_transcripts_are_identical_across_processes(lang):
+@pytest.mark.parametrize(
+    ("lang", "model"), [("en", "blueprint"), ("ar", "blueprint"), ("en", "physical")]
+)
+def test_transcripts_are_identical_across_processes(lang, model):
     runs = [
         subprocess.run(
-            [sys.executable, "-c", SCRIPT, lang],
+            [sys.executable, "-c", SCRIPT, lang, model],
             capture_output=True,
             text=True,
             check=True,
