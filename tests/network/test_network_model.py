@@ -438,3 +438,30 @@ def test_the_son_advisor_in_an_episode_never_quotes_the_engineering_profile():
     advice = _call(env, "recommend_param_change", cell_id=setup.state.serving_id)
     assert all("profile" not in c["rationale"] for c in advice["recommendations"])
     assert all("evidence" in c for c in advice["recommendations"])
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_shaped_backhaul_is_as_busy_as_reported_and_caps_the_users(seed):
+    """The site's other sectors load the link to the utilisation the blueprint reports; under
+    the shaper each flow gets its processor share of the link, and the link at line rate
+    (the gold fix) gives the users their air-interface rates back."""
+    env = telcoenv.make("degraded_backhaul", domain=physical(), embedder=None, privileged=True)
+    env.reset(seed=seed, options={"blueprint": "BACKHAUL_CONGESTION_PEAK"})
+    setup = env.unwrapped._episode.setup
+    state = setup.state
+    link = state.model.simulation.kpis(state.link_id, state.configuration())
+    assert link["bh_util"] == pytest.approx(setup.truth.sampled["bh_util"], abs=3.0)
+    ev = _serving_ev(setup)
+    start = _serving_kpis(setup)
+    assert start["DL_thr_Mbps"] <= ev.link_flow_mbps + 1e-6
+    fixed = state.model.simulation.kpis(state.link_id, _link_at_line_rate(state))
+    assert fixed["bh_util"] < link["bh_util"] and fixed["bh_latency_ms"] <= link["bh_latency_ms"]
+    after = state.model.simulation.kpis(state.serving_id, _link_at_line_rate(state))
+    assert after["DL_thr_Mbps"] > 1.5 * start["DL_thr_Mbps"]
+
+
+def _link_at_line_rate(state):
+    config = sim.freeze(state.configuration())
+    owner = f"backhaul:{state.link_id}"
+    config[owner]["bh_shaper_mbps"] = state.initial.backhaul.capacity_mbps
+    return config

@@ -7,7 +7,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from telcoenv.domains.network.transport import BASE_DELAY_MS, Link, backhaul
+from telcoenv.domains.network.transport import (
+    BASE_DELAY_MS,
+    FLOW_FLOOR,
+    Link,
+    backhaul,
+    flow_rate_mbps,
+)
 
 
 def test_a_healthy_link_adds_little():
@@ -49,3 +55,17 @@ def test_a_flapping_link_loses_packets_and_delays_the_tail():
     steady = backhaul(300.0, Link(1000.0, 1000.0, 40.0))
     flapping = backhaul(300.0, Link(1000.0, 1000.0, 40.0, flaps_per_hr=8.0))
     assert flapping.loss > steady.loss and flapping.delay_p95_ms > steady.delay_p95_ms + 100
+
+
+@pytest.mark.parametrize(
+    ("offered", "shaper", "expected"),
+    [
+        (180.0, 200.0, 20.0),  # u = 0.9: a flow gets a tenth of the shaped rate
+        (50.0, 200.0, 150.0),  # u = 0.25
+        (400.0, 200.0, 200.0 * FLOW_FLOOR),  # overloaded: the floor
+        (500.0, 5000.0, 500.0),  # a shaper above line rate: the line rate (u = 0.5)
+    ],
+)
+def test_a_flow_gets_its_processor_share_of_the_link(offered, shaper, expected):
+    link = Link(capacity_mbps=1000.0, shaper_mbps=shaper, rt_weight_pct=40.0)
+    assert flow_rate_mbps(backhaul(offered, link), link) == pytest.approx(expected)

@@ -173,7 +173,9 @@ def cell_counters(
         return values
 
     sinr, rs_sinr = r.sinr_db[mine], r.rs_sinr_db[mine]
-    thr = t.ue_throughput_mbps[mine] * (ev.throttle if cell == 0 else 1.0) * up
+    thr = t.ue_throughput_mbps[mine] * up
+    if cell == 0:  # the site's backhaul: a flow gets at most its processor share of the link
+        thr = np.minimum(thr * ev.throttle, ev.link_flow_mbps)
     p50, p95 = quantiles(thr, (0.5, 0.95))
     distance = world.coupling.distance_m[cell, mine]
     ta = np.round(distance / TA_STEP_M) * TA_STEP_M

@@ -95,6 +95,7 @@ class World:
     qci_high_pct: np.ndarray  # per cell: traffic mix, high-priority and best-effort shares
     qci_best_effort_pct: np.ndarray
     load_guess: np.ndarray  # loads to start the interference fixed point from
+    site_mbps: float = 0.0  # what the site's other sectors and layers send over its backhaul
 
 
 @dataclass(frozen=True)
@@ -113,6 +114,7 @@ class Evaluation:
     critical_delay_ms: np.ndarray  # per cell: queueing of the delay-critical HQoS queue
     backhaul: transport.Backhaul
     throttle: float  # share of the serving cell's demand its backhaul lets through
+    link_flow_mbps: float  # what one flow gets through the backhaul (processor sharing)
     slices: tuple[slicing.SliceKPIs, ...]
     scale: float
 
@@ -288,7 +290,7 @@ def evaluate(world: World, config: Configuration, scale: float = 1.0) -> Evaluat
         shaper_mbps=float(link_config["bh_shaper_mbps"]),
         rt_weight_pct=float(link_config["bh_rt_queue_weight_pct"]),
     )
-    offered = float(served.cell_throughput_mbps[0])
+    offered = float(served.cell_throughput_mbps[0]) + world.site_mbps * scale
     hauled = transport.backhaul(offered, link)
     throttle = hauled.carried_share / max(1.0 - hauled.loss, 1e-9)
     if throttle < 0.999:
@@ -309,6 +311,7 @@ def evaluate(world: World, config: Configuration, scale: float = 1.0) -> Evaluat
         critical_delay_ms=_critical_delay(world, config, served),
         backhaul=hauled,
         throttle=throttle,
+        link_flow_mbps=transport.flow_rate_mbps(hauled, link),
         slices=_slices(world, config, measured, served),
         scale=scale,
     )
@@ -410,6 +413,7 @@ class Targets:
     users: float
     prb_util: tuple[float, ...]  # per cell, as the PRB counter shows it (reservation included)
     slice_offered: tuple[float, ...] = ()  # per slice: its sessions' demand over its max share
+    link_util: float | None = None  # the backhaul's utilisation (0-1) with the site's traffic
 
 
 #: How far calibration may move the clutter loss (dB) and the outside interference (dBm per RE).
@@ -471,6 +475,7 @@ def build_world(
     )
     world = _calibrate(world, config, targets)
     world = _calibrate_slices(world, config, targets)
+    world = _calibrate_site(world, config, targets)
     reference = evaluate(world, normal)
     return replace(
         world,
@@ -547,6 +552,18 @@ def _calibrate(world: World, config: Configuration, targets: Targets) -> World:
             load_guess=np.minimum(ev.traffic.load, 1.0),
         )
     return best
+
+
+def _calibrate_site(world: World, config: Configuration, targets: Targets) -> World:
+    """The traffic of the site's other sectors and layers on the backhaul, so that the link
+    is as utilised as the target (the model has one sector of the site)."""
+    if targets.link_util is None:
+        return world
+    ev = evaluate(world, config)
+    link_config = config[f"backhaul:{world.link_id}"]
+    rate = min(world.link.capacity_mbps, float(link_config["bh_shaper_mbps"]))
+    cell = float(ev.traffic.cell_throughput_mbps[0])
+    return replace(world, site_mbps=max(0.0, targets.link_util * rate - cell))
 
 
 def _blend_db(old: float, new: float) -> float:

@@ -238,11 +238,19 @@ def targets_of(
         if users is not None
         else TYPICAL_USERS[context.cell_role] * float(np.exp(0.2 * jitter[2])),
         slice_offered=tuple(offered),
+        link_util=_link_util(initial),
         prb_util=(
             load if load is not None else initial.serving.load,
             *(c.load for c in initial.neighbours),
         ),
     )
+
+
+def _link_util(initial: Any) -> float | None:
+    """The backhaul's utilisation at the report (the blueprint's sample, or the generated
+    network's typical figure), 0-1."""
+    util = initial.backhaul.kpis.get("bh_util")
+    return None if util is None else float(util) / 100.0
 
 
 def normal_configuration(

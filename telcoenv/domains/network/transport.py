@@ -102,3 +102,15 @@ def backhaul(offered_mbps: float, link: Link) -> Backhaul:
 def core_delay_ms() -> float:
     """The packet core and the internet hop to a nearby server, ms."""
     return 5.0
+
+
+#: The least share of the link a flow gets, however loaded (its TCP window keeps a share).
+FLOW_FLOOR = 0.02
+
+
+def flow_rate_mbps(hauled: Backhaul, link: Link) -> float:
+    """What one flow gets through the link: processor sharing at the rate the shaper lets
+    through, ``mu (1 - u)`` (the link is the bottleneck of a user's TCP flow only when that is
+    less than the air interface gives it)."""
+    rate = max(min(link.capacity_mbps, link.shaper_mbps), 1e-6)
+    return rate * max(1.0 - min(hauled.utilisation, 1.0), FLOW_FLOOR)
