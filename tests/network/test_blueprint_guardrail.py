@@ -33,8 +33,8 @@ NOT_YET = frozenset(
         "distant_serving_ratio", "dominance_ratio",
         # beams
         "beam_fail_rate", "bfr_events_per_hr", "ssb_rsrp_var_dB",
-        # backhaul: a queue of Poisson bursts holds no standing queue at a shaped bottleneck
-        "bh_latency_ms", "bh_packet_loss", "bh_loss_burst_rate", "queue_occupancy",
+        # backhaul loss: a shaper queues where the blueprints' policer would drop
+        "bh_packet_loss", "bh_loss_burst_rate",
         # scheduler fairness under max C/I, neighbour load, delay and breaches
         "prb_fairness_index", "prb_allocation_skew", "icic_neighbor_load",
         "sched_latency_p95_ms", "sla_violation_ratio", "slice_violation_ratio",

@@ -451,6 +451,7 @@ def test_a_shaped_backhaul_is_as_busy_as_reported_and_caps_the_users(seed):
     state = setup.state
     link = state.model.simulation.kpis(state.link_id, state.configuration())
     assert link["bh_util"] == pytest.approx(setup.truth.sampled["bh_util"], abs=3.0)
+    assert link["bh_latency_ms"] >= 15.0  # TCP's standing queue at the shaper
     ev = _serving_ev(setup)
     start = _serving_kpis(setup)
     assert start["DL_thr_Mbps"] <= ev.link_flow_mbps + 1e-6

@@ -10,9 +10,12 @@ from hypothesis import strategies as st
 from telcoenv.domains.network.transport import (
     BASE_DELAY_MS,
     FLOW_FLOOR,
+    QUEUE_MS,
+    STANDING_FILL,
     Link,
     backhaul,
     flow_rate_mbps,
+    standing_queue_ms,
 )
 
 
@@ -69,3 +72,25 @@ def test_a_flapping_link_loses_packets_and_delays_the_tail():
 def test_a_flow_gets_its_processor_share_of_the_link(offered, shaper, expected):
     link = Link(capacity_mbps=1000.0, shaper_mbps=shaper, rt_weight_pct=40.0)
     assert flow_rate_mbps(backhaul(offered, link), link) == pytest.approx(expected)
+
+
+def test_tcp_keeps_a_standing_queue_where_the_link_is_its_flows_bottleneck():
+    # A 100 Mbps shaper, flows that would run at 50: two active flows saturate it (k = 2).
+    assert standing_queue_ms(0.84, 100.0, 50.0) == pytest.approx(STANDING_FILL * QUEUE_MS * 0.84**2)
+    # The same load on a 1 Gbps line needs 20 such flows at once: rarely (0.84^20 = 3 %).
+    assert standing_queue_ms(0.84, 1000.0, 50.0) == pytest.approx(45.0 * 0.84**20)
+    assert standing_queue_ms(0.35, 1000.0, 50.0) < 1e-6
+    assert standing_queue_ms(0.84, 100.0, None) == 0.0
+    shaped = Link(capacity_mbps=1000.0, shaper_mbps=100.0, rt_weight_pct=40.0)
+    alone = backhaul(84.0, shaped)
+    with_flows = backhaul(84.0, shaped, flow_peak_mbps=50.0)
+    assert with_flows.delay_ms == pytest.approx(BASE_DELAY_MS + STANDING_FILL * QUEUE_MS * 0.84**2)
+    assert with_flows.delay_ms > alone.delay_ms and with_flows.queue_occupancy > 0.5
+    # Real-time traffic has its own weighted queue: the standing queue does not reach it.
+    assert with_flows.rt_delay_ms == alone.rt_delay_ms
+
+
+@given(st.floats(0.05, 0.99), st.floats(0.05, 0.99))
+def test_the_standing_queue_grows_with_load(a, b):
+    low, high = sorted((a, b))
+    assert standing_queue_ms(low, 200.0, 40.0) <= standing_queue_ms(high, 200.0, 40.0)

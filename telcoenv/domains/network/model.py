@@ -291,7 +291,9 @@ def evaluate(world: World, config: Configuration, scale: float = 1.0) -> Evaluat
         rt_weight_pct=float(link_config["bh_rt_queue_weight_pct"]),
     )
     offered = float(served.cell_throughput_mbps[0]) + world.site_mbps * scale
-    hauled = transport.backhaul(offered, link)
+    on_air = served.ue_throughput_mbps[measured.serving == 0]
+    peak = float(np.median(on_air)) if on_air.size else None  # what a flow would run at
+    hauled = transport.backhaul(offered, link, peak)
     throttle = hauled.carried_share / max(1.0 - hauled.loss, 1e-9)
     if throttle < 0.999:
         # Elastic traffic backs off to what the link carries: the cell's users ask for less.

@@ -14,6 +14,9 @@ lets through μ = min(capacity, shaper):
 * **real-time traffic** (a share :data:`RT_SHARE` of it) gets the weight
   ``bh_rt_queue_weight_pct`` of a weighted-fair scheduler: its queue's utilisation is
   ``RT_SHARE u / w``, so its wait shrinks as its weight grows;
+* **TCP's standing queue**: where the link is its flows' bottleneck (enough of them active that
+  their air-interface rates exceed it), TCP fills its buffer (:func:`standing_queue_ms`); the
+  best-effort wait is the larger of that and the bursts' wait;
 * **flaps** (a link that drops and recovers, :attr:`Link.flaps_per_hr`): each outage loses what
   was in flight for :data:`FLAP_OUTAGE_MS` and adds the retransmission delay to the p95.
 
@@ -66,15 +69,18 @@ class Backhaul:
     interface_errors_per_hr: float
 
 
-def backhaul(offered_mbps: float, link: Link) -> Backhaul:
-    """What the link does to ``offered_mbps`` of traffic (see the module docstring)."""
+def backhaul(offered_mbps: float, link: Link, flow_peak_mbps: float | None = None) -> Backhaul:
+    """What the link does to ``offered_mbps`` of traffic (see the module docstring); its
+    flows would each reach ``flow_peak_mbps`` without the link (their air-interface rate)."""
     rate = max(min(link.capacity_mbps, link.shaper_mbps), 1e-6)
     u = offered_mbps / rate
     # Traffic arrives in bursts (M^X/M/1, mean burst BURST packets): the wait of a burst's
     # packets is (BURST + 1) / 2 services times u / (1 - u).
     service_ms = PACKET_BITS / (rate * 1e3) * (BURST + 1) / 2.0
     busy = min(u, 0.995)
-    wait = min(service_ms * busy / (1.0 - busy), QUEUE_MS)
+    bursts = min(service_ms * busy / (1.0 - busy), QUEUE_MS)
+    standing = standing_queue_ms(u, rate, flow_peak_mbps)
+    wait = max(bursts, standing)
     tail_drop = max(0.0, 1.0 - 1.0 / u) if u > 1.0 else 0.0
     flap_loss = link.flaps_per_hr * FLAP_OUTAGE_MS / 3.6e6
     loss = min(1.0, RESIDUAL_LOSS + tail_drop + flap_loss)
@@ -89,14 +95,38 @@ def backhaul(offered_mbps: float, link: Link) -> Backhaul:
         carried_share=1.0 - loss,
         loss=loss,
         delay_ms=BASE_DELAY_MS + wait,
-        delay_p95_ms=BASE_DELAY_MS + 3.0 * wait + flap_delay,
+        # A standing queue's tail is a full buffer; its jitter the sawtooth around its level.
+        delay_p95_ms=BASE_DELAY_MS
+        + min(QUEUE_MS, max(3.0 * bursts, standing / STANDING_FILL))
+        + flap_delay,
         rt_delay_ms=BASE_DELAY_MS + rt_wait,
-        jitter_p95_ms=0.2 + 2.0 * wait + 0.5 * flap_delay,
+        jitter_p95_ms=0.2
+        + 2.0 * bursts
+        + 0.5 * standing * (1.0 - STANDING_FILL)
+        + 0.5 * flap_delay,
         queue_occupancy=min(1.0, wait / QUEUE_MS + (0.3 if u > 1.0 else 0.0)),
         flaps_per_hr=link.flaps_per_hr,
         loss_bursts_per_hr=link.flaps_per_hr + (30.0 * min(tail_drop, 1.0) if u > 1.0 else 0.0),
         interface_errors_per_hr=link.interface_errors_per_hr,
     )
+
+
+#: How full TCP keeps the buffer of a bottleneck it saturates, on average over its sawtooth.
+STANDING_FILL = 0.75
+
+
+def standing_queue_ms(u: float, rate_mbps: float, flow_peak_mbps: float | None) -> float:
+    """The standing queue TCP keeps at the link while the link is its flows' bottleneck.
+
+    Flows arrive as a processor-sharing queue (P(N >= n) = u^n); each would run at its
+    air-interface rate, so the link is their bottleneck once ``k = rate / flow_peak`` of them
+    are active, and then TCP fills its buffer (:data:`STANDING_FILL` of :data:`QUEUE_MS`).
+    A link far above its flows' rates (line rate, healthy) never is; a shaper at a few flows'
+    rates is whenever it is busy."""
+    if not flow_peak_mbps or flow_peak_mbps <= 0.0 or u <= 0.0:
+        return 0.0
+    k = max(1.0, rate_mbps / flow_peak_mbps)
+    return STANDING_FILL * QUEUE_MS * min(u, 1.0) ** k
 
 
 def core_delay_ms() -> float:
