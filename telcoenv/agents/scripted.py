@@ -9,22 +9,25 @@ them (an agent never raises on what it sees).
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Generator
 from typing import Any
 
 Action = dict[str, Any] | str
 
 
-class GeneratorAgent:
+class GeneratorAgent(ABC):
     """Drives ``self._play()`` (a generator of actions fed the observations) step by step."""
 
     max_steps: int
 
+    @abstractmethod
     def _play(self) -> Generator[Action, str, None]:
-        raise NotImplementedError
+        """The episode's actions, each sent the observation it got."""
 
+    @abstractmethod
     def _submit(self) -> Action:
-        raise NotImplementedError
+        """The submission when the play ends or the step budget runs out."""
 
     def _start_play(self) -> None:
         """A new episode's play, from its first action (call in ``reset``)."""

@@ -7,6 +7,7 @@ catalogue (gold chains, labels, ticket teams and standard corrective values in i
 from __future__ import annotations
 
 import re
+from abc import abstractmethod
 from typing import Any
 
 from telcoenv.agents.heuristic import guess_intent
@@ -41,8 +42,9 @@ class _NetworkScripted(Scripted):
             )
         self.begin()
 
+    @abstractmethod
     def begin(self) -> None:
-        raise NotImplementedError
+        """Fill :attr:`plan` once the cell is known."""
 
     def ticket(self, team: str) -> dict[str, Any]:
         """A ticket to ``team`` about the cell, with no evidence in it."""

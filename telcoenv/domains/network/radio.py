@@ -73,33 +73,37 @@ def _breakpoint_uma_umi(h_bs: np.ndarray, h_ut: np.ndarray, fc_ghz: np.ndarray) 
     return 4.0 * (h_bs - 1.0) * (h_ut - 1.0) * fc_ghz * 1e9 / SPEED_OF_LIGHT
 
 
-def _uma(d2d, d3d, fc, h_bs, h_ut, los):
-    bp = _breakpoint_uma_umi(h_bs, h_ut, fc)
-    pl1 = 28.0 + 22.0 * np.log10(d3d) + 20.0 * np.log10(fc)
-    pl2 = (
-        28.0
-        + 40.0 * np.log10(d3d)
-        + 20.0 * np.log10(fc)
-        - 9.0 * np.log10(bp**2 + (h_bs - h_ut) ** 2)
-    )
-    pl_los = np.where(d2d <= bp, pl1, pl2)
-    pl_nlos = 13.54 + 39.08 * np.log10(d3d) + 20.0 * np.log10(fc) - 0.6 * (h_ut - 1.5)
-    return np.where(los, pl_los, np.maximum(pl_los, pl_nlos))
+@dataclass(frozen=True)
+class _Street:
+    """The coefficients of a street scenario's path loss (TR 38.901 Table 7.4.1-1): LOS
+    PL1 = a + b log10(d3D) + 20 log10(fc) before the breakpoint, PL2 = a + 40 log10(d3D) +
+    20 log10(fc) - c log10(d'BP^2 + (hBS - hUT)^2) after it; NLOS e + f log10(d3D) + g log10(fc)
+    - h (hUT - 1.5), never below LOS."""
+
+    a: float
+    b: float
+    c: float
+    e: float
+    f: float
+    g: float
+    h: float
+
+    def __call__(self, d2d, d3d, fc, h_bs, h_ut, los):
+        bp = _breakpoint_uma_umi(h_bs, h_ut, fc)
+        pl1 = self.a + self.b * np.log10(d3d) + 20.0 * np.log10(fc)
+        pl2 = (
+            self.a
+            + 40.0 * np.log10(d3d)
+            + 20.0 * np.log10(fc)
+            - self.c * np.log10(bp**2 + (h_bs - h_ut) ** 2)
+        )
+        pl_los = np.where(d2d <= bp, pl1, pl2)
+        pl_nlos = self.e + self.f * np.log10(d3d) + self.g * np.log10(fc) - self.h * (h_ut - 1.5)
+        return np.where(los, pl_los, np.maximum(pl_los, pl_nlos))
 
 
-def _umi(d2d, d3d, fc, h_bs, h_ut, los):
-    bp = _breakpoint_uma_umi(h_bs, h_ut, fc)
-    pl1 = 32.4 + 21.0 * np.log10(d3d) + 20.0 * np.log10(fc)
-    pl2 = (
-        32.4
-        + 40.0 * np.log10(d3d)
-        + 20.0 * np.log10(fc)
-        - 9.5 * np.log10(bp**2 + (h_bs - h_ut) ** 2)
-    )
-    pl_los = np.where(d2d <= bp, pl1, pl2)
-    pl_nlos = 22.4 + 35.3 * np.log10(d3d) + 21.3 * np.log10(fc) - 0.3 * (h_ut - 1.5)
-    return np.where(los, pl_los, np.maximum(pl_los, pl_nlos))
-
+_uma = _Street(a=28.0, b=22.0, c=9.0, e=13.54, f=39.08, g=20.0, h=0.6)
+_umi = _Street(a=32.4, b=21.0, c=9.5, e=22.4, f=35.3, g=21.3, h=0.3)
 
 #: RMa defaults of Table 7.4.1-1: average building height and street width, m.
 RMA_BUILDING_M, RMA_STREET_M = 5.0, 20.0
