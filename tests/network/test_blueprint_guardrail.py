@@ -20,11 +20,12 @@ LEVELS = ("rsrp_dBm", "sinr_dB", "rsrq_dB", "users", "PRB_util", "prb_util")
 #: KPIs inside their ranges in under half the episodes today (measured 2026-12-05), by family.
 NOT_YET = frozenset(
     {
-        # handovers: too few tracks cross the calibrated border inside their 8 s
+        # handovers: ping-pong at a 3-6 dB margin stays under 10 %, handovers fail too late
+        # at the borders of worlds calibrated to a low SINR with interference from beyond
         "HO_success", "ho_fail_rate", "ping_pong_rate", "ho_attempts_per_5min",
         "ho_out_rate_per_5min", "ho_in_rate_per_5min", "rach_fail_rate",
         # radio link failures and coverage at calibrated low SINR
-        "RLF_rate", "coverage_gap_ratio", "blockage_events_per_hr",
+        "RLF_rate", "t310_expiry_rate", "coverage_gap_ratio", "blockage_events_per_hr",
         # throughput: an NR macro carries more than LTE-era ranges (the model wins), UL budget
         "DL_thr_Mbps", "throughput_p50_mbps", "p50_thr_mbps", "UL_thr_Mbps",
         "p95_minus_p50_gap_mbps", "slice_throughput_p50", "slice_throughput_p95",

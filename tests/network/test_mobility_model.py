@@ -142,7 +142,7 @@ def _reference_handovers(
     idx = np.arange(n_tracks)
     serving = np.argmax(ranked[:, :, 0], axis=0)
     previous = np.full(n_tracks, -1)
-    last_ho_ms = np.full(n_tracks, -1e9)
+    last_ho_ms = np.full(n_tracks, mobility.NEVER_MS)
     entered_ms = np.zeros((n_cells, n_tracks))  # how long each neighbour has met A3
     t310_left = np.full(n_tracks, np.inf)
     history = np.empty((n_tracks, steps), dtype=int)
@@ -171,12 +171,12 @@ def _reference_handovers(
             events["wrong"].append(
                 previous[failed & recent & (best != previous) & (best != serving)]
             )
-            events["late"].append(serving[failed & ~recent])
-            previous = np.where(failed, serving, previous)
+            events["late"].append(serving[failed & ~recent & (best != serving)])
+            previous = np.where(failed, -1, previous)
             serving = np.where(failed, best, serving)
             t310_left = np.where(failed, np.inf, t310_left)
             entered_ms[:, failed] = 0.0
-            last_ho_ms = np.where(failed, now, last_ho_ms)
+            last_ho_ms = np.where(failed, mobility.NEVER_MS, last_ho_ms)
         # Event A3 with the serving cell's offsets, each cell's CIO.
         column = ranked[:, :, k]
         meets = column > (column[serving, idx] + offsets[serving])[None, :]
@@ -409,3 +409,70 @@ def test_steps_reaching_a_duration_count_as_floating_point_does():
             left -= mobility.STEP_MS
             expire += 1
         assert n == expire, value
+
+
+# --- the tracks sample border crossings; failure kinds as mobility robustness counts them -------
+
+
+def test_the_tracks_cross_the_serving_cells_border_halfway(cluster):
+    """Each track starts in the serving cell's territory (where its users are) and crosses its
+    border halfway: on the smooth RSRP (path loss, the line's shadowing, the antennas; no fast
+    fading), the serving cell's margin over the best other cell changes sign between the two
+    ends of most tracks, and is nearest zero in the middle."""
+    cells, _, _ = cluster
+    rng = np.random.default_rng(5)
+    walk = mobility.tracks(cells, 450.0, rng.choice([1.4, 8.0, 14.0], 96), rng)
+    smooth = mobility.track_radio(cells, mobility.track_geometry(cells, walk, None)).rsrp_dbm
+    margin = smooth[0] - smooth[1:].max(axis=0)  # [tracks, steps]
+    steps = margin.shape[1]
+    crossed = np.sign(margin[:, 0]) != np.sign(margin[:, -1])
+    assert crossed.mean() > 0.8
+    middle = np.abs(margin[:, steps // 2 - 2 : steps // 2 + 2]).min(axis=1)
+    ends = np.minimum(np.abs(margin[:, 0]), np.abs(margin[:, -1]))
+    assert np.median(middle) < 0.5 * np.median(ends)
+
+
+def test_the_tracks_start_where_the_serving_cells_users_are(cluster):
+    cells, _, _ = cluster
+    rng = np.random.default_rng(6)
+    starts = (np.array([100.0, 120.0]), np.array([-40.0, -30.0]))
+    walk = mobility.tracks(cells, 450.0, np.full(40, 8.0), rng, starts=starts)
+    # Every track runs along a line through one of the starts.
+    for i in range(40):
+        dx, dy = walk.x[i, -1] - walk.x[i, 0], walk.y[i, -1] - walk.y[i, 0]
+        residual = [abs((sx - walk.x[i, 0]) * dy - (sy - walk.y[i, 0]) * dx) / math.hypot(dx, dy)
+                    for sx, sy in zip(*starts, strict=True)]  # fmt: skip
+        assert min(residual) < 1e-6
+
+
+def test_tracks_draw_speeds_as_often_as_users_at_them_cross_borders():
+    from telcoenv.domains.network.model import SPEEDS_MPS, _track_speeds
+
+    speeds = _track_speeds("urban", np.random.default_rng(0))
+    pedestrians = np.mean(speeds < 3.0)
+    area = np.array(SPEEDS_MPS["urban"])
+    expected = area[area < 3.0].sum() / area.sum()  # crossings scale with speed
+    assert abs(pedestrians - expected) < 0.08
+
+
+def _two_cells(neighbour_dbm: float) -> mobility.TrackRadio:
+    """One UE, two cells, 30 steps: the serving cell at -100 dBm per RE under a noise floor
+    that holds its SINR at -10 dB (below Qout) throughout; the neighbour out of reach for
+    the first two steps (the UE starts on the serving cell), then at ``neighbour_dbm``."""
+    rsrp = np.empty((2, 1, 30))
+    rsrp[0], rsrp[1] = -100.0, neighbour_dbm
+    rsrp[1, :, :2] = -140.0
+    return mobility.TrackRadio(rsrp, -90.0)
+
+
+@pytest.mark.parametrize(("neighbour_dbm", "late"), [(-140.0, 0), (-97.0, 1)])
+def test_a_failure_is_too_late_only_when_the_ue_comes_back_in_another_cell(neighbour_dbm, late):
+    """TS 38.300 §15.5.2: an RLF long after the last handover is a handover too late when the
+    UE re-establishes in another cell; in the cell it failed in it is a plain RLF."""
+    result = mobility.handovers(
+        _two_cells(neighbour_dbm), np.zeros(2), np.array([1, 2]), np.full(2, 10.0),
+        np.full(2, 2.0), np.full(2, 480.0), np.zeros(2), np.full(2, 1000.0),
+    )  # fmt: skip
+    assert result.rlf[0] >= 1
+    assert result.too_late[0] == late
+    assert result.attempts.sum() == 0  # the offset keeps the handover from triggering

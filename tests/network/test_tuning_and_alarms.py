@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 
 import jsonschema
+import numpy as np
 import pytest
 
 import telcoenv
@@ -260,3 +261,15 @@ def test_an_outage_raises_cell_unavailable_where_alarms_are_on():
         assert ("Cell Unavailable" in names) == blueprint_alarm, (seed, names)
         checked += 1
     assert checked
+
+
+def test_an_alarm_id_already_taken_in_the_episode_is_drawn_again():
+    """The database keys an episode's alarms by id: a drawn id that another alarm has is
+    drawn again (two alarms of 1,000 or so in an episode would otherwise share one now and
+    then, and the episode would fail to load)."""
+    from telcoenv.domains.network.topology import Alarm, new_alarm_id
+
+    first = new_alarm_id(np.random.default_rng(3), [])
+    taken = [Alarm(first, "CELL-1", "x", "minor", "2026-01-01T00:00:00Z")]
+    again = new_alarm_id(np.random.default_rng(3), taken)
+    assert again != first and again.startswith("ALM-") and len(again) == 10

@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from telcoenv.domains.network.topology import Alarm, baseline_id
+from telcoenv.domains.network.topology import Alarm, baseline_id, new_alarm_id
 
 #: A counter's reporting period (ROP): a crossing is seen at the end of one.
 REPORTING_PERIOD = dt.timedelta(minutes=15)
@@ -121,19 +121,22 @@ def raise_alarms(
                 when = _ceil(now - dt.timedelta(hours=hours), REPORTING_PERIOD)
             else:
                 when = min(first_period, now)
-            alarms.append(_alarm(source, name, severity, when, rng))
+            alarms.append(_alarm(source, name, severity, when, rng, [*initial.alarms, *alarms]))
     for cell in initial.cells:
         if cell.cell_id == fault_object and not activated:
             continue
         _, baseline = initial.baselines[baseline_id(cell.cell_id)]
         if any(cell.config.get(name) != value for name, value in baseline.items()):
-            alarms.append(_alarm(cell.cell_id, BASELINE_MISMATCH, "minor", onset, rng))
+            taken = [*initial.alarms, *alarms]
+            alarms.append(_alarm(cell.cell_id, BASELINE_MISMATCH, "minor", onset, rng, taken))
     return alarms
 
 
-def _alarm(source: str, name: str, severity: str, when: dt.datetime, rng: Any) -> Alarm:
+def _alarm(
+    source: str, name: str, severity: str, when: dt.datetime, rng: Any, taken: list[Alarm]
+) -> Alarm:
     stamp = when.strftime("%Y-%m-%dT%H:%M:%SZ")
-    return Alarm(f"ALM-{int(rng.integers(100000, 999999))}", source, name, severity, stamp)
+    return Alarm(new_alarm_id(rng, taken), source, name, severity, stamp)
 
 
 def _ceil(when: dt.datetime, period: dt.timedelta) -> dt.datetime:

@@ -197,7 +197,7 @@ def cell_counters(
         # fails as often as the tracks' crossings out of this cell did.
         radius = layout.SERVICE_RADIUS_M[world.area][world.role]
         per_connection = (
-            mobility.crossings_per_s(float(world.speeds_mps.mean()), radius) * CONNECTION_S
+            mobility.crossings_per_s(world.mean_speed_mps, radius) * CONNECTION_S
         ) / float(moves.started[cell])
         counts = moves.counts
         rlf += mobile * min(1.0, float(counts.rlf[cell]) * per_connection)
@@ -218,7 +218,6 @@ def cell_counters(
     los = world.coupling.los[cell, mine]
     rach = _share(rs_sinr < PRACH_MIN_DB)
     beam_failures = _share(rs_sinr < BEAM_FAILURE_DB)
-    speeds = world.speeds_mps
     median_m = max(median(distance), 10.0)
     values.update(
         {
@@ -252,8 +251,8 @@ def cell_counters(
             "beam_fail_rate": 100.0 * beam_failures,
             "bfr_events_per_hr": beam_failures * users * 12.0,
             # Each SSB beam is ~15 degrees wide: a user crosses one every 0.26 x distance.
-            "beam_switch_rate_per_min": 60.0 * float(speeds.mean()) / (0.26 * median_m),
-            "blockage_events_per_hr": _blockages(world, los, speeds),
+            "beam_switch_rate_per_min": 60.0 * world.mean_speed_mps / (0.26 * median_m),
+            "blockage_events_per_hr": _blockages(world, los),
             "nlos_ratio": 100.0 * (1.0 - _share(los)),
             "rach_fail_rate": 100.0 * rach,
             "user_drop_rate": 100.0 * (drop * up + down),
@@ -277,12 +276,12 @@ def _jain(share: np.ndarray) -> float:
     return min(1.0, float(share.sum()) ** 2 / (share.size * square)) if square > 0 else 1.0
 
 
-def _blockages(world: World, los: np.ndarray, speeds: np.ndarray) -> float:
+def _blockages(world: World, los: np.ndarray) -> float:
     """LOS-to-NLOS changes per hour of the cell's users on the move: a moving user meets a new
     shadowing state every decorrelation distance, blocked with probability p (1 - p)."""
     p = _share(los)
     decorrelation = mobility.DECORRELATION_M[world.cells.scenario]
-    per_user = float(speeds.mean()) / decorrelation * p * (1.0 - p) * 3600.0
+    per_user = world.mean_speed_mps / decorrelation * p * (1.0 - p) * 3600.0
     return per_user * MOBILE_SHARE[world.area]
 
 
@@ -310,7 +309,7 @@ def crossings_per_5min(world: World, ev: Evaluation) -> np.ndarray:
     """Border crossings out of each cell per 5 minutes: its users on the move times how often
     a user at the area's mean speed leaves a sector of the cell's radius."""
     radius = layout.SERVICE_RADIUS_M[world.area][world.role]
-    per_user = mobility.crossings_per_s(float(world.speeds_mps.mean()), radius) * 300.0
+    per_user = mobility.crossings_per_s(world.mean_speed_mps, radius) * 300.0
     return ev.traffic.users * MOBILE_SHARE[world.area] * per_user
 
 

@@ -18,8 +18,10 @@ connected-mode procedures on those measurements, for a configuration:
   (-8 dB) starts T310 (``t310_ms``; N310 = 1 at this step); back above Qin (-6 dB) stops it;
   expiry is a radio link failure and the UE re-establishes on the strongest cell.
 * **Failure kinds** (TS 38.300 §15.5.2, mobility robustness): *too late*, an RLF in the source
-  before a handover; *too early*, an RLF within :data:`EARLY_WINDOW_MS` of a handover, back
-  in the source; *wrong cell*, such an RLF re-established in a third cell; a handover into a
+  long after the last handover, re-established in another cell (one re-established where it
+  failed is a plain RLF); *too early*, an RLF within :data:`EARLY_WINDOW_MS` of a handover,
+  back in the source; *wrong cell*, such an RLF re-established in a third cell. A
+  re-establishment is no handover: no later failure or return is blamed on it. A handover into a
   cell whose PCI another audible cell shares fails half the time (the report cannot tell which
   cell is meant). *Ping-pong*: a handover back to the previous cell within
   :data:`PINGPONG_WINDOW_MS` of the first.
@@ -40,7 +42,7 @@ from __future__ import annotations
 
 import math
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 
@@ -60,6 +62,8 @@ EXECUTION_MS = 100.0
 Q_OUT_DB, Q_IN_DB = -8.0, -6.0
 EARLY_WINDOW_MS = 1000.0
 PINGPONG_WINDOW_MS = 2000.0
+#: The time of the last handover of a UE that has made none (since its last re-establishment).
+NEVER_MS = -1e9
 #: Decorrelation distance of shadow fading (TR 38.901 Table 7.5-6, NLOS), m.
 DECORRELATION_M = {"UMa": 50.0, "UMi": 13.0, "RMa": 120.0, "InH": 6.0}
 #: The residual of fast fading after L3 filtering: standard deviation (dB) and correlation time.
@@ -68,12 +72,27 @@ RESIDUAL_DB, RESIDUAL_MS = 2.0, 400.0
 
 @dataclass(frozen=True)
 class Tracks:
-    """Positions along each track, [tracks, steps], metres; a track's speed in m/s."""
+    """Positions along each track [tracks, steps] (metres), a track's speed (m/s), and the
+    shadowing field of its line: unit normal knots [cells, tracks, knots] every decorrelation
+    distance of the line's coordinate ``along_m``, knot 0 at ``knot0_m`` (per track)."""
 
     x: np.ndarray
     y: np.ndarray
     speed: np.ndarray
+    along_m: np.ndarray
+    shadow_knots: np.ndarray
+    knot0_m: np.ndarray
+    decorrelation_m: float
     height_m: float = 1.5
+
+    def shadowing(self) -> np.ndarray:
+        """Unit-variance shadowing [cells, tracks, steps] at the tracks' positions."""
+        return _knotted((self.along_m - self.knot0_m[:, None]) / self.decorrelation_m,
+                        self.shadow_knots)  # fmt: skip
+
+
+#: Points along a line at which the border is looked for.
+PROBE_POINTS = 48
 
 
 def tracks(
@@ -82,33 +101,69 @@ def tracks(
     speeds_mps: np.ndarray,
     rng: np.random.Generator,
     steps: int = 80,
+    starts: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> Tracks:
-    """One track per speed, each crossing the border between the serving cell and a random
-    neighbour halfway through its ``steps`` x :data:`STEP_MS` (two in three outward, one in
-    three inward, ±25° off the line between the sites, up to 30 % of the half-distance aside):
-    the tracks sample handovers, and the counters scale them by how often users cross a
-    border (:func:`crossings_per_s`). ``radius_m`` bounds the crossing for a lone cell."""
+    """One track per speed, each crossing the border of the serving cell (index 0) halfway
+    through its ``steps`` x :data:`STEP_MS`: two in three outward, one in three inward.
+
+    A user on the move starts where the serving cell's users are (``starts``: x and y of
+    candidate positions; by default spread over its sector) and heads anywhere; along that
+    line, out to twice ``radius_m``, the border is where the serving cell stops being the
+    strongest in the cells' configuration, shadowing included (the line's own shadowing
+    field, which :func:`track_geometry` then uses along the track). So the tracks sample the
+    crossings users make (toward each neighbour as often as its border with the serving cell
+    is long), not a line drawn between sites; the counters scale what happens per crossing by
+    how often users cross (:func:`crossings_per_s`)."""
     n = len(speeds_mps)
-    target = rng.integers(1, cells.count, n) if cells.count > 1 else np.zeros(n, dtype=int)
-    dx, dy = cells.x[target] - cells.x[0], cells.y[target] - cells.y[0]
-    half = np.maximum(np.hypot(dx, dy) / 2.0, 1.0)
-    along = np.arctan2(dx, dy)
-    lateral = rng.uniform(-0.3, 0.3, n) * half
-    border_x = cells.x[0] + dx / 2.0 + lateral * np.cos(along)
-    border_y = cells.y[0] + dy / 2.0 - lateral * np.sin(along)
-    if cells.count == 1:
-        border_x = cells.x[0] + radius_m * np.sin(along)
-        border_y = cells.y[0] + radius_m * np.cos(along)
-    inward = rng.random(n) < 1.0 / 3.0
-    heading = along + np.radians(rng.uniform(-25.0, 25.0, n)) + np.where(inward, np.pi, 0.0)
     speed = np.asarray(speeds_mps, dtype=float)
+    if starts is None or len(starts[0]) == 0:
+        bearing = np.radians(cells.azimuth_deg[0] + rng.uniform(-50.0, 50.0, n))
+        r = radius_m * np.sqrt(rng.uniform(0.05, 0.8, n))
+        sx, sy = cells.x[0] + r * np.sin(bearing), cells.y[0] + r * np.cos(bearing)
+    else:
+        pick = rng.integers(0, len(starts[0]), n)
+        sx, sy = np.asarray(starts[0], dtype=float)[pick], np.asarray(starts[1], dtype=float)[pick]
+    heading = rng.uniform(0.0, 2.0 * np.pi, n)
+    reach = 2.0 * radius_m
+    half = speed * steps * STEP_MS / 2000.0
+    decorrelation = DECORRELATION_M[cells.scenario]
+    knot0 = -(half + decorrelation)
+    count = int(np.ceil((reach + 2.0 * (half.max() + decorrelation)) / decorrelation)) + 2
+    knots = rng.standard_normal((cells.count, n, count))
+    sin, cos = np.sin(heading)[:, None], np.cos(heading)[:, None]
+
+    def line(along: np.ndarray) -> Tracks:
+        return Tracks(sx[:, None] + along * sin, sy[:, None] + along * cos, speed, along,
+                      knots, knot0, decorrelation)  # fmt: skip
+
+    probe = np.broadcast_to(np.linspace(0.0, reach, PROBE_POINTS), (n, PROBE_POINTS))
+    crossing = _border(cells, line(probe), probe, radius_m)
+    inward = rng.random(n) < 1.0 / 3.0
     t = (np.arange(steps) - steps / 2.0) * STEP_MS / 1000.0
-    travelled = speed[:, None] * t[None, :]
-    return Tracks(
-        x=border_x[:, None] + travelled * np.sin(heading)[:, None],
-        y=border_y[:, None] + travelled * np.cos(heading)[:, None],
-        speed=speed,
-    )
+    walked = np.where(inward, -1.0, 1.0)[:, None] * speed[:, None] * t[None, :]
+    return line(crossing[:, None] + walked)
+
+
+def _border(cells: Cells, probe: Tracks, along: np.ndarray, radius_m: float) -> np.ndarray:
+    """Per track, where along its line the serving cell first stops being the strongest (by
+    the expected path loss, the line's shadowing and the antennas), interpolated between
+    probe points; where it never does (or never is), the probe point nearest a border; a
+    lone cell's border at ``radius_m``."""
+    n = along.shape[0]
+    if cells.count == 1 or not cells.active[0]:
+        return np.full(n, radius_m)
+    rsrp = track_radio(cells, track_geometry(cells, probe, None)).rsrp_dbm
+    margin = rsrp[0] - rsrp[1:].max(axis=0)  # [tracks, points]
+    margin = np.where(np.isfinite(margin), margin, 1e3)
+    leaves = (margin[:, :-1] >= 0.0) & (margin[:, 1:] < 0.0)
+    first = np.argmax(leaves, axis=1)
+    rows = np.arange(n)
+    a, b = margin[rows, first], margin[rows, first + 1]
+    frac = a / np.where(a - b > 0, a - b, 1.0)
+    s0, s1 = along[rows, first], along[rows, first + 1]
+    found = s0 + frac * (s1 - s0)
+    nearest = along[rows, np.argmin(np.abs(margin), axis=1)]
+    return np.where(leaves.any(axis=1), found, nearest)
 
 
 def crossings_per_s(speed_mps: float, radius_m: float) -> float:
@@ -142,10 +197,11 @@ class TrackRadio:
 COARSE = 4
 
 
-def track_geometry(cells: Cells, walk: Tracks, rng: np.random.Generator) -> TrackGeometry:
+def track_geometry(cells: Cells, walk: Tracks, rng: np.random.Generator | None) -> TrackGeometry:
     """What does not depend on the configuration along the tracks (once per episode): the
-    expected path loss over LOS and NLOS, shadowing correlated over the scenario's
-    decorrelation distance, the slow residual of fast fading, and the angles."""
+    expected path loss over LOS and NLOS, the line's shadowing (correlated over the scenario's
+    decorrelation distance), the slow residual of fast fading (drawn from ``rng``; none
+    without one) and the angles."""
     steps = walk.x.shape[1]
     coarse = np.arange(0, steps + COARSE - 1, COARSE)
     coarse = np.minimum(coarse, steps - 1)
@@ -161,18 +217,15 @@ def track_geometry(cells: Cells, walk: Tracks, rng: np.random.Generator) -> Trac
     ) * pathloss_db(scenario, d2d, fc, h_bs, walk.height_m, False)
     bearing = np.degrees(np.arctan2(dx, dy))
     depression = np.degrees(np.arctan2(h_bs - walk.height_m, np.maximum(d2d, 1.0)))
-    # Shadowing: Gaussian knots every decorrelation distance along each track, linearly
-    # interpolated (one draw per knot, per cell and track); the residual of fast fading after
-    # L3 filtering likewise, with knots every correlation time.
-    walked = walk.speed[:, None] * np.arange(steps)[None, :] * STEP_MS / 1000.0
-    shadow = SHADOW_SIGMA_DB[scenario][1] * _knotted(
-        walked / DECORRELATION_M[scenario], cells.count, rng
-    )
-    clock = np.broadcast_to(np.arange(steps) * STEP_MS / RESIDUAL_MS, walked.shape)
-    fading = RESIDUAL_DB * _knotted(clock, cells.count, rng)
     fine = np.arange(steps) / COARSE
+    loss = _along(loss, fine) + SHADOW_SIGMA_DB[scenario][1] * walk.shadowing()
+    if rng is not None:
+        # The residual of fast fading after L3 filtering: knots every correlation time.
+        clock = np.broadcast_to(np.arange(steps) * STEP_MS / RESIDUAL_MS, walk.x.shape)
+        knots = rng.standard_normal((cells.count, len(walk.speed), int(clock.max()) + 2))
+        loss = loss + RESIDUAL_DB * _knotted(clock, knots)
     return TrackGeometry(
-        loss_db=_along(loss, fine) + shadow + fading,
+        loss_db=loss,
         bearing_deg=_along(np.unwrap(bearing, period=360.0, axis=-1), fine),
         depression_deg=_along(depression, fine),
     )
@@ -202,17 +255,16 @@ def track_radio(cells: Cells, geometry: TrackGeometry) -> TrackRadio:
     return TrackRadio(rsrp, float(noise_dbm_per_re(cells.scs_khz[0], 9.0)))
 
 
-def _knotted(position: np.ndarray, n_cells: int, rng: np.random.Generator) -> np.ndarray:
-    """[cells, tracks, steps] unit-variance values interpolated between standard normal knots
-    at integer ``position`` (per track), so that values ``1`` apart are about independent."""
+def _knotted(position: np.ndarray, knots: np.ndarray) -> np.ndarray:
+    """[cells, tracks, steps] unit-variance values interpolated between standard normal
+    ``knots`` [cells, tracks, k] at integer ``position`` [tracks, steps] (>= 0), so that values
+    ``1`` apart are about independent."""
     n_tracks = position.shape[0]
-    knots = int(np.ceil(position.max())) + 2
-    values = rng.standard_normal((n_cells, n_tracks, knots))
     low = np.floor(position).astype(int)
     frac = position - low
     rows = np.arange(n_tracks)[:, None]
-    a = values[:, rows, low]
-    b = values[:, rows, low + 1]
+    a = knots[:, rows, low]
+    b = knots[:, rows, low + 1]
     # Linear interpolation loses variance between knots: rescale to unit variance.
     return (a * (1 - frac) + b * frac) / np.sqrt((1 - frac) ** 2 + frac**2)
 
@@ -232,6 +284,11 @@ class Mobility:
     relation_attempts: np.ndarray  # [cells, cells]: source -> target
     relation_successes: np.ndarray
     served_steps: np.ndarray  # [cells]: track steps served by each cell (exposure)
+
+
+def added(results: list[Mobility]) -> Mobility:
+    """The counts of several groups of tracks together."""
+    return Mobility(**{f.name: sum(getattr(r, f.name) for r in results) for f in fields(Mobility)})
 
 
 def handovers(
@@ -482,7 +539,7 @@ class _Play:
         self.cell = first
         self.row_index = first * n_tracks + tracks
         self.previous = np.full(n_tracks, -1)
-        self.last_ho_ms = np.full(n_tracks, -1e9)
+        self.last_ho_ms = np.full(n_tracks, NEVER_MS)
         self.served = np.bincount(first, minlength=n_cells) * steps
         dtype = np.int8 if steps < 127 else np.int32  # counts never exceed steps + 1
         self.trigger_steps = trigger.tolist()
@@ -559,9 +616,11 @@ class _Play:
         # A failure shortly after a handover is the source cell's handover gone wrong.
         many["early"].append(previous[recent & (best == previous)])
         many["wrong"].append(previous[recent & (best != previous) & (best != source)])
-        many["late"].append(source[~recent])
-        self.previous[failed] = source
-        self.last_ho_ms[failed] = now
+        # Too late: the UE should have been handed over to where it re-establishes.
+        many["late"].append(source[~recent & (best != source)])
+        # A re-establishment is no handover: a later failure or return is not one's fault.
+        self.previous[failed] = -1
+        self.last_ho_ms[failed] = NEVER_MS
         self.running[failed] = False
         self.live = int(np.count_nonzero(self.running))
         self._reassign(failed, best, k)
@@ -579,10 +638,10 @@ class _Play:
                 one["early"].append(previous)
             elif best != source:
                 one["wrong"].append(previous)
-        else:
+        elif best != source:
             one["late"].append(source)
-        self.previous[track] = source
-        self.last_ho_ms[track] = now
+        self.previous[track] = -1
+        self.last_ho_ms[track] = NEVER_MS
         self.running[track] = False
         self.live -= 1
         self._reassign_one(track, best, k)

@@ -42,8 +42,12 @@ SPEEDS_MPS = {
     "indoor": (0.8, 1.0, 1.4, 1.4),
     "stadium": (0.8, 1.0, 1.4, 1.4),
 }
+#: Users below this speed walk: their tracks last :data:`PEDESTRIAN_STEPS` (crossing a border
+#: zone takes them tens of seconds), the others' :data:`VEHICLE_STEPS` (of mobility.STEP_MS).
+PEDESTRIAN_MPS = 3.0
+PEDESTRIAN_STEPS, VEHICLE_STEPS = 160, 80
 #: Share of a cell's users that are on the move at a time, per area.
-MOBILE_SHARE = {"urban": 0.3, "suburban": 0.3, "rural": 0.25, "indoor": 0.35, "stadium": 0.25}
+MOBILE_SHARE = {"urban": 0.12, "suburban": 0.15, "rural": 0.2, "indoor": 0.06, "stadium": 0.05}
 #: A degraded cell has lost radio units: this much power and this share of its PRBs remain.
 DEGRADED_POWER_DB, DEGRADED_PRB_SHARE = -6.0, 0.5
 #: Mobility load balancing moves UEs whose best neighbour is at most this far below (dB).
@@ -87,7 +91,7 @@ class World:
     link: transport.Link
     slice_ids: tuple[str, ...]
     slice_demand: tuple[slicing.SliceDemand, ...]
-    speeds_mps: np.ndarray
+    speeds_mps: np.ndarray  # the tracks' speeds (drawn as often as users at them cross)
     track_seed: int
     ta_reference_m: np.ndarray  # each cell's median TA of the last weeks (its normal)
     home: np.ndarray  # per UE: the cell whose sector it is in
@@ -96,6 +100,11 @@ class World:
     qci_best_effort_pct: np.ndarray
     load_guess: np.ndarray  # loads to start the interference fixed point from
     site_mbps: float = 0.0  # what the site's other sectors and layers send over its backhaul
+
+    @property
+    def mean_speed_mps(self) -> float:
+        """The mean speed of the users on the move (each speed of the area equally common)."""
+        return float(np.mean(SPEEDS_MPS[self.area]))
 
 
 @dataclass(frozen=True)
@@ -448,7 +457,7 @@ def build_world(
         geometry = geometry.with_(height_m=np.array(plan.heights_m, dtype=float))
     ues, home = layout.draw_ues(plan.area, plan.role, geometry, rng, UE_COUNT)
     coupling = radio.couple(geometry, ues, rng)
-    speeds = rng.choice(np.array(SPEEDS_MPS[plan.area]), TRACK_COUNT)
+    speeds = _track_speeds(plan.area, rng)
     world = World(
         area=plan.area,
         role=plan.role,
@@ -629,14 +638,34 @@ def _median_distance(world: World, evaluation: Evaluation, cell: int) -> float:
 # --- mobility -------------------------------------------------------------------------------------
 
 
-def tracks_of(world: World) -> mobility.TrackGeometry:
+def _track_speeds(area: str, rng: np.random.Generator) -> np.ndarray:
+    """The tracks' speeds: a user crosses borders as often as it is fast, so the tracks, which
+    each sample one crossing, draw the area's speeds in proportion to the speed (every crossing
+    then counts alike)."""
+    speeds = np.array(SPEEDS_MPS[area])
+    return np.sort(rng.choice(speeds, TRACK_COUNT, p=speeds / speeds.sum()))
+
+
+def tracks_of(world: World) -> tuple[mobility.TrackGeometry, ...]:
     """The UE tracks and what along them does not depend on the configuration (drawn from the
-    world's own seed, so that every configuration sees the same walks)."""
+    world's own seed, so that every configuration sees the same walks): pedestrians' and
+    vehicles' tracks apart, each with its own length. They start where the serving cell's
+    users are and cross its border as the cells are configured at the report."""
     rng = np.random.default_rng(world.track_seed)
     radius = layout.SERVICE_RADIUS_M[world.area][world.role]
-    walk = mobility.tracks(world.cells, radius, world.speeds_mps, rng)
-    geometry = mobility.track_geometry(world.cells, walk, rng)
-    return replace(geometry, loss_db=geometry.loss_db + world.clutter_db)
+    home = world.home == 0
+    starts = (world.ues.x[home], world.ues.y[home])
+    walking = world.speeds_mps < PEDESTRIAN_MPS
+    groups = []
+    for chosen, steps in ((walking, PEDESTRIAN_STEPS), (~walking, VEHICLE_STEPS)):
+        if not chosen.any():
+            continue
+        walk = mobility.tracks(
+            world.cells, radius, world.speeds_mps[chosen], rng, steps=steps, starts=starts
+        )
+        geometry = mobility.track_geometry(world.cells, walk, rng)
+        groups.append(replace(geometry, loss_db=geometry.loss_db + world.clutter_db))
+    return tuple(groups)
 
 
 @dataclass(frozen=True)
@@ -649,14 +678,15 @@ class Moves:
 
 
 def mobility_of(
-    world: World, geometry: mobility.TrackGeometry, evaluation: Evaluation, config: Configuration
+    world: World,
+    groups: tuple[mobility.TrackGeometry, ...],
+    evaluation: Evaluation,
+    config: Configuration,
 ) -> Moves:
-    """The handover procedures along the UE tracks for a configuration."""
+    """The handover procedures along the UE tracks for a configuration (each group of tracks
+    played apart, their counts added)."""
     cells = evaluation.cells
-    measured = mobility.track_radio(cells, geometry)
-    noise = 10 * math.log10(10 ** (measured.noise_dbm / 10) + 10 ** (world.external_dbm / 10))
-    counts = mobility.handovers(
-        replace(measured, noise_dbm=noise),
+    parameters = [
         evaluation.traffic.load,
         cells.pci,
         _column(world, config, "a3_offset_db"),
@@ -664,11 +694,16 @@ def mobility_of(
         _column(world, config, "ttt_ms"),
         evaluation.cio_db,
         _column(world, config, "t310_ms"),
-    )
-    first = measured.rsrp_dbm[:, :, 0] + evaluation.cio_db[:, None]
-    first = np.where(np.isfinite(first), first, -np.inf)
-    started = np.bincount(np.argmax(first, axis=0), minlength=cells.count).astype(float)
-    return Moves(counts, started)
+    ]
+    counts, started = [], np.zeros(cells.count)
+    for geometry in groups:
+        measured = mobility.track_radio(cells, geometry)
+        noise = 10 * math.log10(10 ** (measured.noise_dbm / 10) + 10 ** (world.external_dbm / 10))
+        counts.append(mobility.handovers(replace(measured, noise_dbm=noise), *parameters))
+        first = measured.rsrp_dbm[:, :, 0] + evaluation.cio_db[:, None]
+        first = np.where(np.isfinite(first), first, -np.inf)
+        started += np.bincount(np.argmax(first, axis=0), minlength=cells.count)
+    return Moves(mobility.added(counts), started)
 
 
 # --- a coverage map -------------------------------------------------------------------------------

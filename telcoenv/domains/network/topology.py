@@ -153,6 +153,16 @@ class BackhaulLink:
     kpis: dict[str, float]
 
 
+def new_alarm_id(rng: np.random.Generator, taken: Iterable[Alarm]) -> str:
+    """A drawn ``ALM-nnnnnn`` id that none of ``taken`` has (an episode's ids are unique: the
+    database keys alarms by them)."""
+    used = {alarm.alarm_id for alarm in taken}
+    while True:
+        candidate = f"ALM-{int(rng.integers(100000, 999999))}"
+        if candidate not in used:
+            return candidate
+
+
 @dataclass(slots=True)
 class Alarm:
     alarm_id: str
@@ -412,7 +422,7 @@ def _alarms(
         severity = intent.resolution.ticket.severity if intent.resolution.ticket else "major"
         alarms.append(
             Alarm(
-                f"ALM-{int(rng.integers(100000, 999999))}",
+                new_alarm_id(rng, alarms),
                 source,
                 intent.fault.alarm,
                 severity,
@@ -424,7 +434,7 @@ def _alarms(
         name = _UNRELATED_ALARMS[int(rng.integers(len(_UNRELATED_ALARMS)))]
         alarms.append(
             Alarm(
-                f"ALM-{int(rng.integers(100000, 999999))}",
+                new_alarm_id(rng, alarms),
                 neighbour.site_id,
                 name,
                 "minor",
@@ -547,7 +557,7 @@ def add_confounders(state: InitialNetwork, rng: np.random.Generator) -> dict[str
         name = _UNRELATED_ALARMS[int(rng.integers(len(_UNRELATED_ALARMS)))]
         minutes = int(rng.integers(5, 50))
         raised = (state.now - dt.timedelta(minutes=minutes)).strftime("%Y-%m-%dT%H:%M:%SZ")
-        unrelated = [Alarm(f"ALM-{int(rng.integers(100000, 999999))}", site, name, "minor", raised)]
+        unrelated = [Alarm(new_alarm_id(rng, state.alarms), site, name, "minor", raised)]
         state.alarms.append(unrelated[0])
     return {"neighbour_id": busiest.cell_id, "alarm": unrelated[0].name}
 
