@@ -235,7 +235,9 @@ RULES: dict[str, IntentRules] = {
         cause=Check("config.hqos_priority_weight_pct", "<", 25,
                     "latency-critical queue weight under the standard 40 % (fault 5-15 %)",
                     given=Check("kpi.latency_ms", ">=", 12,
-                                "a light queue weight shows as critical latency")),
+                                "a light queue weight shows as critical latency"),
+                    unless=Check("backhaul.kpi.bh_latency_ms", ">=", 25,
+                                 "a congested backhaul explains the cell's latency")),
         alarm="QoS Latency Threshold Crossed",
         symptoms=(
             Check("kpi.latency_ms", ">=", 35,

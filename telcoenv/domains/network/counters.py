@@ -51,7 +51,7 @@ from telcoenv.domains.network.model import (
     median,
     quantiles,
 )
-from telcoenv.domains.network.transport import RESIDUAL_LOSS, core_delay_ms
+from telcoenv.domains.network.transport import RESIDUAL_LOSS, RT_SHARE, core_delay_ms
 
 CELL_COUNTERS: tuple[str, ...] = (
     "rsrp_dBm", "rsrq_dB", "sinr_dB",
@@ -205,7 +205,11 @@ def cell_counters(
         expiries += mobile * float(counts.rlf[cell]) * per_connection
     drop = min(1.0, rlf + (resets * CONNECTION_S / 3600.0 if resets else 0.0))
     air_mean = float(t.sched_delay_ms[cell]) / 3.0
-    backhaul_ms = ev.backhaul.rt_delay_ms if cell == 0 else 2.0
+    # The site's backhaul: best-effort packets wait in its shared queue, real-time ones in their
+    # weighted one (the latency counter averages over the cell's packets).
+    hauled = ev.backhaul
+    backhaul_ms = (1 - RT_SHARE) * hauled.delay_ms + RT_SHARE * hauled.rt_delay_ms
+    backhaul_ms = backhaul_ms if cell == 0 else 2.0
     backhaul_jitter = ev.backhaul.jitter_p95_ms if cell == 0 else 0.2
     latency = (
         air_mean + float(ev.critical_delay_ms[cell]) + float(t.harq_delay_ms[cell])

@@ -169,10 +169,8 @@ def plan_of(
             1.0 - availability / 100.0 if availability is not None else float(rng.uniform(0.1, 0.5))
         )
         outage = Outage(min(max(down, 0.0), 0.95), float(rng.uniform(2.0, 6.0)))
-    flaps = 0.5 if "bh_loss_burst_rate" in sampled else 0.0
-    link = transport.Link(
-        initial.backhaul.capacity_mbps, initial.backhaul.capacity_mbps, 40.0, flaps
-    )
+    # The link stays up (no flaps): loss bursts come from traffic hitting a shaper.
+    link = transport.Link(initial.backhaul.capacity_mbps, initial.backhaul.capacity_mbps, 40.0)
     slice_ids = tuple(sorted(initial.slices))
     demands = []
     for slice_id in slice_ids:
@@ -248,9 +246,15 @@ def targets_of(
 
 def _link_util(initial: Any) -> float | None:
     """The backhaul's utilisation at the report (the blueprint's sample, or the generated
-    network's typical figure), 0-1."""
-    util = initial.backhaul.kpis.get("bh_util")
-    return None if util is None else float(util) / 100.0
+    network's typical figure), 0-1; without one, the load at which TCP's standing queue fills
+    the buffer as much as the sampled queue occupancy says (a queue that full is a saturated
+    shaper, which then drops in bursts)."""
+    kpis = initial.backhaul.kpis
+    if "bh_util" in kpis:
+        return float(kpis["bh_util"]) / 100.0
+    if "queue_occupancy" in kpis:
+        return min(float(kpis["queue_occupancy"]) / 100.0 / transport.STANDING_FILL, 0.99)
+    return None
 
 
 def normal_configuration(

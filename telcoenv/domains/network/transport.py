@@ -17,8 +17,12 @@ lets through μ = min(capacity, shaper):
 * **TCP's standing queue**: where the link is its flows' bottleneck (enough of them active that
   their air-interface rates exceed it), TCP fills its buffer (:func:`standing_queue_ms`); the
   best-effort wait is the larger of that and the bursts' wait;
+* **TCP's drops**: while the link is their bottleneck, TCP flows saw-tooth against its buffer and
+  each loses about one packet per cycle (:func:`tcp_loss`): negligible with a few flows in a
+  deep buffer, a few tenths of a per cent as the link nears saturation and flows crowd it;
 * **flaps** (a link that drops and recovers, :attr:`Link.flaps_per_hr`): each outage loses what
-  was in flight for :data:`FLAP_OUTAGE_MS` and adds the retransmission delay to the p95.
+  was in flight for :data:`FLAP_OUTAGE_MS`; the packets it delays reach the p95 once they are
+  more than 5 % of all (a link down over 3 minutes an hour).
 
 The cells' end-to-end latency adds the backhaul delay to the air interface's, and their users'
 throughput is scaled by the share the link carries.
@@ -39,6 +43,8 @@ BURST = 20
 #: Share of the traffic that is real-time (voice, URLLC) and goes to the weighted RT queue.
 RT_SHARE = 0.15
 RESIDUAL_LOSS = 1e-4
+#: The round trip of a flow beyond the backhaul (air interface, core, a nearby server), ms.
+ACCESS_RTT_MS = 20.0
 
 
 @dataclass(frozen=True)
@@ -83,13 +89,16 @@ def backhaul(offered_mbps: float, link: Link, flow_peak_mbps: float | None = Non
     wait = max(bursts, standing)
     tail_drop = max(0.0, 1.0 - 1.0 / u) if u > 1.0 else 0.0
     flap_loss = link.flaps_per_hr * FLAP_OUTAGE_MS / 3.6e6
-    loss = min(1.0, RESIDUAL_LOSS + tail_drop + flap_loss)
+    rtt_ms = 2.0 * (BASE_DELAY_MS + wait) + ACCESS_RTT_MS
+    tcp = tcp_loss(u, rate, flow_peak_mbps, rtt_ms)
+    loss = min(1.0, RESIDUAL_LOSS + tail_drop + flap_loss + tcp)
     # The real-time queue: its own traffic (a share RT_SHARE of the offered) over its weight.
     weight = min(max(link.rt_weight_pct / 100.0, 0.01), 1.0)
     rt_busy = min(RT_SHARE * u / weight, 0.995)
     rt_wait = min(service_ms * rt_busy / (1.0 - rt_busy), QUEUE_MS)
-    # A flap's retransmissions reach the p95 once there is more than one an hour or so.
-    flap_delay = FLAP_OUTAGE_MS * min(1.0, link.flaps_per_hr / 20.0)
+    # Packets caught in an outage wait up to FLAP_OUTAGE_MS (uniformly): they reach the p95
+    # only when they are more than 5 % of all, and then its tail is theirs.
+    flap_delay = FLAP_OUTAGE_MS * max(0.0, 1.0 - 0.05 / flap_loss) if flap_loss else 0.0
     return Backhaul(
         utilisation=u,
         carried_share=1.0 - loss,
@@ -100,8 +109,9 @@ def backhaul(offered_mbps: float, link: Link, flow_peak_mbps: float | None = Non
         + min(QUEUE_MS, max(3.0 * bursts, standing / STANDING_FILL))
         + flap_delay,
         rt_delay_ms=BASE_DELAY_MS + rt_wait,
+        # Delays are confined to the buffer: a queue near full varies as little as a near empty.
         jitter_p95_ms=0.2
-        + 2.0 * bursts
+        + 2.0 * min(bursts, QUEUE_MS - bursts)
         + 0.5 * standing * (1.0 - STANDING_FILL)
         + 0.5 * flap_delay,
         queue_occupancy=min(1.0, wait / QUEUE_MS + (0.3 if u > 1.0 else 0.0)),
@@ -127,6 +137,29 @@ def standing_queue_ms(u: float, rate_mbps: float, flow_peak_mbps: float | None) 
         return 0.0
     k = max(1.0, rate_mbps / flow_peak_mbps)
     return STANDING_FILL * QUEUE_MS * min(u, 1.0) ** k
+
+
+#: The highest drop rate TCP's sawtooth is taken to: beyond, flows stall in timeouts instead.
+TCP_LOSS_CAP = 0.2
+
+
+def tcp_loss(u: float, rate_mbps: float, flow_peak_mbps: float | None, rtt_ms: float) -> float:
+    """The share of packets the link drops as TCP flows probe it, while it is their bottleneck.
+
+    The link holds ``rate x (rtt + buffer)`` of packets in flight and queued; the flows active
+    at once (processor sharing's mean ``u / (1 - u)``, at least the ``k = rate / flow_peak``
+    that saturate it) share that, a window ``W`` each. A Reno flow's window grows by one packet
+    per round trip from W/2 to W and halves on a drop: one loss per ``3 W^2 / 8`` packets
+    (Mathis et al., CCR 1997), ``p = 8 / (3 W^2)``; weighted by the chance the link is their
+    bottleneck (``u^k``, as :func:`standing_queue_ms`)."""
+    if not flow_peak_mbps or flow_peak_mbps <= 0.0 or u <= 0.0:
+        return 0.0
+    k = max(1.0, rate_mbps / flow_peak_mbps)
+    busy = min(u, 0.995)
+    flows = max(k, busy / (1.0 - busy))
+    packets = rate_mbps * 1e3 * (rtt_ms + QUEUE_MS) / PACKET_BITS
+    window = max(packets / flows, 1.0)
+    return min(u, 1.0) ** k * min(TCP_LOSS_CAP, 8.0 / (3.0 * window**2))
 
 
 def core_delay_ms() -> float:
