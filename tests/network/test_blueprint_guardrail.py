@@ -26,8 +26,8 @@ NOT_YET = frozenset(
         "ho_out_rate_per_5min", "ho_in_rate_per_5min", "rach_fail_rate",
         # radio link failures and coverage at calibrated low SINR
         "RLF_rate", "t310_expiry_rate", "coverage_gap_ratio", "blockage_events_per_hr",
-        # throughput: an NR macro carries more than LTE-era ranges (the model wins), UL budget
-        "DL_thr_Mbps", "throughput_p50_mbps", "p50_thr_mbps", "UL_thr_Mbps",
+        # throughput: an NR macro carries more than LTE-era ranges (the model wins)
+        "DL_thr_Mbps", "throughput_p50_mbps", "p50_thr_mbps",
         "p95_minus_p50_gap_mbps", "slice_throughput_p50", "slice_throughput_p95",
         # timing advance and overshoot in a single-layer grid
         "TA", "ta_p50", "ta_p95", "ta_std", "ta_p95_m", "ta_std_m", "ta_drift_index",

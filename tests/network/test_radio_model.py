@@ -350,3 +350,36 @@ def test_the_cqi_table_and_the_olla_margin():
     assert float(traffic.spectral_efficiency(np.array(-10.0))) == 0.0
     margin = float(traffic.olla_margin_db(0.25))
     assert 1 / (1 + 9 * math.exp(traffic.BLER_SLOPE * margin)) == pytest.approx(0.25)
+
+
+# --- uplink -------------------------------------------------------------------------------------
+
+
+def test_the_uplink_fills_as_many_prbs_as_the_ues_power_reaches():
+    """By hand, a path of 110 dB (coupling loss less the antenna gain): power control asks
+    -85 + 0.8 x 110 = 3 dBm per PRB, so 23 dBm fills 10^(20/10) = 100 PRBs, each at an SINR of
+    3 - 110 - (-174 + 10 log10(360 kHz) + 5) - (1 + 6 x 0.5) = 2.44 dB."""
+    loss, gain = np.array([127.0]), np.array([17.0])
+    prbs = traffic.uplink_prbs(loss, gain, np.array([273.0]))
+    assert prbs[0] == pytest.approx(100.0)
+    noise = -174.0 + 10.0 * math.log10(360e3) + 5.0
+    sinr = traffic.uplink_sinr_db(loss, gain, np.array([0.5]), prbs)
+    assert sinr[0] == pytest.approx(3.0 - 110.0 - noise - 4.0)
+    # Near the mast the carrier runs out first (bandwidth-limited); at the edge one PRB at most.
+    near = traffic.uplink_prbs(np.array([90.0]), gain, np.array([273.0]))
+    edge = traffic.uplink_prbs(np.array([160.0]), gain, np.array([273.0]))
+    assert near[0] == 273.0 and edge[0] == 1.0
+
+
+@given(st.floats(60.0, 170.0), st.floats(60.0, 170.0))
+def test_a_farther_ue_never_sends_faster(a, b):
+    near, far = sorted((a, b))
+    gain, carrier, load = np.array([17.0]), np.array([273.0]), np.array([0.5])
+
+    def rate(loss: float) -> float:
+        coupling = np.array([loss])
+        prbs = traffic.uplink_prbs(coupling, gain, carrier)
+        sinr = traffic.uplink_sinr_db(coupling, gain, load, prbs)
+        return float(traffic.spectral_efficiency(sinr)[0] * prbs[0])
+
+    assert rate(far) <= rate(near) + 1e-9

@@ -331,19 +331,22 @@ def evaluate(world: World, config: Configuration, scale: float = 1.0) -> Evaluat
 def _uplink(
     world: World, cells: Cells, measured: radio.Radio, served: traffic.Traffic
 ) -> np.ndarray:
-    """Each UE's UL throughput: power-controlled SINR, CQI-table SE on one layer, the UL slots
-    of a DDDSU frame, shared with the cell's other UL users (half as loaded as the DL)."""
+    """Each UE's UL throughput (TS 28.552 UL IP throughput: over its active time): alone, it
+    fills as many of the carrier's PRBs as its power reaches (power-limited at the edge,
+    bandwidth-limited near the mast) at the CQI table's SE for the SINR per PRB, in the UL
+    symbols of a DDDSU frame; shared with the cell's other UL users as processor sharing (the
+    UL half as loaded as the DL)."""
     serving = np.maximum(measured.serving, 0)
     ues = np.arange(world.ues.count)
     loss = world.coupling.loss_db[serving, ues]
     gain = cells.max_gain_dbi[serving]
     neighbours = np.delete(served.load, 0).mean() if cells.count > 1 else 0.0
-    sinr = traffic.uplink_sinr_db(loss, gain, np.full(world.ues.count, neighbours))
+    prbs = traffic.uplink_prbs(loss, gain, cells.n_prb[serving].astype(float))
+    sinr = traffic.uplink_sinr_db(loss, gain, np.full(world.ues.count, neighbours), prbs)
     se = traffic.spectral_efficiency(sinr - traffic.olla_margin_db(0.1))
-    rate = se * traffic.UL_PRBS * 12.0 * 14.0 * (1000.0 / SLOT_MS) * (1 - traffic.OVERHEAD)
-    ul_share = 0.2  # one UL slot in five (DDDSU)
+    rate = se * prbs * 12.0 * 14.0 * (1000.0 / SLOT_MS) * (1 - traffic.OVERHEAD)
     busy = np.clip(0.5 * served.load[serving], 0.0, 0.95)
-    return np.where(measured.serving >= 0, rate * ul_share * (1.0 - busy) / 1e6, 0.0)
+    return np.where(measured.serving >= 0, rate * traffic.UL_SHARE * (1.0 - busy) / 1e6, 0.0)
 
 
 def _time_share(

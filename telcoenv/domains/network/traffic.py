@@ -257,17 +257,33 @@ def serve(
 #: Open-loop power control of the PUSCH (TS 38.213 §7.1): P0 per PRB, α, UE maximum power.
 UL_P0_DBM, UL_ALPHA, UE_MAX_DBM = -85.0, 0.8, 23.0
 BS_NOISE_FIGURE_DB = 5.0
-#: UL PRBs a UE is given when scheduled.
-UL_PRBS = 25
+#: Share of the TDD frame's symbols that carry uplink (DDDSU: one slot in five and a few of
+#: the special slot's symbols).
+UL_SHARE = 0.23
+
+
+def uplink_prbs(
+    coupling_loss_db: np.ndarray, rx_gain_dbi: np.ndarray, n_prb: np.ndarray
+) -> np.ndarray:
+    """The PRBs a UE can fill when scheduled alone: power control asks ``P0 + alpha PL`` per
+    PRB, so ``10^((Pmax - P0 - alpha PL) / 10)`` of them reach the UE's maximum power; never
+    more than the carrier has, at least one."""
+    path = coupling_loss_db - rx_gain_dbi
+    fits = 10.0 ** ((UE_MAX_DBM - (UL_P0_DBM + UL_ALPHA * path)) / 10.0)
+    return np.clip(fits, 1.0, n_prb)
 
 
 def uplink_sinr_db(
-    coupling_loss_db: np.ndarray, rx_gain_dbi: np.ndarray, neighbour_load: np.ndarray
+    coupling_loss_db: np.ndarray,
+    rx_gain_dbi: np.ndarray,
+    neighbour_load: np.ndarray,
+    prbs: np.ndarray,
 ) -> np.ndarray:
-    """UL SINR at the serving cell: power-controlled UE power per PRB over noise and an
-    interference rise of 1-7 dB with the neighbours' load."""
+    """UL SINR per PRB at the serving cell: the power-controlled UE power spread over ``prbs``
+    (capped by the UE's maximum), over noise and an interference rise of 1-7 dB with the
+    neighbours' load."""
     path = coupling_loss_db - rx_gain_dbi
-    per_prb = np.minimum(UL_P0_DBM + UL_ALPHA * path, UE_MAX_DBM - 10.0 * math.log10(UL_PRBS))
+    per_prb = np.minimum(UL_P0_DBM + UL_ALPHA * path, UE_MAX_DBM - 10.0 * np.log10(prbs))
     noise = -174.0 + 10.0 * math.log10(360e3) + BS_NOISE_FIGURE_DB  # a 30 kHz PRB
     rise = 1.0 + 6.0 * np.clip(neighbour_load, 0.0, 1.0)
     return per_prb - path - noise - rise
