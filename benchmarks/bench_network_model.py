@@ -12,7 +12,12 @@ network intents at ``--seeds`` seeds each (English, guided):
 * ``read_ms``: one ``oss_query`` of the reported cell after reset (the model's results are kept
   per configuration, so a read re-runs nothing);
 * ``change_ms``: the gold change (``optimize_cell`` with the fix, where the intent has one), a
-  model run at the new configuration and the re-measurement.
+  model run at the new configuration and the re-measurement;
+* ``repeat_reset_ms``: ``env.reset`` of the same seed again, as a GRPO group or an evaluation's
+  repeats do (the network model then reuses the calibrated world and its model runs).
+
+Every other figure is of new episodes: the network model's cache of recent worlds is emptied
+before each (versions without one have nothing to empty).
 
 Figures are the medians over rounds of each round's median (ms), and the ratio network model /
 blueprint model. ``--json``: one flat JSON object as the last line (for ``benchmarks/compare.py``).
@@ -28,6 +33,7 @@ import time
 import telcoenv
 from telcoenv.agents import OracleAgent, run_episode
 from telcoenv.domains.network import NetworkDomain
+from telcoenv.domains.network import model as network_model
 from telcoenv.domains.network.loading import network_catalog
 
 MODELS = ("blueprint", "physical")
@@ -44,10 +50,18 @@ def _ms(start: float) -> float:
     return (time.perf_counter() - start) * 1000.0
 
 
+def _forget() -> None:
+    """Empty the network model's cache of recent worlds, where the version measured has one."""
+    cache = getattr(network_model, "built_world", None)
+    if cache is not None:
+        cache.worlds.clear()
+
+
 def one_round(envs: list, seeds: range) -> dict[str, float]:
-    resets, reads, changes, episodes = [], [], [], []
+    resets, reads, changes, episodes, repeats = [], [], [], [], []
     for env in envs:
         for seed in seeds:
+            _forget()
             start = time.perf_counter()
             env.reset(seed=seed)
             resets.append(_ms(start))
@@ -63,6 +77,10 @@ def one_round(envs: list, seeds: range) -> dict[str, float]:
                 env.step(call)
                 changes.append(_ms(start))
             start = time.perf_counter()
+            env.reset(seed=seed)
+            repeats.append(_ms(start))
+            _forget()
+            start = time.perf_counter()
             run_episode(env, OracleAgent(), seed=seed)
             episodes.append(_ms(start))
     return {
@@ -70,6 +88,7 @@ def one_round(envs: list, seeds: range) -> dict[str, float]:
         "episode_ms": statistics.median(episodes),
         "read_ms": statistics.median(reads),
         "change_ms": statistics.median(changes),
+        "repeat_reset_ms": statistics.median(repeats),
     }
 
 

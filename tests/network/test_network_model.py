@@ -479,3 +479,53 @@ def _link_at_line_rate(state):
     owner = f"backhaul:{state.link_id}"
     config[owner]["bh_shaper_mbps"] = state.initial.backhaul.capacity_mbps
     return config
+
+
+# --- worlds remembered across resets ------------------------------------------------------------
+
+
+def _played(seed: int) -> list[str]:
+    """A scripted episode's transcript: the gold chain, a series, a submission."""
+    env = telcoenv.make("pingpong_handovers", domain=physical(), embedder=None, privileged=True)
+    obs, info = env.reset(seed=seed)
+    lines = [obs]
+    chain = info["privileged"]["gold_chain"]
+    for call in chain:
+        lines.append(env.step({"name": call["tool"], "arguments": call["arguments"]})[0])
+    series = {"cell_id": chain[0]["arguments"]["cell_id"], "kpi": "HO", "window": "1d"}
+    lines.append(env.step({"name": "kpi_timeseries", "arguments": series})[0])
+    *_, info = env.step({"name": "submit_resolution", "arguments": {"intent": "x", "summary": "y"}})
+    lines.append(info["trace"].model_dump_json())
+    env.close()
+    return lines
+
+
+def test_a_remembered_world_gives_the_same_episode_as_a_new_one():
+    """A GRPO group resets one seed again and again: the second time the calibrated world and
+    its model runs come from the process's cache, and the episode is the same, word for word,
+    as with a new world (the generator left where building it would have left it)."""
+    model.built_world.worlds.clear()
+    cold = _played(21)
+    hits = model.built_world.hits
+    warm = _played(21)
+    assert model.built_world.hits == hits + 1
+    assert warm == cold
+    model.built_world.worlds.clear()
+    assert _played(21) == cold
+
+
+def test_a_remembered_world_cannot_be_changed_by_an_episode():
+    _, setup = _episode("coverage_hole", 3)
+    world = setup.state.model.simulation.world
+    for array in (world.weight, world.cells.tilt_deg, world.coupling.loss_db, world.ues.x):
+        with pytest.raises(ValueError, match="read-only"):
+            array[0] = 0.0
+
+
+def test_an_episode_keeps_a_bounded_number_of_model_runs():
+    _, setup = _episode("high_prb_utilization", 2)
+    simulation = setup.state.model.simulation
+    config = setup.state.model.epochs[-1].config
+    for step in range(sim.RUNS_KEPT + 10):
+        simulation.evaluation(config, scale=0.5 + step / 1000.0)
+    assert len(simulation._evaluations) == sim.RUNS_KEPT

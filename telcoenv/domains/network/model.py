@@ -20,7 +20,11 @@ into each cell's PM counters.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import math
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -497,6 +501,71 @@ def build_world(
         link=plan.link,
         ta_reference_m=np.array([_median_distance(world, reference, c) for c in range(n)]),
     )
+
+
+#: Calibrated worlds kept per process, with their model runs and UE tracks (about 2 MB each).
+WORLD_CACHE_SIZE = 8
+
+
+class _WorldCache:
+    """:func:`build_world`, remembered: the worlds of recent episodes by everything that builds
+    them, the generator's state included, each with a memo where the episodes on it keep their
+    model runs (:class:`~telcoenv.domains.network.simulation.Simulation`). A GRPO group or an
+    evaluation's repeats reset one seed many times, and calibration and the model runs of a
+    reset are most of its cost. A hit returns the same world and memo and leaves the generator
+    where building the world would have, so a hit and a miss give the same episode; the
+    world's arrays are read-only, so no episode can change another's."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.worlds: OrderedDict[tuple[Any, ...], tuple[World, dict[str, Any], dict[str, Any]]]
+        self.worlds = OrderedDict()
+        self.lock = threading.Lock()
+        self.hits = 0
+
+    def __call__(
+        self,
+        plan: Plan,
+        config: Configuration,
+        normal: Configuration,
+        targets: Targets,
+        rng: np.random.Generator,
+    ) -> tuple[World, dict[str, Any]]:
+        state = json.dumps(rng.bit_generator.state, sort_keys=True)
+        key = (plan, _frozen(config), _frozen(normal), targets, state)
+        with self.lock:
+            found = self.worlds.get(key)
+            if found is not None:
+                self.worlds.move_to_end(key)
+        if found is not None:
+            world, after, memo = found
+            rng.bit_generator.state = after
+            self.hits += 1
+            return world, memo
+        world = _read_only(build_world(plan, config, normal, targets, rng))
+        memo: dict[str, Any] = {}
+        with self.lock:
+            self.worlds[key] = (world, rng.bit_generator.state, memo)
+            while len(self.worlds) > self.size:
+                self.worlds.popitem(last=False)
+        return world, memo
+
+
+def _frozen(config: Configuration) -> tuple[Any, ...]:
+    return tuple((owner, tuple(sorted(params.items()))) for owner, params in sorted(config.items()))
+
+
+def _read_only(value: Any) -> Any:
+    """``value`` with every array in it (and in the dataclasses it holds) made read-only."""
+    if isinstance(value, np.ndarray):
+        value.flags.writeable = False
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for item in dataclasses.fields(value):
+            _read_only(getattr(value, item.name))
+    return value
+
+
+built_world = _WorldCache(WORLD_CACHE_SIZE)
 
 
 #: Calibration stops when every level is this close (dB, or relative for users and load).

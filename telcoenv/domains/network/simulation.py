@@ -32,7 +32,7 @@ from telcoenv.domains.network.model import (
     Plan,
     Targets,
     World,
-    build_world,
+    built_world,
     evaluate,
     mobility_of,
     tracks_of,
@@ -78,17 +78,29 @@ class Epoch:
     faulty: bool  # the fault's physical cause (a failed unit, a flapping link) is present
 
 
+#: Model runs kept per world: an agent that tries configuration after configuration, or a
+#: series at every hour's demand, does not grow an episode's memory past this.
+RUNS_KEPT = 64
+
+
 class Simulation:
     """The episode's model with its results kept per configuration and demand level."""
 
-    def __init__(self, world: World, normal_world: World, timeline: Timeline) -> None:
+    def __init__(
+        self,
+        world: World,
+        normal_world: World,
+        timeline: Timeline,
+        memo: dict[str, Any] | None = None,
+    ) -> None:
         self.world, self.normal_world, self.timeline = world, normal_world, timeline
         self._same = (
             world.operational == normal_world.operational and world.outage == normal_world.outage
         )
-        self._evaluations: dict[tuple[Any, ...], Evaluation] = {}
-        self._moves: dict[tuple[Any, ...], Any] = {}
-        self._tracks: Any = None  # the UE tracks' geometry, made when handovers are first needed
+        # Model runs by configuration (and demand level): shared by every episode on this world.
+        self._memo = {} if memo is None else memo
+        self._evaluations: dict[tuple[Any, ...], Evaluation] = self._memo.setdefault("runs", {})
+        self._moves: dict[tuple[Any, ...], Any] = self._memo.setdefault("moves", {})
         self.index = {cell_id: i for i, cell_id in enumerate(world.cell_ids)}
 
     def _world(self, faulty: bool) -> World:
@@ -106,6 +118,8 @@ class Simulation:
         found = self._evaluations.get(key)
         if found is None:
             found = self._evaluations[key] = evaluate(self._world(faulty), config, scale)
+            if len(self._evaluations) > RUNS_KEPT:  # the oldest go (about 40 KB each)
+                self._evaluations.pop(next(iter(self._evaluations)), None)
         return found
 
     def moves(self, config: Configuration, faulty: bool = True) -> Any:
@@ -114,10 +128,10 @@ class Simulation:
         found = self._moves.get(key)
         if found is None:
             world = self._world(faulty)
-            if self._tracks is None:
-                self._tracks = tracks_of(self.world)
+            if "tracks" not in self._memo:  # made when handovers are first needed
+                self._memo["tracks"] = tracks_of(self.world)
             ev = self.evaluation(config, 1.0, faulty)
-            found = self._moves[key] = mobility_of(world, self._tracks, ev, config)
+            found = self._moves[key] = mobility_of(world, self._memo["tracks"], ev, config)
         return found
 
     def kpis(
@@ -291,13 +305,13 @@ def simulate(
     """The episode's model, calibrated to its sample with the faulty configuration."""
     plan = plan_of(initial, blueprint, sampled, rng, tall)
     targets = targets_of(initial, blueprint, sampled, rng)
-    world = build_world(plan, initial.configuration(), normal, targets, rng)
+    world, memo = built_world(plan, initial.configuration(), normal, targets, rng)
     normal_world = replace(
         world,
         operational=("ENABLED",) * len(plan.cell_ids),
         outage=Outage(),
     )
-    return Simulation(world, normal_world, timeline)
+    return Simulation(world, normal_world, timeline, memo)
 
 
 # --- what a blueprint's KPI names read -----------------------------------------------------------
