@@ -16,6 +16,7 @@ at that moment's demand, with the sampling noise of a 15-minute counter.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import math
 from collections.abc import Mapping, Sequence
@@ -119,7 +120,8 @@ class Simulation:
         if found is None:
             found = self._evaluations[key] = evaluate(self._world(faulty), config, scale)
             if len(self._evaluations) > RUNS_KEPT:  # the oldest go (about 40 KB each)
-                self._evaluations.pop(next(iter(self._evaluations)), None)
+                with contextlib.suppress(RuntimeError, StopIteration):  # another thread's turn
+                    self._evaluations.pop(next(iter(self._evaluations)), None)
         return found
 
     def moves(self, config: Configuration, faulty: bool = True) -> Any:
