@@ -599,9 +599,12 @@ def _calibrate(world: World, config: Configuration, targets: Targets) -> World:
             shift = median(ev.radio.serving_rsrp_dbm[mine]) - targets.rsrp_dbm
         external = world.external_dbm
         sinr_error = 0.0
+        clutter = float(np.clip(world.clutter_db + shift, *CLUTTER_RANGE_DB))
         if targets.sinr_db is not None:
             sinr_error = median(ev.radio.sinr_db[mine]) - targets.sinr_db
-            external = _external_for(world, ev, mine, targets.sinr_db)
+            # For the links as this round's clutter change leaves them (the signal and the
+            # cluster's interference move with it, the noise floor does not).
+            external = _external_for(world, ev, mine, targets.sinr_db, clutter - world.clutter_db)
         offered = ev.traffic.offered_load
         factor = np.where(offered > 1e-9, wanted / np.maximum(offered, 1e-9), 1.0)
         users = max(float(world.weight[ev.best_server == 0].sum()), 1e-9)
@@ -618,7 +621,6 @@ def _calibrate(world: World, config: Configuration, targets: Targets) -> World:
         if error <= 1.0:
             break
         cell = np.maximum(ev.radio.serving, 0)
-        clutter = float(np.clip(world.clutter_db + shift, *CLUTTER_RANGE_DB))
         # A UE's demand is its user's (per person: more people at the same load ask less).
         # Damped: in a dense cluster a cell's load moves its neighbours' SINR, and so their
         # load, steeply.
@@ -656,14 +658,21 @@ def _blend_db(old: float, new: float) -> float:
     return 10.0 * math.log10((10 ** (old / 10) + 10 ** (new / 10)) / 2.0)
 
 
-def _external_for(world: World, ev: Evaluation, mine: np.ndarray, target_db: float) -> float:
+def _external_for(
+    world: World, ev: Evaluation, mine: np.ndarray, target_db: float, added_loss_db: float = 0.0
+) -> float:
     """The interference from beyond the cluster that gives the serving cell's users the target
-    median SINR, the rest of this run as it is. SINR = S / (N + I + X): with S and N + I of each
-    UE, the median for any X is a few vector operations; bisection on it (monotone in X)."""
+    median SINR once every link loses ``added_loss_db`` more, the rest of this run as it is.
+    SINR = S / (N + I + X): with each UE's S, thermal noise N and the cluster's interference I,
+    the median for any X is a few vector operations; bisection on it (monotone in X)."""
     signal = 10.0 ** (ev.radio.serving_rsrp_dbm[mine] / 10.0)
     total = signal / 10.0 ** (ev.radio.sinr_db[mine] / 10.0)
     present = 10.0 ** (world.external_dbm / 10.0) if math.isfinite(world.external_dbm) else 0.0
-    floor = np.maximum(total - present, 1e-30)
+    scs = ev.cells.scs_khz[np.maximum(ev.radio.serving[mine], 0)]
+    noise = 10.0 ** (radio.noise_dbm_per_re(scs, radio.UE_NOISE_FIGURE_DB) / 10.0)
+    interference = np.maximum(total - present - noise, 0.0)
+    kept = 10.0 ** (-added_loss_db / 10.0)
+    signal, floor = signal * kept, np.maximum(noise + interference * kept, 1e-30)
 
     def median_sinr_db(external_dbm: float) -> float:
         return float(10.0 * np.log10(median(signal / (floor + 10.0 ** (external_dbm / 10.0)))))
