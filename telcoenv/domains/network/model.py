@@ -531,7 +531,8 @@ class _WorldCache:
         targets: Targets,
         rng: np.random.Generator,
     ) -> tuple[World, dict[str, Any]]:
-        state = json.dumps(rng.bit_generator.state, sort_keys=True)
+        # Any bit generator's state, arrays included (MT19937 keeps one), as text.
+        state = json.dumps(rng.bit_generator.state, sort_keys=True, default=np.ndarray.tolist)
         key = (plan, _frozen(config), _frozen(normal), targets, state)
         with self.lock:
             found = self.worlds.get(key)
