@@ -315,14 +315,23 @@ class AnswerVocabulary:
             for m in pattern.finditer(text)
         ]
 
-    def stated(self, words: Sequence[str], kind: AnswerKind) -> set[str]:
-        """The answers of ``kind`` whose forms ``words`` state, not negated; a form inside
-        another answer's longer one is not stated by it (the "Postpaid" of "Postpaid Plus")."""
-        found = [
+    def _found(self, words: Sequence[str], kind: AnswerKind) -> list[tuple[frozenset[int], str]]:
+        """Every occurrence of a form of ``kind`` in ``words``: its positions and its answer."""
+        return [
             (frozenset(positions), mention.answer)
             for patterns, mention in self._forms[kind.name]
             for positions in _occurrences(patterns, words, kind.words_apart)
         ]
+
+    def form_words(self, words: Sequence[str], kind: AnswerKind) -> frozenset[int]:
+        """The positions of ``words`` that belong to a stated form of ``kind`` (a negation among
+        them, as the "غير" of "غير المحدودة", unlimited, negates nothing after it)."""
+        return frozenset().union(*(positions for positions, _ in self._found(words, kind)))
+
+    def stated(self, words: Sequence[str], kind: AnswerKind) -> set[str]:
+        """The answers of ``kind`` whose forms ``words`` state, not negated; a form inside
+        another answer's longer one is not stated by it (the "Postpaid" of "Postpaid Plus")."""
+        found = self._found(words, kind)
         own = frozenset().union(*(positions for positions, _ in found))
         found = [(p, a) for p, a in found if not _negated_before(words, min(p), own)]
         return {
@@ -335,13 +344,14 @@ class AnswerVocabulary:
 # --- matching ------------------------------------------------------------------------------------
 
 
-def _negated_at(text: str, start: int) -> bool:
-    """Whether a negation is among the two words before character ``start``, in its clause."""
+def _negated_at(text: str, start: int, own: Collection[int] = ()) -> bool:
+    """Whether a negation is among the two words before character ``start``, in its clause
+    (``own``: positions of the text's words that belong to a stated form, negating nothing)."""
     before = _words(text[:start])
-    return _negated_before(before, len(before))
+    return _negated_before(before, len(before), own)
 
 
-def _other_ids(text: str, gold: str) -> bool:
+def _other_ids(text: str, gold: str, own: Collection[int] = ()) -> bool:
     """Whether ``text`` (the known ids blanked) names an id of the gold id's shape, not negated."""
     if re.search(r"[-_]", gold):
         pattern = _SEPARATED_ID
@@ -351,7 +361,7 @@ def _other_ids(text: str, gold: str) -> bool:
         pattern = re.compile(
             _BEFORE_ID + prefix + r"[A-Za-z0-9]*\d[A-Za-z0-9]*" + _AFTER_ID, re.IGNORECASE
         )
-    return any(not _negated_at(text, m.start()) for m in pattern.finditer(text))
+    return any(not _negated_at(text, m.start(), own) for m in pattern.finditer(text))
 
 
 def _names_answer(
@@ -366,14 +376,16 @@ def _names_answer(
         spans += [
             (m.start(), m.end(), _Mention(value, "")) for m in _id_pattern(gold).finditer(submitted)
         ]
+    words = _words(submitted)
+    own = vocabulary.form_words(words, kind) if kind is not None else frozenset()
     stated = {
         mention.answer
         for start, _, mention in spans
         if (mention.answer == value or (kind and mention.kind == kind.name))
-        and not _negated_at(submitted, start)
+        and not _negated_at(submitted, start, own)
     }
     if kind is not None:
-        stated |= vocabulary.stated(_words(submitted), kind)
+        stated |= vocabulary.stated(words, kind)
     if stated != {value}:
         return False
     if not is_id(gold):
@@ -382,7 +394,9 @@ def _names_answer(
     for start, end, mention in spans:
         if found or mention.answer == value:  # an unknown gold's kind: other ids are candidates
             blanked[start:end] = " " * (end - start)
-    return not _other_ids("".join(blanked), gold)
+    blanked_text = "".join(blanked)
+    blanked_own = vocabulary.form_words(_words(blanked_text), kind) if kind else frozenset()
+    return not _other_ids(blanked_text, gold, blanked_own)
 
 
 def answers_match(submitted: str, gold: str, *, vocabulary: AnswerVocabulary | None = None) -> bool:
