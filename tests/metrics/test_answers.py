@@ -327,7 +327,7 @@ def two_answers_of_a_kind(draw: st.DrawFn) -> tuple[str, str, str]:
 
 
 def test_a_negation_inside_a_stated_form_negates_no_id_after_it():
-    """"غير" (un-) is a word of "باقة الفاتورة غير المحدودة" (the unlimited postpaid plan): it
+    """ "غير" (un-) is a word of "باقة الفاتورة غير المحدودة" (the unlimited postpaid plan): it
     does not negate the id named next, so the text names two plans and matches neither (found
     by hypothesis in a CI run)."""
     text = " باقة الفاتورة غير المحدودة / PRE-STARTER "
