@@ -422,9 +422,16 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         if not args.quiet:
             print(f"playing {what}", file=sys.stderr, flush=True)
 
+    domain: Any = args.domain
+    if args.network_model:
+        from telcoenv.domains.network import NetworkDomain
+
+        if args.domain not in (None, "network"):
+            raise UsageError("--network-model applies to the network domain only")
+        domain = NetworkDomain(model=args.network_model)
     report = audit(
         args.env,
-        domain=args.domain,
+        domain=domain,
         seeds=args.seeds,
         tiers=tiers,
         lang=args.lang,
@@ -616,6 +623,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     audit.add_argument("--env", required=True, help="environment name or id (e.g. troubleshooting)")
     audit.add_argument("--domain", default=None, help="the domain, for a plug-in domain's env")
+    audit.add_argument(
+        "--network-model",
+        default=None,
+        choices=["blueprint", "physical"],
+        help="the network domain's KPI model (default: blueprint; physical: docs/network_model.md)",
+    )
     audit.add_argument("--seeds", type=int, default=50, help="episodes per policy and tier")
     audit.add_argument("--tiers", default="", help="difficulty tiers (default: all of the domain)")
     audit.add_argument("--lang", default="en", choices=LANGUAGES)

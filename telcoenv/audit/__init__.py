@@ -33,6 +33,7 @@ import telcoenv
 from telcoenv.agents import load_agent
 from telcoenv.audit import care, exploits, network
 from telcoenv.audit.exploits import NeverSubmit, Scripted, submit
+from telcoenv.domains import Domain
 from telcoenv.options import difficulties
 from telcoenv.rewards import episode_rewards
 from telcoenv.tooling import RESERVED_SUBMIT
@@ -78,6 +79,7 @@ class AuditReport:
     domain: str
     seeds: int
     rows: list[Row] = field(default_factory=list)
+    model: str = ""  # the domain's KPI model, where it has a choice (the network domain's)
 
     @property
     def passed(self) -> bool:
@@ -104,6 +106,7 @@ class AuditReport:
         return {
             "env": self.env_id,
             "domain": self.domain,
+            **({"model": self.model} if self.model else {}),
             "seeds": self.seeds,
             "margins": MARGINS,
             "rows": [dataclasses.asdict(row) for row in self.rows],
@@ -128,7 +131,7 @@ def play(
     *,
     tier: str,
     lang: str = "en",
-    domain: str | None = None,
+    domain: str | Domain | None = None,
     options: dict[str, Any] | None = None,
 ) -> list[EpisodeTrace]:
     """The traces of ``episodes`` episodes of ``factory``'s agent, seeds 0, 1, ... (no embedder:
@@ -184,7 +187,9 @@ def _verdict(row: Row, honest: Sequence[Row]) -> str:
     return "accepted" if row.resolved >= reference - ACCEPT_TOLERANCE else "REFUSED"
 
 
-def modal_answers(env_id: str, seeds: Iterable[int], domain: str | None = None) -> dict[str, str]:
+def modal_answers(
+    env_id: str, seeds: Iterable[int], domain: str | Domain | None = None
+) -> dict[str, str]:
     """The most frequent gold answer of each intent over ``seeds`` (privileged): the constant a
     policy would learn if answers did not depend on the data."""
     kwargs: dict[str, Any] = {"embedder": None, "privileged": True}
@@ -266,7 +271,7 @@ def _domain_exploits(domain: str, constants: dict[str, str]) -> list[Factory]:
 def audit(
     env_id: str,
     *,
-    domain: str | None = None,
+    domain: str | Domain | None = None,
     seeds: int = 50,
     tiers: Sequence[str] | None = None,
     lang: str = "en",
@@ -275,17 +280,20 @@ def audit(
 ) -> AuditReport:
     """Play every exploit and honest policy on ``env_id`` over ``seeds`` seeds per tier.
 
-    ``honest`` names the honest agents (default: the domain's baselines and the oracle);
-    ``tiers`` the difficulty tiers (default: every tier of the domain).
+    ``domain``: a domain's name, or the domain itself (the network domain with its physical
+    model: ``NetworkDomain(model="physical")``); ``honest`` names the honest agents (default:
+    the domain's baselines and the oracle); ``tiers`` the difficulty tiers (default: every tier
+    of the domain).
     """
     probe = telcoenv.make(env_id, embedder=None, **({"domain": domain} if domain else {}))
     domain_name = probe.unwrapped.domain.name
+    model = str(getattr(probe.unwrapped.domain, "model", ""))
     tiers = list(tiers or difficulties(probe.unwrapped.domain))
     probe.close()
     honest = list(honest or (*HONEST.get(domain_name, ()), "oracle"))
     # Learnt on other seeds, as a policy would learn them.
     constants = modal_answers(env_id, range(10_000, 10_000 + 4 * seeds), domain)
-    report = AuditReport(env_id, domain_name, seeds)
+    report = AuditReport(env_id, domain_name, seeds, model=model)
 
     def run(name: str, kind: str, factory: Factory, tier: str) -> Row:
         if progress:
