@@ -424,11 +424,12 @@ def _cmd_audit(args: argparse.Namespace) -> int:
 
     domain: Any = args.domain
     if args.network_model:
-        from telcoenv.domains.network import NetworkDomain
+        from telcoenv.domains import get_domain
 
         if args.domain not in (None, "network"):
             raise UsageError("--network-model applies to the network domain only")
-        domain = NetworkDomain(model=args.network_model)
+        # The packaged network domain's class, with the model asked (the core imports no domain).
+        domain = type(get_domain("network"))(model=args.network_model)
     report = audit(
         args.env,
         domain=domain,
