@@ -208,8 +208,9 @@ def cell_counters(
     # The site's backhaul: best-effort packets wait in its shared queue, real-time ones in their
     # weighted one (the latency counter averages over the cell's packets).
     hauled = ev.backhaul
-    backhaul_ms = (1 - RT_SHARE) * hauled.delay_ms + RT_SHARE * hauled.rt_delay_ms
-    backhaul_ms = backhaul_ms if cell == 0 else 2.0
+    backhaul_ms = (
+        (1 - RT_SHARE) * hauled.delay_ms + RT_SHARE * hauled.rt_delay_ms if cell == 0 else 2.0
+    )
     backhaul_jitter = ev.backhaul.jitter_p95_ms if cell == 0 else 0.2
     latency = (
         air_mean + float(ev.critical_delay_ms[cell]) + float(t.harq_delay_ms[cell])

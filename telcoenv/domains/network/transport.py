@@ -133,10 +133,17 @@ def standing_queue_ms(u: float, rate_mbps: float, flow_peak_mbps: float | None) 
     are active, and then TCP fills its buffer (:data:`STANDING_FILL` of :data:`QUEUE_MS`).
     A link far above its flows' rates (line rate, healthy) never is; a shaper at a few flows'
     rates is whenever it is busy."""
+    k = _saturating_flows(u, rate_mbps, flow_peak_mbps)
+    return 0.0 if k is None else STANDING_FILL * QUEUE_MS * min(u, 1.0) ** k
+
+
+def _saturating_flows(u: float, rate_mbps: float, flow_peak_mbps: float | None) -> float | None:
+    """How many flows at their air-interface rate fill the link, ``k = rate / flow_peak`` (at
+    least one); None where no flow rate is known or nothing is offered. The link is their
+    bottleneck while ``k`` are active: ``u^k`` of the time in processor sharing."""
     if not flow_peak_mbps or flow_peak_mbps <= 0.0 or u <= 0.0:
-        return 0.0
-    k = max(1.0, rate_mbps / flow_peak_mbps)
-    return STANDING_FILL * QUEUE_MS * min(u, 1.0) ** k
+        return None
+    return max(1.0, rate_mbps / flow_peak_mbps)
 
 
 #: The highest drop rate TCP's sawtooth is taken to: beyond, flows stall in timeouts instead.
@@ -152,9 +159,9 @@ def tcp_loss(u: float, rate_mbps: float, flow_peak_mbps: float | None, rtt_ms: f
     per round trip from W/2 to W and halves on a drop: one loss per ``3 W^2 / 8`` packets
     (Mathis et al., CCR 1997), ``p = 8 / (3 W^2)``; weighted by the chance the link is their
     bottleneck (``u^k``, as :func:`standing_queue_ms`)."""
-    if not flow_peak_mbps or flow_peak_mbps <= 0.0 or u <= 0.0:
+    k = _saturating_flows(u, rate_mbps, flow_peak_mbps)
+    if k is None:
         return 0.0
-    k = max(1.0, rate_mbps / flow_peak_mbps)
     busy = min(u, 0.995)
     flows = max(k, busy / (1.0 - busy))
     packets = rate_mbps * 1e3 * (rtt_ms + QUEUE_MS) / PACKET_BITS
