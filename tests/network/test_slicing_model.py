@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from telcoenv.domains.network.parameters import SLICE_POLICY
-from telcoenv.domains.network.slicing import SliceDemand, erlang_b, slice_kpis
+from telcoenv.domains.network.slicing import RADIO_SPREAD, SliceDemand, erlang_b, slice_kpis
 
 # A busy urban NR cell: 400 Mbps at its users' mean spectral efficiency, 5 ms of air latency.
 CAPACITY = 400.0
@@ -171,6 +171,35 @@ def test_a_worse_priority_never_helps(d0, d1, p0, p1, cell, level, second):
     assert b.throughput_p95_mbps <= a.throughput_p95_mbps
     assert b.latency_ms >= a.latency_ms and b.jitter_ms >= a.jitter_ms
     assert b.violation_pct >= a.violation_pct - 1e-9
+
+
+def test_an_idle_slice_behind_a_full_cell_gets_nothing():
+    """Found by hypothesis: an idle slice alone at its level, behind classes that already fill
+    the cell, counted as served in full (p50 0.88 Mbps) while one level better, sharing the
+    default bearers' level, it got its share of what was left (0.84 Mbps)."""
+    busy, idle = SliceDemand("eMBB", 10.0, 1.0, 1.0), SliceDemand("eMBB", 0.0, 1.0, 1.0)
+    rule = {
+        "admission_threshold_pct": 50.0,
+        "priority_level": 1,
+        "min_guaranteed_mbps": 0.0,
+        "max_share_pct": 5.0,
+        "latency_budget_ms": 1.0,
+    }
+
+    def p50(level):
+        return slice_kpis([busy, idle], [rule, {**rule, "priority_level": level}], 20.0, 1.0, 0.0)[
+            1
+        ].throughput_p50_mbps
+
+    # The default bearers (level 5) alone fill the cell; the busy slice goes before them.
+    assert p50(6) < 1e-9 < p50(5) < 1.0
+    # With room left, the idle slice's first session is served at its rate.
+    assert (
+        slice_kpis([busy, idle], [rule, {**rule, "priority_level": 6}], 20.0, 0.2, 0.0)[
+            1
+        ].throughput_p50_mbps
+        >= 1.0 * math.exp(-(RADIO_SPREAD**2) / 2) - 1e-12
+    )
 
 
 @pytest.mark.parametrize("slice_index", [0, 1])

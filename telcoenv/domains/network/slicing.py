@@ -171,7 +171,10 @@ def _delays(classes: Sequence[tuple[tuple[int, int], float, float]]) -> list[tup
         free = 1.0 - min(before, _FULL)
         # T - x = x σ⁻ / (1 - σ⁻) + R / ((1 - σ⁻)(1 - σ)).
         delay = (burst * (1.0 - free) + work / (1.0 - min(mine, _FULL))) / free
-        served = min(1.0, max(0.0, 1.0 - before) / (mine - before)) if mine > before else 1.0
+        # A level's classes get the same share of what is left; an idle level alone gets the
+        # limit of that share as its load goes to zero (none when what goes first fills the cell).
+        left = max(0.0, 1.0 - before)
+        served = min(1.0, left / (mine - before)) if mine > before else float(left > 0.0)
         out.append((delay, served))
     return out
 
