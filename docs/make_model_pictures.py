@@ -5,7 +5,7 @@
 Three pictures, each from a seeded episode of ``NetworkDomain(model="physical")``:
 
 * the best-server SINR over a neighbourhood of an overshooting cell, uptilted as the fault left
-  it and after the fix (tilt 6°), 24 x 24 bins of 75 m;
+  it and after the fix (tilt 6°), 24 x 24 bins of 75 m (grey: outside the cluster);
 * a week of the serving cell's hourly PRB load, median user throughput and RLF rate in an RLF
   episode: the daily cycle, and the fault's onset hours before the report.
 
@@ -68,9 +68,11 @@ def sinr_map(title: str, state, tilt: float | None) -> str:
     ]
     for index, value in enumerate(bins.sinr_db.tolist()):
         row, col = divmod(index, SIZE)
+        # A bin outside the cluster (behind the panels, past its reach) is left grey.
+        fill = _colour(value, -10.0, 25.0) if bins.inside[index] else "#dddddd"
         parts.append(
             f'<rect x="{pad + col * cell}" y="{pad + row * cell}" width="{cell}" '
-            f'height="{cell}" fill="{_colour(value, -10.0, 25.0)}"/>'
+            f'height="{cell}" fill="{fill}"/>'
         )
     # Sites inside the map (the serving one larger): the map is centred half a service
     # radius out along the serving cell's azimuth (model.coverage_bins).
@@ -95,10 +97,12 @@ def sinr_map(title: str, state, tilt: float | None) -> str:
             f'fill="{_colour(label, -10.0, 25.0)}"/>'
             f'<text x="{pad + SIZE * cell + 33}" y="{y + 11:.0f}">{label} dB</text>'
         )
-    served = float(np.mean(bins.best == 0)) * 100
+    inside = bins.inside
+    served = float(np.mean(bins.best[inside] == 0)) * 100
     parts.append(
-        f'<text x="{pad}" y="{height - 8}">median SINR {np.median(bins.sinr_db):.1f} dB; '
-        f"the serving cell is best server in {served:.0f} % of bins</text>"
+        f'<text x="{pad}" y="{height - 8}">median SINR {np.median(bins.sinr_db[inside]):.1f} '
+        f"dB; the serving cell is best server in {served:.0f} % of the cluster's bins "
+        "(grey: outside it)</text>"
     )
     parts.append("</svg>")
     return "\n".join(parts) + "\n"

@@ -628,7 +628,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--network-model",
         default=None,
         choices=["blueprint", "physical"],
-        help="the network domain's KPI model (default: blueprint; physical: docs/network_model.md)",
+        help="the network domain's KPI model (default: physical, docs/network_model.md; "
+        "blueprint: the blueprint's sample and a causal model around it)",
     )
     audit.add_argument("--seeds", type=int, default=50, help="episodes per policy and tier")
     audit.add_argument("--tiers", default="", help="difficulty tiers (default: all of the domain)")

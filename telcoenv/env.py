@@ -235,6 +235,7 @@ class TelcoEnv(gymnasium.Env[str, Any]):
             lang=lang,
             options=options,
             np_random=self.np_random.bit_generator.state,
+            world_model=getattr(self.domain, "world_model", None),
         )
         return self._begin(intent, blueprint, key, lang, seed, options)
 
@@ -352,6 +353,23 @@ class TelcoEnv(gymnasium.Env[str, Any]):
         actions = [json.loads(text) for text in self._episode.actions_log]
         return EnvState(env_id=self.env_id, start=self._start, actions=actions)
 
+    def _check_world_model(self, start: EpisodeStart) -> None:
+        """Refuse a snapshot taken in another model of the domain's world: its actions would
+        replay against different KPIs."""
+        recorded = (
+            start.world_model
+            if "world_model" in start.model_fields_set
+            else getattr(self.domain, "legacy_world_model", None)
+        )
+        current = getattr(self.domain, "world_model", None)
+        if recorded != current:
+            raise EpisodeOptionError(
+                f"the snapshot was taken in the {recorded!r} model of the {self.domain.name} "
+                f"domain's world and this environment runs the {current!r} model: make the "
+                f"environment with the snapshot's (for the network domain: "
+                f"telcoenv.make(..., domain=NetworkDomain(model={recorded!r})))"
+            )
+
     def set_state(self, state: EnvState | dict[str, Any]) -> None:
         """Put this environment in the snapshot's state: the same episode, the same actions.
 
@@ -372,6 +390,7 @@ class TelcoEnv(gymnasium.Env[str, Any]):
                 f"fixed to {self.fixed_intent.key}"
             )
         blueprint = check_blueprint(self.domain, start.blueprint_id, intent)
+        self._check_world_model(start)
         generator = np.random.Generator(np.random.PCG64())
         try:
             generator.bit_generator.state = start.np_random

@@ -29,6 +29,9 @@ class EpisodeStart(BaseModel):
     lang: str
     options: dict[str, Any]
     np_random: dict[str, Any]  # the environment generator's state after the reset's draws
+    # Which of the domain's models of its world ran the episode (the domain's ``world_model``);
+    # absent from snapshots taken before it was recorded (see ``legacy_world_model``).
+    world_model: str | None = None
 
 
 class _LoggedCall(BaseModel):

@@ -108,6 +108,15 @@ def serving_cell(env: Any) -> str:
     return env.unwrapped.trace.start_state["serving_cell"]["cell_id"]
 
 
+def blueprint_model() -> Any:
+    """The network domain with its blueprint model (the KPIs the blueprint's sample and a causal
+    model around it; the default is the network model): for tests of that model's own
+    mechanics (``make_env(..., domain=blueprint_model())``)."""
+    from telcoenv.domains.network import NetworkDomain
+
+    return NetworkDomain(model="blueprint")
+
+
 def network_episode(intent: str, seed: int = 0, **kwargs: Any) -> tuple[TelcoEnv, dict, str]:
     """A privileged network environment reset with ``seed`` (50 steps unless told otherwise):
     the environment, its reset info and its serving cell."""

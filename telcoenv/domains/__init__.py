@@ -66,6 +66,10 @@ class Domain(Protocol):
     has changed in the world so far, as any value that compares equal when nothing changed:
     the episode compares it before and after each write call, so that a write that changed
     nothing (the value already there, a dry run) is no step of the plan and earns nothing.
+    ``world_model`` names which of the domain's models of its world runs the episodes (the
+    network's ``"physical"`` or ``"blueprint"``): every snapshot records it and a snapshot
+    restores only in the same model; ``legacy_world_model`` is the model of snapshots taken
+    before they recorded one.
 
     ``verify`` returns the domain's verdict on the final state: ``fixed`` (the fault removed;
     ``None`` when the task asks for no change), ``answered`` (the exact answer given; ``None``:

@@ -149,8 +149,8 @@ class RunConfig:
 def run_settings(config: RunConfig, grid: Sequence[EpisodeSpec]) -> dict[str, Any]:
     """The configuration a run is stored with and compared on when it is resumed: the agent and
     its options without credentials, embedder, max steps, seed, languages, intent-list
-    conditions, repeats and telcoenv version (the intents, samples and repeats may grow; the
-    timeout may change)."""
+    conditions, repeats, the domains' world models and telcoenv version (the intents, samples
+    and repeats may grow; the timeout may change)."""
     settings = {
         "agent": config.agent,
         "agent_options": without_secrets(config.agent_options),
@@ -168,6 +168,11 @@ def run_settings(config: RunConfig, grid: Sequence[EpisodeSpec]) -> dict[str, An
         settings["tool_format"] = config.tool_format
     if config.repeats != 1:  # and one played once (ResultStore.ensure_run lets K grow)
         settings["repeats"] = config.repeats
+    # Which model of its world each domain ran (the network's "physical" or "blueprint"), so
+    # that episodes of two models are never one run.
+    models = {d: getattr(get_domain(d), "world_model", None) for d in {s.domain for s in grid}}
+    if any(models.values()):
+        settings["world_models"] = {d: m for d, m in sorted(models.items()) if m is not None}
     # Stored as JSON: a value that is not JSON (an option given as an object) by its type name.
     return json.loads(json.dumps(settings, default=lambda v: f"<{type(v).__name__}>"))
 

@@ -35,7 +35,7 @@ them to pass on). Install with the ``inspect`` extra (``pip install "telcoenv[in
 >>> sample.id, sample.target, sample.metadata["blueprint"]
 ('BEAM_INDOOR_GRID|0|en|with', 'Beam Misalignment', 'BEAM_INDOOR_GRID')
 >>> sample.input[:42]
-'Hi, field team for cluster CL-IND-095 here'
+'Opening a case on NR-IND-PICO-180: service'
 """
 
 from __future__ import annotations

@@ -333,16 +333,14 @@ def test_every_changeable_parameter_has_a_typed_column_from_its_spec():
 
 
 def test_the_oracle_remeasures_after_its_fix_and_the_repeat_is_not_in_the_chain():
-    env = make_env("pingpong_handovers")
+    env = make_env("bler_anomaly")
     _, info = run_episode(env, OracleAgent(), seed=3)
     actions = [a for a in info["trace"].actions if a.kind == "tool_call"]
     assert actions[-1].remeasure and actions[-1].tool == "oss_query"
     assert actions[-1].arguments == actions[0].arguments
     assert info["predicted_chain"] == info["trace"].gold_tools
     assert info["metrics"]["sas"] == 1.0 and info["resolved"]
-    before, after = (
-        json.loads(a.observation)["kpis"]["ping_pong_rate"] for a in (actions[0], actions[-1])
-    )
+    before, after = (json.loads(a.observation)["kpis"]["BLER"] for a in (actions[0], actions[-1]))
     assert after["value"] < before["value"] - 5  # the re-measurement shows the fix
 
 

@@ -4,6 +4,7 @@ submission, the outcome reward's parts, bounded shaping and the order invariants
 from __future__ import annotations
 
 import itertools
+import json
 import re
 
 import pytest
@@ -24,8 +25,7 @@ from telcoenv.rewards import (
     reward_from,
 )
 from telcoenv.trace import ActionRecord
-
-CELL = re.compile(r"\b(?:NR|LTE)-[A-Z]{3}-[A-Z]+-\d+\b")
+from tests.conftest import serving_cell
 
 
 def _metrics(**fields) -> EpisodeMetrics:
@@ -230,10 +230,6 @@ def test_shaping_that_could_reorder_episodes_is_refused():
 # --- in episodes ---------------------------------------------------------------------------------
 
 
-def _cell(statement: str) -> str:
-    return CELL.findall(statement)[0]
-
-
 def test_refused_calls_are_no_steps_of_the_plan():
     """The red team's R1: the gold tool names with empty arguments used to earn SAS 1.0."""
     env = telcoenv.make("throughput_drop_dl", embedder=None, reward="sas")
@@ -258,7 +254,7 @@ def test_a_fix_without_the_right_diagnosis_is_not_resolved():
     """The red team's R2: recommend_param_change's advice applied, a wrong label submitted."""
     env = telcoenv.make("bler_anomaly", embedder=None, reward="resolved")
     statement, _ = env.reset(seed=1)
-    cell = _cell(statement)
+    cell = serving_cell(env)
     env.step({"name": "oss_query", "arguments": {"cell_id": cell, "window": "6h"}})
     env.step(
         {
@@ -309,9 +305,11 @@ def test_reward_components_add_up_to_the_reward_in_every_mode():
 def test_a_write_of_the_value_already_there_is_recorded_as_changing_nothing():
     env = telcoenv.make("bler_anomaly", embedder=None)
     statement, _ = env.reset(seed=1)
-    cell = _cell(statement)
+    cell = serving_cell(env)
+    read, *_ = env.step({"name": "oss_query", "arguments": {"cell_id": cell, "window": "1h"}})
+    tilt = json.loads(read)["configuration"]["tilt_deg"]
     env.step(
-        {"name": "optimize_cell", "arguments": {"cell_id": cell, "changes": {"tilt_deg": 6}}}
+        {"name": "optimize_cell", "arguments": {"cell_id": cell, "changes": {"tilt_deg": tilt}}}
     )  # the cell's own tilt
     env.step(
         {
@@ -319,7 +317,7 @@ def test_a_write_of_the_value_already_there_is_recorded_as_changing_nothing():
             "arguments": {"cell_id": cell, "changes": {"olla_bler_target_pct": 10}},
         }
     )
-    first, second = env.unwrapped.trace.actions
+    _, first, second = env.unwrapped.trace.actions
     assert first.valid and first.changed is False
     assert second.valid and second.changed is True
 

@@ -134,11 +134,16 @@ def test_a_fix_intent_cut_off_after_the_fix_is_fixed_but_not_resolved():
 
 @pytest.mark.parametrize("lang", LANGS)
 def test_the_oracle_and_investigator_still_resolve_every_ticket_only_intent(lang):
+    """The oracle every episode; the investigator, a baseline that a decoy on the cell (a
+    legacy HQoS weight, a disabled MLB) sometimes misleads, most of them."""
     for intent in TICKET_ONLY:
-        for name in ("oracle", "investigator"):
+        resolved = {"oracle": 0, "investigator": 0}
+        for name in resolved:
             env = make_env(intent.env_name, lang=lang, privileged=name == "oracle")
-            _, info = run_episode(env, load_agent(name), seed=1)
-            assert info["resolved"] is True, (name, intent.key, info["verification"])
+            for seed in range(4):
+                _, info = run_episode(env, load_agent(name), seed=seed)
+                resolved[name] += info["resolved"] is True
+        assert resolved["oracle"] == 4 and resolved["investigator"] >= 3, (intent.key, resolved)
 
 
 # --- the domains each agent plays -------------------------------------------------------------

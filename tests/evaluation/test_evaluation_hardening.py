@@ -241,6 +241,20 @@ def test_a_run_stores_its_configuration_without_secrets_and_refuses_another(tmp_
         evaluate(store, "r", GRID, _config(f"{AGENTS}:Counting", **{**options, "temperature": 0.7}))
 
 
+def test_a_run_of_the_blueprint_model_is_not_resumed_in_the_network_model(tmp_path):
+    """Runs stored before the network model was the default have no world models in their
+    configuration: their episodes are the blueprint model's, so resuming one now is refused."""
+    store, _ = result_store(tmp_path)
+    config = RunConfig("oracle", {}, embedder=None)
+    settings = run_settings(config, GRID)
+    assert settings["world_models"] == {"network": "physical"}
+    del settings["world_models"]
+    store.ensure_run("before", "oracle", settings)
+    with pytest.raises(RunMismatchError, match=r"world_models: stored None, now \{'network'"):
+        evaluate(store, "before", GRID, config)
+    assert evaluate(store, "after", GRID, config).stored == len(GRID)
+
+
 def _old_database(path: Path) -> None:
     """A results database as the first release wrote it: no claims, a config with a secret."""
     legacy = {

@@ -193,7 +193,7 @@ def test_why_lost_names_missed_steps_wrong_arguments_and_the_wrong_intent():
             tool_call("oss_query", cell_id=cell, window="2h"),  # off the gold chain
             tool_call("no_such_tool"),  # refused, and an extra call
             tool_call("coverage_map", area=area, resolution="500m"),  # gold: 100m
-            tool_call("optimize_cell", cell_id=cell, changes={"beam_azimuth_offset_deg": 5}),
+            tool_call("optimize_cell", cell_id=cell, changes={"beam_azimuth_offset_deg": 10}),
             submit("Coverage Hole", "weak coverage"),  # no ticket; the wrong intent
         ],
     )
@@ -212,7 +212,7 @@ def test_why_lost_names_missed_steps_wrong_arguments_and_the_wrong_intent():
         (
             "args",
             "optimize_cell (gold step 2), compared with the call of step 4: changes "
-            '{"beam_azimuth_offset_deg": 5} (gold {"beam_azimuth_offset_deg": 0})',
+            '{"beam_azimuth_offset_deg": 10} (gold {"beam_azimuth_offset_deg": 0})',
         ),
         ("args", "create_ticket (gold step 3): never called, so none of its arguments match"),
         (
@@ -220,14 +220,13 @@ def test_why_lost_names_missed_steps_wrong_arguments_and_the_wrong_intent():
             "diagnosis: the submitted intent 'Coverage Hole' does not name the episode's intent",
         ),
         ("resolved", "milestone not met: escalated to the owning team in a ticket"),
-        ("resolved", "check failed: beam_azimuth_offset_deg at 0"),
-        ("resolved", "check failed: dominance_ratio recovered"),
-        ("resolved", "check failed: ssb_rsrp_var_dB recovered"),
+        # Outside the accepted band, though the KPIs have recovered enough.
+        ("resolved", "check failed: beam_azimuth_offset_deg in [-5, 5]"),
         ("resolved", "check failed: ticket opened"),
         ("actions", "1 action refused: unknown_tool (step 2)"),
     ]
     _, detail = episode_entry("hand", record)
-    change = {"where": cell, "field": "beam_azimuth_offset_deg", "after": 5}
+    change = {"where": cell, "field": "beam_azimuth_offset_deg", "after": 10}
     assert [{k: c[k] for k in change} for c in detail["changes"]] == [change]
     assert (
         detail["changes"][0]["before"] > 0

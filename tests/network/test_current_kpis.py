@@ -9,7 +9,7 @@ import pytest
 
 from telcoenv.domains.network.topology import baseline_id
 from telcoenv.errors import ToolError
-from tests.conftest import gold_actions, network_episode, tool_call
+from tests.conftest import blueprint_model, gold_actions, network_episode, tool_call
 
 
 def _from_the_rows(env) -> dict[str, dict[str, float]]:
@@ -124,8 +124,9 @@ def _samples_in_rows(env) -> int:
 def test_a_refused_request_does_not_collect_a_neighbours_counters():
     """A neighbour's counters are collected on its first request; kpi_timeseries asked for a
     family a neighbour does not have (slice) wrote them and then refused the call, so a refused
-    call changed the rows (found by a semantic fuzz campaign)."""
-    env, _, _ = network_episode("beam_misalignment", seed=1)
+    call changed the rows (found by a semantic fuzz campaign). The blueprint model's rows: the
+    network model computes a series when asked and keeps none."""
+    env, _, _ = network_episode("beam_misalignment", seed=1, domain=blueprint_model())
     state = env.unwrapped.episode.setup.state
     neighbour = state.cell_ids[1]
     rows = _samples_in_rows(env)
@@ -133,7 +134,7 @@ def test_a_refused_request_does_not_collect_a_neighbours_counters():
     assert '"error"' in env.step(refused)[0]
     assert _samples_in_rows(env) == rows and neighbour not in state.latest_kpis()
     # The first request that succeeds collects them, as it does without the refused call.
-    fresh, _, _ = network_episode("beam_misalignment", seed=1)
+    fresh, _, _ = network_episode("beam_misalignment", seed=1, domain=blueprint_model())
     for one in (env, fresh):
         one.step(tool_call("kpi_timeseries", cell_id=neighbour, kpi="PRB", window="1h"))
     kept = env.unwrapped.episode.setup.state.latest_kpis()

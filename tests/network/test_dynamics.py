@@ -1,4 +1,5 @@
-"""The causal model: the right fix heals the symptoms, a wrong one does not, a harmful one hurts."""
+"""The blueprint model's causal model (``dynamics.py``): the right fix heals the symptoms, a wrong
+one does not, a harmful one hurts. The network model's responses: test_network_model.py."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import pytest
 from telcoenv.domains.network.dynamics import healthy_target, key_kpis_recovered
 from telcoenv.domains.network.engineer import ranked_evidence
 from telcoenv.domains.network.kpis import kpi_definitions
-from tests.conftest import call_tool, gold_actions, network_episode, play
+from tests.conftest import blueprint_model, call_tool, gold_actions, network_episode, play
 
 
 @pytest.mark.parametrize(
@@ -24,7 +25,7 @@ from tests.conftest import call_tool, gold_actions, network_episode, play
 )
 def test_the_right_fix_brings_the_key_kpis_back(intent):
     for seed in range(4):
-        env, info, cell = network_episode(intent, seed)
+        env, info, cell = network_episode(intent, seed, domain=blueprint_model())
         state, fault = env.episode.setup.state, env.episode.setup.truth
         assert not all(key_kpis_recovered(state, fault).values())
         play(env, gold_actions(info))
@@ -37,7 +38,7 @@ def test_the_right_fix_brings_the_key_kpis_back(intent):
 
 
 def test_a_wrong_fix_leaves_the_symptoms_and_a_harmful_one_worsens_them():
-    env, info, cell = network_episode("beam_misalignment", 3)
+    env, info, cell = network_episode("beam_misalignment", 3, domain=blueprint_model())
     state, fault = env.episode.setup.state, env.episode.setup.truth
     name = ranked_evidence(fault.sampled, fault.intent.evidence)[0]
     before = state.kpis(state.serving_id)[name]
@@ -55,7 +56,7 @@ def test_a_wrong_fix_leaves_the_symptoms_and_a_harmful_one_worsens_them():
 
 
 def test_series_continue_after_a_change_so_the_agent_can_remeasure():
-    env, info, cell = network_episode("pingpong_handovers", 1)
+    env, info, cell = network_episode("pingpong_handovers", 1, domain=blueprint_model())
     fault = env.episode.setup.truth
     before = call_tool(env, "kpi_timeseries", cell_id=cell, kpi="HO", window="1h", detail="full")
     play(env, gold_actions(info))
@@ -68,7 +69,7 @@ def test_series_continue_after_a_change_so_the_agent_can_remeasure():
 
 
 def test_a_partial_fix_moves_the_kpis_part_of_the_way():
-    env, info, cell = network_episode("overshooting_cell", 2)
+    env, info, cell = network_episode("overshooting_cell", 2, domain=blueprint_model())
     state, fault = env.episode.setup.state, env.episode.setup.truth
     name = ranked_evidence(fault.sampled, fault.intent.evidence)[0]
     sampled, healthy = fault.sampled[name], healthy_target(name, fault.sampled[name])

@@ -56,8 +56,16 @@ def test_the_tier_changes_the_words_not_the_fault_the_fix_or_the_gold_chain():
     assert make_env(None).reset(options=options)[0] == guided[0]  # guided is the default
     for tier in TIERS:
         statement, privileged, facts = infos[tier]
-        assert statement != guided[0] and facts == guided[2]
-        for key in ("gold_chain", "fix", "gold_summary", "blueprint_id"):
+        assert statement != guided[0]
+        # The noisy tier's red herrings are in the network (a busier neighbour is load the
+        # network model carries), so the serving cell's counters, and the summary that quotes
+        # them, may move with them.
+        same = ["gold_chain", "fix", "blueprint_id"]
+        if tier != "noisy":
+            assert facts == guided[2]
+            same.append("gold_summary")
+        assert facts.keys() == guided[2].keys()
+        for key in same:
             assert privileged[key] == guided[1][key], key
 
 

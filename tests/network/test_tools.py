@@ -8,7 +8,7 @@ from typing import get_args
 import pytest
 
 from telcoenv.domains.network.kpis import Family, kpi_definitions
-from tests.conftest import call_tool, gold_actions, network_episode
+from tests.conftest import blueprint_model, call_tool, gold_actions, network_episode
 
 
 @pytest.mark.parametrize(
@@ -19,7 +19,9 @@ def test_kpi_timeseries_statistics_match_the_sample(catalog, blueprint):
     intent = catalog.blueprint(blueprint).intent
     family_of = {name: info.family for name, info in kpi_definitions().kpis.items()}
     for seed in range(4):
-        env, _, cell = network_episode(intent, seed, blueprint=blueprint)
+        env, _, cell = network_episode(
+            intent, seed, blueprint=blueprint, domain=blueprint_model()
+        )
         window = env.trace.start_state["window"]
         for name, value in env.trace.facts.items():
             info = kpi_definitions().kpis[name]
@@ -46,7 +48,9 @@ def test_kpi_timeseries_statistics_match_the_sample(catalog, blueprint):
 
 
 def test_every_family_has_a_series_and_background_values_are_coherent():
-    env, _, cell = network_episode("coverage_hole", 1)
+    """The blueprint model derives unsampled families from sampled ones (the network model
+    computes them all from one run: test_network_model.py)."""
+    env, _, cell = network_episode("coverage_hole", 1, domain=blueprint_model())
     for family in get_args(Family):
         output = call_tool(env, "kpi_timeseries", cell_id=cell, kpi=family, window="1h")
         assert output.get("series"), (family, output)
@@ -110,7 +114,9 @@ def test_neighbor_audit_finds_pci_conflicts_only_where_they_exist():
 
 
 def test_coverage_map_follows_coverage_gap_and_beam_steering():
-    env, info, cell = network_episode("coverage_hole", 3)
+    """The blueprint model's map is drawn around the sampled gap (the network model's map is
+    the path-loss model's: test_network_model.py)."""
+    env, info, cell = network_episode("coverage_hole", 3, domain=blueprint_model())
     hole = call_tool(
         env,
         "coverage_map",
@@ -121,7 +127,7 @@ def test_coverage_map_follows_coverage_gap_and_beam_steering():
     gap = env.trace.facts["coverage_gap_ratio"]
     assert abs(hole["summary"]["coverage_gap_bins_pct"] - gap) < 8
     assert len(hole["grid"]["rsrp_dbm"]) == 8 and len(hole["grid"]["rsrp_dbm"][0]) == 8
-    env, info, cell = network_episode("beam_misalignment", 3)
+    env, info, cell = network_episode("beam_misalignment", 3, domain=blueprint_model())
     cluster = env.trace.start_state["cluster_id"]
     skewed = call_tool(env, "coverage_map", area=cluster, resolution="100m")["ssb_beams"]
     call_tool(env, "optimize_cell", cell_id=cell, changes=info["privileged"]["fix"])
@@ -132,8 +138,9 @@ def test_coverage_map_follows_coverage_gap_and_beam_steering():
 
 def test_coverage_map_of_a_cell_id_maps_that_cell():
     """A neighbour's id mapped the serving cell (its hole, its beams) under the neighbour's
-    name; the spec says the area is a cluster id or a cell id."""
-    env, _, cell = network_episode("coverage_hole", 0)
+    name; the spec says the area is a cluster id or a cell id. (The blueprint model's map is
+    drawn around the cell's sampled RSRP.)"""
+    env, _, cell = network_episode("coverage_hole", 0, domain=blueprint_model())
     neighbour = next(c for c in env.unwrapped._episode.setup.state.cell_ids if c != cell)
     maps = {
         area: call_tool(env, "coverage_map", area=area, resolution="100m")
@@ -156,9 +163,10 @@ def test_coverage_map_of_a_cell_id_maps_that_cell():
     ],
 )
 def test_kpis_that_read_a_setting_out_follow_the_setting(intent, kpi, where, parameter):
-    """They stayed at the faulty value after a fix (ttt_ms 128 with the TTT at 480)."""
+    """They stayed at the faulty value after a fix (ttt_ms 128 with the TTT at 480). (Blueprint
+    model counters; the network model reports no setting as a counter.)"""
     for seed in range(3):
-        env, info, cell = network_episode(intent, seed)
+        env, info, cell = network_episode(intent, seed, domain=blueprint_model())
         call_tool(env, "optimize_cell", cell_id=cell, changes=info["privileged"]["fix"])
         read = call_tool(env, "oss_query", cell_id=cell, window="1h")
         assert read["kpis"][kpi]["value"] == read[where][parameter], (seed, read["kpis"][kpi])
@@ -220,7 +228,9 @@ def test_slices_tickets_and_distractors():
 
 
 def test_recommendations_include_the_fix_for_a_cell_fault():
-    env, info, cell = network_episode("beam_misalignment", 5)
+    """The blueprint model's advisor (in the network model it reads KPIs and configuration only
+    and may be wrong: test_tuning_and_alarms.py)."""
+    env, info, cell = network_episode("beam_misalignment", 5, domain=blueprint_model())
     recommended = call_tool(env, "recommend_param_change", cell_id=cell)["recommendations"]
     assert {"beam_azimuth_offset_deg"} <= {r["parameter"] for r in recommended}
 

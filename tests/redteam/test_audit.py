@@ -91,13 +91,13 @@ def test_the_command_prints_the_table_and_exits_by_the_verdict(capsys):
     assert data["margins"] == MARGINS and {r["kind"] for r in data["rows"]} >= {"honest"}
 
 
-def test_the_command_audits_the_network_model_when_asked(capsys):
-    """``--network-model physical`` audits the physical network model (its episodes differ
-    from the blueprint model's: the audit's own modal answers and traces come from it)."""
+def test_the_command_audits_the_model_asked_for(capsys):
+    """``--network-model blueprint`` audits the blueprint model, by default the network model
+    (their episodes differ: the audit's own modal answers and traces come from the model)."""
     argv = ["audit", "--env", "rlf_spike", "--seeds", "1", "--tiers", "guided", "--quiet"]
-    assert main([*argv, "--network-model", "physical", "--format", "json"]) == 0
-    physical = json.loads(capsys.readouterr().out)
     assert main([*argv, "--format", "json"]) == 0
+    physical = json.loads(capsys.readouterr().out)
+    assert main([*argv, "--network-model", "blueprint", "--format", "json"]) == 0
     blueprint = json.loads(capsys.readouterr().out)
     assert (physical["model"], blueprint["model"]) == ("physical", "blueprint")
     honest = {r["policy"]: r["resolved"] for r in physical["rows"] if r["kind"] == "honest"}
@@ -109,7 +109,7 @@ def test_the_command_audits_the_network_model_when_asked(capsys):
     [
         (["--env", "bler_anomaly", "--seeds", "0"], "--seeds must be at least 1"),
         (
-            ["--env", "customer_care", "--domain", "bss", "--network-model", "physical"],
+            ["--env", "customer_care", "--domain", "bss", "--network-model", "blueprint"],
             "--network-model applies to the network domain only",
         ),
         (["--env", "no_such_env", "--seeds", "1"], "unknown telcoenv environment"),

@@ -101,8 +101,11 @@ class NetworkDomain:
     #: model around it (dynamics.py); ``"physical"``, the network model (model.py: radio,
     #: traffic, mobility, transport and slices, calibrated to the blueprint's level KPIs).
     MODELS = ("blueprint", "physical")
+    #: The model of snapshots and traces taken before snapshots recorded it (it was the only
+    #: default then).
+    legacy_world_model = "blueprint"
 
-    def __init__(self, catalog: Catalog | None = None, model: str = "blueprint") -> None:
+    def __init__(self, catalog: Catalog | None = None, model: str = "physical") -> None:
         if model not in self.MODELS:
             raise EpisodeOptionError(f"model must be one of {list(self.MODELS)}, got {model!r}")
         self.model = model
@@ -118,6 +121,11 @@ class NetworkDomain:
             for family in self.catalog.blueprints.values()
             for b in family
         }
+
+    @property
+    def world_model(self) -> str:
+        """The model, as every snapshot records it (:mod:`telcoenv.snapshot`)."""
+        return self.model
 
     def load_catalog(
         self, intents: Any = None, blueprints: Any = None, tools: Any = None

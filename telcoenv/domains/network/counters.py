@@ -48,10 +48,14 @@ from telcoenv.domains.network.model import (
     Evaluation,
     Moves,
     World,
+    cell_latency_ms,
+    cell_qos,
+    harmonic,
     median,
     quantiles,
+    user_throughput_mbps,
 )
-from telcoenv.domains.network.transport import RESIDUAL_LOSS, RT_SHARE, core_delay_ms
+from telcoenv.domains.network.transport import RESIDUAL_LOSS
 
 CELL_COUNTERS: tuple[str, ...] = (
     "rsrp_dBm", "rsrq_dB", "sinr_dB",
@@ -96,8 +100,6 @@ DOMINANCE_DB = 3.0
 BEAM_FAILURE_DB = -6.0
 PRACH_MIN_DB = -7.0
 COVERAGE_DBM = -110.0
-#: What a user must get to count as served to its QoS: DL rate (Mbps) and latency (ms).
-QOS_MBPS, QOS_LATENCY_MS = 5.0, 50.0
 #: A handover's return to the source within this long is a ping-pong (mobility.py's window).
 SESSION_SETUPS_PER_USER_HR = 6.0
 
@@ -173,9 +175,7 @@ def cell_counters(
         return values
 
     sinr, rs_sinr = r.sinr_db[mine], r.rs_sinr_db[mine]
-    thr = t.ue_throughput_mbps[mine] * up
-    if cell == 0:  # the site's backhaul: a flow gets at most its processor share of the link
-        thr = np.minimum(thr * ev.throttle, ev.link_flow_mbps)
+    thr = user_throughput_mbps(ev, cell, mine, up)
     p50, p95 = quantiles(thr, (0.5, 0.95))
     distance = world.coupling.distance_m[cell, mine]
     ta = np.round(distance / TA_STEP_M) * TA_STEP_M
@@ -204,20 +204,9 @@ def cell_counters(
         starts += mobile * float(counts.t310_started[cell]) * per_connection
         expiries += mobile * float(counts.rlf[cell]) * per_connection
     drop = min(1.0, rlf + (resets * CONNECTION_S / 3600.0 if resets else 0.0))
-    air_mean = float(t.sched_delay_ms[cell]) / 3.0
-    # The site's backhaul: best-effort packets wait in its shared queue, real-time ones in their
-    # weighted one (the latency counter averages over the cell's packets).
-    hauled = ev.backhaul
-    backhaul_ms = (
-        (1 - RT_SHARE) * hauled.delay_ms + RT_SHARE * hauled.rt_delay_ms if cell == 0 else 2.0
-    )
     backhaul_jitter = ev.backhaul.jitter_p95_ms if cell == 0 else 0.2
-    latency = (
-        air_mean + float(ev.critical_delay_ms[cell]) + float(t.harq_delay_ms[cell])
-        + backhaul_ms + core_delay_ms()
-    )  # fmt: skip
-    satisfied = (thr >= QOS_MBPS) & (latency <= QOS_LATENCY_MS)
-    qos = _share(satisfied)
+    latency, _ = cell_latency_ms(ev, cell)
+    qos = cell_qos(ev, cell, up)
     share = ev.time_share[mine]
     best = np.argsort(-t.ue_peak_mbps[mine], kind="stable")[: max(1, round(0.1 * mine.sum()))]
     los = world.coupling.los[cell, mine]
@@ -231,7 +220,7 @@ def cell_counters(
             "sinr_dB": median(sinr),
             # TS 28.552 DL IP throughput, volume over active time: equal volumes per user
             # make it the harmonic mean of the users' throughputs.
-            "DL_thr_Mbps": _harmonic(thr),
+            "DL_thr_Mbps": harmonic(thr),
             "throughput_p50_mbps": p50,
             "p95_thr_mbps": p95,
             "UL_thr_Mbps": float(ev.ul_mbps[mine].mean()) * up,
@@ -269,11 +258,6 @@ def cell_counters(
     if moves is not None:
         values.update(_handover_counters(world, ev, moves, cell))
     return values
-
-
-def _harmonic(values: np.ndarray) -> float:
-    positive = values[values > 1e-6]
-    return float(positive.size / (1.0 / positive).sum()) if positive.size else 0.0
 
 
 def _jain(share: np.ndarray) -> float:

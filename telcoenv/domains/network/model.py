@@ -149,11 +149,93 @@ def quantiles(values: np.ndarray, qs: tuple[float, ...]) -> list[float]:
     return out
 
 
+def harmonic(values: np.ndarray) -> float:
+    """The harmonic mean of the positive values (TS 28.552 DL IP throughput, volume over active
+    time, with equal volumes per user), 0 if none."""
+    positive = values[values > 1e-6]
+    return float(positive.size / (1.0 / positive).sum()) if positive.size else 0.0
+
+
 def median(values: np.ndarray) -> float:
     return quantiles(values, (0.5,))[0]
 
 
 # --- the configuration's view ---------------------------------------------------------------------
+
+
+#: What a user must get to count as served to its QoS: DL rate (Mbps) and latency (ms).
+QOS_MBPS, QOS_LATENCY_MS = 5.0, 50.0
+
+
+def cell_latency_ms(ev: Evaluation, cell: int) -> tuple[float, float]:
+    """A cell's mean user-plane latency, and the part of it spent waiting in its queues (the
+    scheduler's and the delay-critical HQoS queue's). The backhaul's delay averages over the
+    cell's packets: best-effort ones wait in the site's shared queue, real-time ones in their
+    weighted one (a neighbour's site is not modelled: its backhaul adds 2 ms)."""
+    t, hauled = ev.traffic, ev.backhaul
+    rt = transport.RT_SHARE
+    backhaul = (1 - rt) * hauled.delay_ms + rt * hauled.rt_delay_ms if cell == 0 else 2.0
+    # The scheduler's counter is a p95; an exponential wait's p95 is three times its mean.
+    waiting = float(t.sched_delay_ms[cell]) / 3.0 + float(ev.critical_delay_ms[cell])
+    fixed = float(t.harq_delay_ms[cell]) + backhaul + transport.core_delay_ms()
+    return waiting + fixed, waiting
+
+
+def user_throughput_mbps(ev: Evaluation, cell: int, mine: np.ndarray, up: float) -> np.ndarray:
+    """The DL throughput of a cell's UEs (``mine``) while active, ``up`` the share of time
+    the cell is up; at the serving cell's site a flow gets at most its share of the backhaul."""
+    thr = ev.traffic.ue_throughput_mbps[mine] * up
+    if cell == 0:
+        thr = np.minimum(thr * ev.throttle, ev.link_flow_mbps)
+    return thr
+
+
+#: Log-normal sigma of a 15-minute interval's load around the hour's.
+LOAD_SPREAD = 0.2
+
+
+def qos_compliance(
+    throughput_mbps: float, load: float, users: float, latency_ms: float, waiting_ms: float
+) -> float:
+    """The share of 15-minute intervals in which the cell meets its QoS targets: its users'
+    DL throughput (volume over active time) at least :data:`QOS_MBPS` and its latency at most
+    :data:`QOS_LATENCY_MS`. An interval's offered load is log-normal around ``load`` (sigma
+    :data:`LOAD_SPREAD`) and moves the KPIs as the traffic model does: a user's throughput as
+    its processor share max(1 - rho, 1 / users), the queueing wait as rho / (1 - rho) (rho
+    capped as the scheduler's counter caps it), the rest of the latency fixed. Each target
+    holds up to a highest load, so compliance is the chance an interval stays under both: it
+    falls smoothly as load builds."""
+    slack = QOS_LATENCY_MS - (latency_ms - waiting_ms)
+    if throughput_mbps <= 0.0 or slack <= 0.0:
+        return 0.0
+    load = max(load, 1e-3)
+    floor = 1.0 / max(users, 1.0)
+    # Throughput: the share a user needs of the cell's time for QOS_MBPS.
+    needed = QOS_MBPS * max(1.0 - load, floor) / throughput_mbps
+    highest = math.inf if needed <= floor else 1.0 - needed
+    # Latency: the queueing factor rho / (1 - rho) it allows.
+    if waiting_ms > 0.0:
+        busy = min(load, traffic.RHO_CAP)
+        allowed = slack / waiting_ms * busy / (1.0 - busy)
+        if allowed < traffic.RHO_CAP / (1.0 - traffic.RHO_CAP):
+            highest = min(highest, allowed / (1.0 + allowed))
+    if highest <= 0.0:
+        return 0.0
+    if math.isinf(highest):
+        return 1.0
+    s = LOAD_SPREAD
+    z = (math.log(highest / load) + s * s / 2.0) / s
+    return 0.5 * (1.0 + math.erf(z / math.sqrt(2.0)))
+
+
+def cell_qos(ev: Evaluation, cell: int, up: float = 1.0) -> float:
+    """A cell's QoS compliance in a run (:func:`qos_compliance` of its users' DL throughput,
+    its offered load and its latency)."""
+    mine = ev.radio.serving == cell
+    throughput = harmonic(user_throughput_mbps(ev, cell, mine, up))
+    latency, waiting = cell_latency_ms(ev, cell)
+    load, users = float(ev.traffic.offered_load[cell]), float(ev.traffic.users[cell])
+    return qos_compliance(throughput, load, users, latency, waiting)
 
 
 def _cell_config(world: World, config: Configuration) -> list[Mapping[str, Any]]:
@@ -432,6 +514,9 @@ class Targets:
     prb_util: tuple[float, ...]  # per cell, as the PRB counter shows it (reservation included)
     slice_offered: tuple[float, ...] = ()  # per slice: its sessions' demand over its max share
     link_util: float | None = None  # the backhaul's utilisation (0-1) with the site's traffic
+    # The serving cell's QoS compliance (0-1) where the sample says it breaches its SLA: reached
+    # by the demand of its users at the event or the peak (:func:`_calibrate_qos`).
+    qos: float | None = None
 
 
 #: How far calibration may move the clutter loss (dB) and the outside interference (dBm per RE).
@@ -495,12 +580,14 @@ def build_world(
     world = _calibrate_slices(world, config, targets)
     world = _calibrate_site(world, config, targets)
     reference = evaluate(world, normal)
-    return replace(
+    world = replace(
         world,
         operational=plan.operational,
         link=plan.link,
         ta_reference_m=np.array([_median_distance(world, reference, c) for c in range(n)]),
     )
+    # Last, with the backhaul as it is: its queue is part of what the users wait for.
+    return _calibrate_qos(world, config, targets)
 
 
 #: Calibrated worlds kept per process, with their model runs and UE tracks (about 2 MB each).
@@ -638,6 +725,40 @@ def _calibrate(world: World, config: Configuration, targets: Targets) -> World:
             load_guess=np.minimum(ev.traffic.load, 1.0),
         )
     return best
+
+
+#: How much more the serving cell's users may ask at an event or the peak than the calibrated
+#: level (an SLA breach is load: the PRB counter then reads what that load takes).
+QOS_DEMAND_MAX = 8.0
+
+
+def _calibrate_qos(world: World, config: Configuration, targets: Targets) -> World:
+    """Where the sample has the serving cell breach its SLA: its users' demand raised until
+    their QoS compliance falls to the target (bisection on the factor, in log: compliance
+    falls as demand rises, through throughput and queueing; load balancing may move users
+    to the neighbours meanwhile, as it would at the event). A cell that already breaches more
+    (a stadium's event on a loaded backhaul) is left as it is."""
+    if targets.qos is None:
+        return world
+    home = evaluate(world, config).radio.serving == 0
+
+    def louder(factor: float) -> tuple[float, World]:
+        demand = np.where(home, world.demand_mbps * factor, world.demand_mbps)
+        louder_world = replace(world, demand_mbps=demand)
+        return cell_qos(evaluate(louder_world, config), 0), louder_world
+
+    compliance, best = louder(1.0)
+    if compliance <= targets.qos:
+        return world
+    low, high = 0.0, math.log(QOS_DEMAND_MAX)
+    for _ in range(8):
+        middle = (low + high) / 2.0
+        compliance, candidate = louder(math.exp(middle))
+        if compliance > targets.qos:
+            low = middle
+        else:
+            high, best = middle, candidate
+    return best if high < math.log(QOS_DEMAND_MAX) else louder(QOS_DEMAND_MAX)[1]
 
 
 def _calibrate_site(world: World, config: Configuration, targets: Targets) -> World:
@@ -791,32 +912,38 @@ def mobility_of(
 # --- a coverage map -------------------------------------------------------------------------------
 
 
+#: A place belongs to the cluster inside a cell's sector (the 120 degree wedge its users are
+#: dropped in) within this many service radii: farther out, or behind the panel, the rest of the
+#: network serves it (other sites, the site's other sectors), and the model has none of those.
+FOOTPRINT_RADII = 1.5
+SECTOR_HALF_DEG = 60.0
+#: Points per side of a bin at most: a bin's values are the medians over its points inside the
+#: cluster, spaced under the cluster's reach apart so that a coarse bin still finds a venue.
+BIN_POINTS_MAX = 16
+
+
 @dataclass(frozen=True)
 class Bins:
-    """A square grid of outdoor bins (row-major, north row first) around a cell's sector."""
+    """A square grid of bins (row-major, north row first) around a cell's sector: per bin, the
+    median over its points inside the cluster of the strongest cell's RSRP and SINR and of the
+    cells within 6 dB of it, and the cell strongest at most of those points; a bin with no
+    point inside the cluster has none (NaN, -1, 0)."""
 
-    rsrp_dbm: np.ndarray  # [cells, bins]
-    best: np.ndarray  # index of the strongest cell per bin
-    sinr_db: np.ndarray  # the strongest cell's SINR per bin
-    within_6db: np.ndarray  # cells within 6 dB of the strongest, per bin
+    rsrp_dbm: np.ndarray
+    best: np.ndarray
+    sinr_db: np.ndarray
+    within_6db: np.ndarray
+    inside: np.ndarray  # whether any of the bin's points is inside the cluster
 
 
-def coverage_bins(
-    world: World, ev: Evaluation, centre: int, bin_m: float, size: int, seed: int
-) -> Bins:
-    """The cells' RSRP over a ``size`` x ``size`` grid of ``bin_m`` bins centred half a
-    service radius out along ``centre``'s azimuth: TR 38.901 path loss averaged over LOS and
-    NLOS by the LOS probability, the world's clutter, a bin's shadowing (the scenario's NLOS
-    sigma, drawn from ``seed`` so that the map of a place is always the same) and each cell's
-    antenna as configured; SINR against the cells' loads and the interference from beyond."""
+def _points_radio(
+    world: World, ev: Evaluation, xs: np.ndarray, ys: np.ndarray, seed: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """At each point: the strongest cell, its RSRP and SINR, and the cells within 6 dB of it
+    (TR 38.901 path loss averaged over LOS and NLOS by the LOS probability, the world's
+    clutter, the point's shadowing drawn from ``seed``, each cell's antenna as configured; SINR
+    against the cells' loads and the interference from beyond)."""
     cells = ev.cells
-    radius = layout.SERVICE_RADIUS_M[world.area][world.role]
-    azimuth = math.radians(float(cells.azimuth_deg[centre]))
-    cx = float(cells.x[centre]) + 0.5 * radius * math.sin(azimuth)
-    cy = float(cells.y[centre]) + 0.5 * radius * math.cos(azimuth)
-    offsets = (np.arange(size) - (size - 1) / 2.0) * bin_m
-    xs = np.tile(cx + offsets, size)
-    ys = np.repeat(cy - offsets, size)
     dx, dy = xs[None, :] - cells.x[:, None], ys[None, :] - cells.y[:, None]
     d2d = np.hypot(dx, dy)
     scenario = cells.scenario
@@ -833,13 +960,55 @@ def coverage_bins(
     rsrp = radio.rsrp_of(cells, coupling)
     finite = np.where(np.isfinite(rsrp), rsrp, -1e9)
     best = np.argmax(finite, axis=0)
-    bins = np.arange(size * size)
+    points = np.arange(xs.size)
     received = np.where(np.isfinite(rsrp), 10.0 ** (rsrp / 10.0), 0.0)
     activity = np.maximum(ev.traffic.load, radio.RS_ACTIVITY)[:, None]
     noise = 10.0 ** (radio.noise_dbm_per_re(cells.scs_khz[best], radio.UE_NOISE_FIGURE_DB) / 10.0)
     external = 10.0 ** (world.external_dbm / 10.0) if math.isfinite(world.external_dbm) else 0.0
-    signal = received[best, bins]
+    signal = received[best, points]
     interference = (activity * received).sum(axis=0) - activity[best, 0] * signal
     sinr = 10.0 * np.log10(np.maximum(signal, 1e-30) / (noise + external + interference))
-    within = (finite >= finite[best, bins][None, :] - 6.0).sum(axis=0)
-    return Bins(rsrp, best, sinr, within)
+    within = (finite >= finite[best, points][None, :] - 6.0).sum(axis=0)
+    return best, finite[best, points], sinr, within
+
+
+def coverage_bins(
+    world: World, ev: Evaluation, centre: int, bin_m: float, size: int, seed: int
+) -> Bins:
+    """A ``size`` x ``size`` grid of ``bin_m`` bins centred half a service radius out along
+    ``centre``'s azimuth, each bin the medians over a grid of points in it that lie inside the
+    cluster (in a cell's sector, within :data:`FOOTPRINT_RADII` service radii): a bin past the
+    cluster's edge (an indoor venue's walls, another cluster's streets) has no values rather
+    than the far field of cells that do not serve it (see :func:`_points_radio`)."""
+    cells = ev.cells
+    radius = layout.SERVICE_RADIUS_M[world.area][world.role]
+    reach = FOOTPRINT_RADII * radius
+    azimuth = math.radians(float(cells.azimuth_deg[centre]))
+    cx = float(cells.x[centre]) + 0.5 * radius * math.sin(azimuth)
+    cy = float(cells.y[centre]) + 0.5 * radius * math.cos(azimuth)
+    per_side = int(min(BIN_POINTS_MAX, max(2, math.ceil(2.0 * bin_m / reach))))
+    within_bin = ((np.arange(per_side) + 0.5) / per_side - 0.5) * bin_m
+    offsets = (np.arange(size) - (size - 1) / 2.0) * bin_m
+    # Points row by row of bins, then of points inside a bin: x east, y north.
+    column_x = (cx + offsets)[:, None] + within_bin[None, :]  # [bin column, point column]
+    row_y = (cy - offsets)[:, None] - within_bin[None, :]  # [bin row, point row]
+    xs = np.broadcast_to(column_x[None, None, :, :], (size, per_side, size, per_side)).ravel()
+    ys = np.broadcast_to(row_y[:, :, None, None], (size, per_side, size, per_side)).ravel()
+    rows = np.repeat(np.arange(size), per_side * size * per_side)
+    columns = np.tile(np.repeat(np.arange(size), per_side), size * per_side)
+    bin_of = rows * size + columns
+    dx, dy = xs[None, :] - cells.x[:, None], ys[None, :] - cells.y[:, None]
+    off_axis = radio.wrap_deg(np.degrees(np.arctan2(dx, dy)) - cells.azimuth_deg[:, None])
+    in_sector = (np.hypot(dx, dy) <= reach) & (np.abs(off_axis) <= SECTOR_HALF_DEG)
+    kept = in_sector.any(axis=0)
+    best, rsrp, sinr, within = _points_radio(world, ev, xs[kept], ys[kept], seed)
+    bin_of = bin_of[kept]
+    count = size * size
+    out_rsrp, out_sinr = np.full(count, np.nan), np.full(count, np.nan)
+    out_best, out_within = np.full(count, -1), np.zeros(count, dtype=int)
+    for b in np.unique(bin_of):
+        mine = bin_of == b
+        out_rsrp[b], out_sinr[b] = np.median(rsrp[mine]), np.median(sinr[mine])
+        out_best[b] = int(np.bincount(best[mine], minlength=cells.count).argmax())
+        out_within[b] = int(np.rint(np.median(within[mine])))
+    return Bins(out_rsrp, out_best, out_sinr, out_within, out_best >= 0)

@@ -253,11 +253,29 @@ def targets_of(
         else TYPICAL_USERS[context.cell_role] * float(np.exp(0.2 * jitter[2])),
         slice_offered=tuple(offered),
         link_util=_link_util(initial),
+        qos=_breached_qos(sampled),
         prb_util=(
             load if load is not None else initial.serving.load,
             *(c.load for c in initial.neighbours),
         ),
     )
+
+
+#: The QoS compliance an SLA breach is calibrated to, at least and at most: below half the
+#: intervals the cell is past saturation, its users' throughput a fraction of a Mbps (the
+#: SLA blueprints' compliance, under 60 %, and violation ratio, 15-50 %, meet at 50-60 %;
+#: a little above the edge, as calibration lands within a few points).
+BREACHED_QOS = (0.55, 0.9)
+
+
+def _breached_qos(sampled: Mapping[str, float]) -> float | None:
+    """The serving cell's QoS compliance the world is calibrated to, where the sample has it
+    under the SLA threshold (None: as the model has it)."""
+    qos = _first(sampled, "QoS")
+    threshold = _first(sampled, "sla_threshold")
+    if qos is None or (threshold is not None and qos >= threshold):
+        return None
+    return float(np.clip(qos, *BREACHED_QOS))
 
 
 def _link_util(initial: Any) -> float | None:

@@ -495,8 +495,8 @@ def coverage_map(
 
 @dataclass(frozen=True)
 class _Grid:
-    """A coverage map's bins: RSRP, SINR, best server, servers within 6 dB, and the index of
-    the mapped cell among the servers."""
+    """A coverage map's bins: RSRP, SINR, best server, servers within 6 dB, the index of the
+    mapped cell among the servers, and which bins lie inside the cluster (None: all)."""
 
     size: int
     rsrp: np.ndarray
@@ -504,6 +504,7 @@ class _Grid:
     best: np.ndarray
     overlap: np.ndarray
     centre: int
+    inside: np.ndarray | None = None
 
 
 def _coverage_output(
@@ -516,19 +517,33 @@ def _coverage_output(
 ) -> dict[str, Any]:
     """coverage_map's output: the summary of bin shares, the grid (``full``) or the bins of
     lowest RSRP."""
-    size, rsrp, sinr = grid.size, grid.rsrp, grid.sinr
+    size = grid.size
     bins = size * size
+    inside = np.ones(bins, dtype=bool) if grid.inside is None else grid.inside
+    # Statistics of the bins inside the cluster; a bin outside it shows no values.
+    rsrp, sinr, best, overlap = (
+        grid.rsrp[inside],
+        grid.sinr[inside],
+        grid.best[inside],
+        grid.overlap[inside],
+    )
     median_rsrp = _median(rsrp)
     masks = {
         "coverage_gap": rsrp < median_rsrp - 10,
         "below_minus110_dbm": rsrp < -110,
-        "overlap": grid.overlap >= 3,
-        "serving_best_server": grid.best == grid.centre,
+        "overlap": overlap >= 3,
+        "serving_best_server": best == grid.centre,
     }
     counts = {name: int(np.count_nonzero(mask)) for name, mask in masks.items()}
+    inside_count = int(np.count_nonzero(inside))
 
     def share(name: str) -> float:
-        return round(100 * counts[name] / bins, 1)
+        return round(100 * counts[name] / inside_count, 1)
+
+    def rows(values: np.ndarray, cast: type) -> list[list[Any]]:
+        pairs = zip(values.tolist(), inside.tolist(), strict=True)
+        shown = [cast(v) if keep else None for v, keep in pairs]
+        return [shown[r * size : (r + 1) * size] for r in range(size)]
 
     output: dict[str, Any] = {
         "area": area,
@@ -545,30 +560,32 @@ def _coverage_output(
         },
         "servers": servers,
         "grid": {
-            "rsrp_dbm": rsrp.reshape(size, size).tolist(),
-            "sinr_db": sinr.reshape(size, size).tolist(),
-            "best_server_index": grid.best.reshape(size, size).tolist(),
-            "servers_within_6db": grid.overlap.reshape(size, size).tolist(),
+            "rsrp_dbm": rows(grid.rsrp, float),
+            "sinr_db": rows(grid.sinr, float),
+            "best_server_index": rows(grid.best, int),
+            "servers_within_6db": rows(grid.overlap, int),
         },
         "ssb_beams": beams,
+        "bins_outside_cluster": bins - inside_count,
     }
     if full:
         return output
-    worst = np.lexsort((np.arange(bins), rsrp))[:WORST_BINS]  # lowest RSRP, then bin order
+    where = np.flatnonzero(inside)
+    worst = where[np.lexsort((where, rsrp))[:WORST_BINS]]  # lowest RSRP, then bin order
     output.pop("grid")
-    output["bins"] = {"total": bins, **counts}
+    output["bins"] = {"total": bins, "inside_cluster": inside_count, **counts}
     output["worst_bins"] = [
         {
             "row": int(i) // size,
             "col": int(i) % size,
-            "rsrp_dbm": float(rsrp[i]),
-            "sinr_db": float(sinr[i]),
+            "rsrp_dbm": float(grid.rsrp[i]),
+            "sinr_db": float(grid.sinr[i]),
             "best_server_index": int(grid.best[i]),
             "servers_within_6db": int(grid.overlap[i]),
         }
         for i in worst
     ]
-    output["truncated"] = truncated(len(worst), bins)
+    output["truncated"] = truncated(len(worst), inside_count)
     return output
 
 
@@ -593,8 +610,7 @@ def _model_coverage(
     size = 8
     seed = simulation.world.track_seed + 7919 * index + int(_BIN_M[resolution])
     bins = coverage_bins(simulation.world, ev, index, _BIN_M[resolution], size, seed)
-    rsrp = np.round(bins.rsrp_dbm[bins.best, np.arange(size * size)], 1)
-    rsrp = np.where(np.isfinite(rsrp), rsrp, -140.0)
+    rsrp = np.round(np.maximum(bins.rsrp_dbm, -140.0), 1)  # a cell's floor, where none reaches
     sinr = np.round(bins.sinr_db, 1)
     kpis = state.kpis(centre.cell_id)
     beams = {
@@ -602,7 +618,7 @@ def _model_coverage(
         "user_share_per_beam": _beam_users(simulation.world, ev, index),
         "beam_failure_rate_pct": round(kpis.get("beam_fail_rate", 0.0), 1),
     }
-    grid = _Grid(size, rsrp, sinr, bins.best, bins.within_6db, index)
+    grid = _Grid(size, rsrp, sinr, bins.best, bins.within_6db, index, bins.inside)
     return _coverage_output(area, resolution, list(state.cell_ids), grid, beams, full)
 
 

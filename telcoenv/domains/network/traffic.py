@@ -113,6 +113,8 @@ def rank(sinr_db: np.ndarray, max_layers: np.ndarray) -> np.ndarray:
 # --- the cells' traffic --------------------------------------------------------------------------
 
 SCHEDULERS = ("PF", "RR", "MAX_CI")
+#: The highest load the queueing delay is read at (an overloaded cell's buffers are bounded).
+RHO_CAP = 0.97
 # Per scheduler: the exponent of a UE's rate in its time share, and the multi-user diversity gain.
 _SCHEDULING = {"RR": (0.0, 1.0), "PF": (0.0, 1.15), "MAX_CI": (3.0, 1.25)}
 
@@ -223,7 +225,7 @@ def serve(
     cell_tput = np.bincount(cell[served], weights=carried[served], minlength=n_cells)
     # Queueing: rho / (1 - rho) slots of wait at the p95, more when more users wait than one
     # slot schedules.
-    rho = np.minimum(offered, 0.97)
+    rho = np.minimum(offered, RHO_CAP)
     slot_ms = 15.0 / cells.scs_khz
     active = users * rho * ACTIVE_SHARE
     waiting = np.maximum(1.0, active / np.maximum(cells.max_ue_per_tti, 1.0))

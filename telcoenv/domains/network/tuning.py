@@ -44,13 +44,16 @@ OFFSETS: dict[str, tuple[float, ...]] = {
 #: Legacy values that look like another intent's fault (each past that intent's threshold), with
 #: the serving-cell counters their mechanism reaches: a decoy stays only where the model shows it
 #: harmless here (see :func:`harmless`), as a disabled feature on a cell that never needs it is.
+#: Load reaches latency and QoS compliance too: near saturation a few points of PRB load are
+#: tens of milliseconds of queueing (an SLA breach's cell).
+_LOAD = ("PRB_util", "DL_thr_Mbps", "latency_ms", "QoS")
 DECOYS: dict[str, tuple[tuple[Any, ...], tuple[str, ...]]] = {
-    "prb_reservation_pct": ((15, 20), ("DL_thr_Mbps", "PRB_util")),
+    "prb_reservation_pct": ((15, 20), _LOAD),
     "olla_bler_target_pct": ((16, 18), ("BLER", "DL_thr_Mbps")),
     "t310_ms": ((100, 200), ("RLF_rate", "t310_expiry_rate")),
-    "hqos_priority_weight_pct": ((15, 20), ("latency_ms",)),
-    "mlb_enabled": ((False,), ("PRB_util", "imbalance_index")),
-    "mlb_threshold_pct": ((90, 95), ("PRB_util", "imbalance_index")),
+    "hqos_priority_weight_pct": ((15, 20), ("latency_ms", "QoS")),
+    "mlb_enabled": ((False,), (*_LOAD, "imbalance_index")),
+    "mlb_threshold_pct": ((90, 95), (*_LOAD, "imbalance_index")),
     "scheduler_type": (("RR",), ("prb_fairness_index", "prb_allocation_skew")),
 }
 # No short-TTT or steered-beam decoy yet: the model's ping-pong and SSB counters do not yet tell
