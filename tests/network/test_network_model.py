@@ -4,6 +4,7 @@ blueprint's levels, the physics a RAN engineer checks first, fixes judged by the
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import json
 import math
 from functools import cache
@@ -264,7 +265,7 @@ def test_qos_compliance_by_hand():
         for rho, k in [(r, (r / (1 - r)) / 1.5) for r in (0.5, 0.7, 0.8, 0.85, 0.9, 0.95)]
     ]
     assert values == sorted(values, reverse=True) and values[0] > 0.99 and values[-1] < 0.6
-    assert max(a - b for a, b in zip(values, values[1:], strict=False)) < 0.7
+    assert max(a - b for a, b in itertools.pairwise(values)) < 0.7
 
 
 @pytest.mark.parametrize("seed", range(6))
