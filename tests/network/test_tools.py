@@ -19,9 +19,7 @@ def test_kpi_timeseries_statistics_match_the_sample(catalog, blueprint):
     intent = catalog.blueprint(blueprint).intent
     family_of = {name: info.family for name, info in kpi_definitions().kpis.items()}
     for seed in range(4):
-        env, _, cell = network_episode(
-            intent, seed, blueprint=blueprint, domain=blueprint_model()
-        )
+        env, _, cell = network_episode(intent, seed, blueprint=blueprint, domain=blueprint_model())
         window = env.trace.start_state["window"]
         for name, value in env.trace.facts.items():
             info = kpi_definitions().kpis[name]
