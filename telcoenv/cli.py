@@ -262,7 +262,10 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         episode_timeout=args.timeout,
         tool_format=args.tool_format,
         repeats=repeats,
+        world_models={"network": args.network_model} if args.network_model else {},
     )
+    if args.network_model and not any(spec.domain == "network" for spec in grid):
+        raise UsageError("--network-model applies to the network domain only")
     # An agent that cannot play the grid (or not concurrently) fails before the store opens.
     check_agent(config, grid, args.concurrency)
     run = _text("--run", args.run) or f"{args.agent.replace(':', '_')}-seed{args.seed}"
@@ -391,6 +394,8 @@ def _cmd_generate(args: argparse.Namespace) -> int:
     from telcoenv.options import GUIDED, check_difficulty, check_seed
 
     domain = _domain_that_can(args.domain, "generate_dataset", "generate a dataset")
+    if args.network_model:
+        domain = _network_variant(args)
     _at_least("--samples", args.samples)
     tier = {}
     if args.difficulty != GUIDED:  # only a domain that offers tiers is told one
@@ -411,6 +416,25 @@ def _cmd_generate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _network_model_flag(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--network-model",
+        default=None,
+        choices=["blueprint", "physical"],
+        help="the network domain's KPI model (default: physical, docs/network_model.md; "
+        "blueprint: the blueprint's sample and a causal model around it)",
+    )
+
+
+def _network_variant(args: argparse.Namespace) -> Any:
+    """The network domain running ``--network-model`` (for a command on the network domain)."""
+    from telcoenv.domains import get_domain
+
+    if args.domain not in (None, "network"):
+        raise UsageError("--network-model applies to the network domain only")
+    return get_domain("network", world_model=args.network_model)
+
+
 def _cmd_audit(args: argparse.Namespace) -> int:
     from telcoenv.audit import audit
 
@@ -424,12 +448,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
 
     domain: Any = args.domain
     if args.network_model:
-        from telcoenv.domains import get_domain
-
-        if args.domain not in (None, "network"):
-            raise UsageError("--network-model applies to the network domain only")
-        # The packaged network domain's class, with the model asked (the core imports no domain).
-        domain = type(get_domain("network"))(model=args.network_model)
+        domain = _network_variant(args)
     report = audit(
         args.env,
         domain=domain,
@@ -581,6 +600,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="on resume, keep the failed episodes instead of running them again",
     )
     evaluate.add_argument("--quiet", action="store_true", help="no progress bar")
+    _network_model_flag(evaluate)
     evaluate.set_defaults(func=_cmd_evaluate)
     report = commands.add_parser("report", help="tables and plots of stored runs")
     report.add_argument("--db", default=DEFAULT_DB)
@@ -603,6 +623,7 @@ def build_parser() -> argparse.ArgumentParser:
     generate.add_argument(
         "--domain", default=DEFAULT_DOMAIN, choices=domain_names(), help="whose dataset"
     )
+    _network_model_flag(generate)
     generate.set_defaults(func=_cmd_generate)
     show = commands.add_parser("show", help="an intent, blueprint or tool at a glance")
     show.add_argument("name")
@@ -624,13 +645,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     audit.add_argument("--env", required=True, help="environment name or id (e.g. troubleshooting)")
     audit.add_argument("--domain", default=None, help="the domain, for a plug-in domain's env")
-    audit.add_argument(
-        "--network-model",
-        default=None,
-        choices=["blueprint", "physical"],
-        help="the network domain's KPI model (default: physical, docs/network_model.md; "
-        "blueprint: the blueprint's sample and a causal model around it)",
-    )
+    _network_model_flag(audit)
     audit.add_argument("--seeds", type=int, default=50, help="episodes per policy and tier")
     audit.add_argument("--tiers", default="", help="difficulty tiers (default: all of the domain)")
     audit.add_argument("--lang", default="en", choices=LANGUAGES)

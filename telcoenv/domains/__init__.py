@@ -153,6 +153,8 @@ BUILTIN_DOMAINS = {
 BUILTIN_TAXONOMIES = {"network": "Troubleshooting", "bss": "CustomerCare"}
 _FACTORIES: dict[str, str | Callable[[], Domain]] = dict(BUILTIN_DOMAINS)
 _INSTANCES: dict[str, Domain] = {}
+# Domains running another model of their world than the default: by (name, model).
+_VARIANTS: dict[tuple[str, str], Domain] = {}
 _LOCK = threading.Lock()
 _DISCOVERED = False
 
@@ -164,7 +166,7 @@ def register_domain(name: str, factory: str | Callable[[], Domain]) -> None:
         raise EpisodeOptionError(f"{name!r} is a packaged domain and cannot be replaced")
     with _LOCK:
         _FACTORIES[name] = factory
-        _INSTANCES.pop(name, None)
+        _forget(name)
 
 
 def unregister_domain(name: str) -> None:
@@ -174,7 +176,14 @@ def unregister_domain(name: str) -> None:
         raise EpisodeOptionError(f"{name!r} is a packaged domain and cannot be removed")
     with _LOCK:
         _FACTORIES.pop(name, None)
-        _INSTANCES.pop(name, None)
+        _forget(name)
+
+
+def _forget(name: str) -> None:
+    """Drop the built domain of that name and its variants (the lock held)."""
+    _INSTANCES.pop(name, None)
+    for key in [k for k in _VARIANTS if k[0] == name]:
+        del _VARIANTS[key]
 
 
 def _discover() -> None:
@@ -211,15 +220,29 @@ def _build(name: str, factory: str | Callable[[], Domain]) -> Domain:
     return domain
 
 
-def get_domain(name: str) -> Domain:
-    """The domain of that name, built once per process and shared by environments."""
+def get_domain(name: str, world_model: str | None = None) -> Domain:
+    """The domain of that name, built once per process and shared by environments; with
+    ``world_model``, the domain running that model of its world (a domain with ``MODELS``
+    builds one with ``model=``; the network's ``"blueprint"``), also built once."""
     _discover()
     if name not in _FACTORIES:
         raise EpisodeOptionError(f"unknown domain {name!r}; valid domains: {list(domain_names())}")
     with _LOCK:
         if name not in _INSTANCES:
             _INSTANCES[name] = _build(name, _FACTORIES[name])
-        return _INSTANCES[name]
+        domain = _INSTANCES[name]
+        if world_model is None or getattr(domain, "world_model", None) == world_model:
+            return domain
+        models = getattr(domain, "MODELS", ())
+        if world_model not in models:
+            raise EpisodeOptionError(
+                f"domain {name!r} has no world model {world_model!r}"
+                + (f"; its models: {list(models)}" if models else "")
+            )
+        key = (name, world_model)
+        if key not in _VARIANTS:
+            _VARIANTS[key] = type(domain)(model=world_model)  # type: ignore[call-arg]
+        return _VARIANTS[key]
 
 
 def answer_vocabulary(name: str) -> Any:

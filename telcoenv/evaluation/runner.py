@@ -36,7 +36,7 @@ import traceback
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Protocol
 
 from sqlalchemy.exc import SQLAlchemyError
@@ -137,6 +137,8 @@ class RunConfig:
     episode_timeout: float = 300.0
     tool_format: str = "full"  # "compact": short tool specs and instructions (small models)
     repeats: int = 1  # plays of each episode of the grid (pass^k, pass@k in the report)
+    # The model of its world a domain runs, where not its default ({"network": "blueprint"}).
+    world_models: dict[str, str] = field(default_factory=dict)
     # Set by evaluate, not part of a run's settings: the workers leave IRA and RA to the
     # runner's scoring process (telcoenv.evaluation.scoring) and hand over the texts.
     deferred_scoring: bool = False
@@ -144,6 +146,12 @@ class RunConfig:
     def __post_init__(self) -> None:
         # Refused here, not by every episode's reset: a run of failed episodes otherwise.
         check_seed(self.seed)
+        for domain, model in self.world_models.items():
+            get_domain(domain, model)  # an unknown domain or model raises EpisodeOptionError
+
+    def domain(self, name: str) -> Any:
+        """The domain ``name`` as this run plays it (with its world model, if one is set)."""
+        return get_domain(name, self.world_models.get(name))
 
 
 def run_settings(config: RunConfig, grid: Sequence[EpisodeSpec]) -> dict[str, Any]:
@@ -170,7 +178,7 @@ def run_settings(config: RunConfig, grid: Sequence[EpisodeSpec]) -> dict[str, An
         settings["repeats"] = config.repeats
     # Which model of its world each domain ran (the network's "physical" or "blueprint"), so
     # that episodes of two models are never one run.
-    models = {d: getattr(get_domain(d), "world_model", None) for d in {s.domain for s in grid}}
+    models = {d: getattr(config.domain(d), "world_model", None) for d in {s.domain for s in grid}}
     if any(models.values()):
         settings["world_models"] = {d: m for d, m in sorted(models.items()) if m is not None}
     # Stored as JSON: a value that is not JSON (an option given as an object) by its type name.
@@ -350,7 +358,7 @@ class _Worker:
                 embedder=self.embedder,
                 max_steps=self.config.max_steps,
                 tool_format=self.config.tool_format,
-                domain=domain,
+                domain=self.config.domain(domain),
             )
             prepare = getattr(self.envs[domain].domain, "prepare", None)
             if prepare is not None:  # one-time work, not counted against an episode's timeout

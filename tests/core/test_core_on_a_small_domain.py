@@ -246,3 +246,15 @@ def test_a_tool_registry_refuses_a_second_implementation_of_a_name():
     with pytest.raises(TelcoEnvError, match="'ping' is implemented twice"):
         tools.tool(ping)
     assert dict(tools) == {"ping": ping}
+
+
+def test_a_domain_of_another_world_model_is_built_once_and_a_model_it_lacks_is_refused():
+    network = get_domain("network")
+    blueprint = get_domain("network", world_model="blueprint")
+    assert (network.world_model, blueprint.world_model) == ("physical", "blueprint")
+    assert get_domain("network", world_model="blueprint") is blueprint
+    assert get_domain("network", world_model="physical") is network
+    with pytest.raises(EpisodeOptionError, match=r"no world model 'lookup'; its models: \["):
+        get_domain("network", world_model="lookup")
+    with pytest.raises(EpisodeOptionError, match=r"domain 'fiber' has no world model 'x'$"):
+        get_domain("fiber", world_model="x")

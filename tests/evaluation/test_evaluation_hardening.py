@@ -22,7 +22,9 @@ from typing import Any
 import pytest
 from sqlalchemy import event
 
+import telcoenv
 from telcoenv.cli import main
+from telcoenv.domains import get_domain
 from telcoenv.errors import EpisodeOptionError
 from telcoenv.evaluation import processes, runner
 from telcoenv.evaluation.report import build_report, render
@@ -253,6 +255,29 @@ def test_a_run_of_the_blueprint_model_is_not_resumed_in_the_network_model(tmp_pa
     with pytest.raises(RunMismatchError, match=r"world_models: stored None, now \{'network'"):
         evaluate(store, "before", GRID, config)
     assert evaluate(store, "after", GRID, config).stored == len(GRID)
+
+
+def test_a_run_in_the_blueprint_model_records_it_and_plays_its_episodes(tmp_path):
+    """``world_models`` (``evaluate --network-model``) plays the domain's other model: the run
+    records it, its episodes are that model's, and the same run in the default model is
+    another configuration."""
+    store, _ = result_store(tmp_path)
+    blueprint = RunConfig("oracle", {}, embedder=None, world_models={"network": "blueprint"})
+    assert run_settings(blueprint, GRID)["world_models"] == {"network": "blueprint"}
+    assert evaluate(store, "b", GRID, blueprint).stored == len(GRID)
+    with pytest.raises(RunMismatchError, match=r"world_models\.network: stored 'blueprint'"):
+        evaluate(store, "b", GRID, RunConfig("oracle", {}, embedder=None))
+    spec = GRID[0]
+    record = next(r for r in store.records(["b"], with_trace=True) if r["key"] == spec.key)
+    played = EpisodeTrace.model_validate_json(record["trace"]).problem_statement
+    env = telcoenv.make(
+        "troubleshooting", embedder=None, domain=get_domain("network", world_model="blueprint")
+    )
+    assert played == env.reset(seed=0, options=spec.reset_options())[0]
+    with pytest.raises(EpisodeOptionError, match="has no world model 'lookup'"):
+        RunConfig("oracle", {}, world_models={"network": "lookup"})
+    with pytest.raises(EpisodeOptionError, match="domain 'bss' has no world model"):
+        RunConfig("oracle", {}, world_models={"bss": "blueprint"})
 
 
 def _old_database(path: Path) -> None:

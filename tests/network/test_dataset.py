@@ -81,3 +81,27 @@ def test_generate_jsonl_rows_for_trainers(tmp_path, capsys):
     assert row["env_id"] == "telcoenv/Troubleshooting-v0" and row["seed"] == 0
     assert {t["function"]["name"] for t in row["tools"]} >= {"oss_query", "submit_resolution"}
     assert row["answer"]["gold_chain"][0]["tool"] == rows[0]["answer"]["gold_chain"][0]["tool"]
+
+
+def test_generate_plays_the_network_model_asked_for(tmp_path, capsys):
+    """The default is the network model; ``--network-model blueprint`` writes the blueprint
+    model's dataset, as the domain of that model generates it."""
+    from telcoenv.domains import get_domain
+
+    for model in ("physical", "blueprint"):
+        argv = ["generate", "--samples", "1", "--out", str(tmp_path / model)]
+        assert main([*argv, "--network-model", model]) == 0
+    assert "49 samples" in capsys.readouterr().out
+    assert main(["generate", "--samples", "1", "--out", str(tmp_path / "default")]) == 0
+    assert _digest(tmp_path / "default") == _digest(tmp_path / "physical")
+    assert _digest(tmp_path / "blueprint") != _digest(tmp_path / "physical")
+    blueprint = get_domain("network", world_model="blueprint")
+    blueprint.generate_dataset(tmp_path / "direct", 1, 0, "json")
+    assert _digest(tmp_path / "direct") == _digest(tmp_path / "blueprint")
+    capsys.readouterr()
+    db = f"sqlite:///{tmp_path / 'results.sqlite'}"
+    argv = ["evaluate", "--agent", "oracle", "--domain", "bss", "--samples", "1", "--db", db]
+    assert main([*argv, "--network-model", "blueprint"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "telcoenv: error: --network-model applies to the network domain only"
+    )

@@ -145,7 +145,9 @@ class NetworkDomain:
         """Write the TelcoAgent-Bench dataset; the number of samples (json) or rows (jsonl)."""
         from telcoenv.domains.network.dataset import generate
 
-        return generate(out, samples=samples, seed=seed, fmt=fmt, difficulty=difficulty)
+        return generate(
+            out, samples=samples, seed=seed, fmt=fmt, difficulty=difficulty, domain=self
+        )
 
     def rescore_release(
         self,

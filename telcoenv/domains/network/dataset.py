@@ -222,9 +222,11 @@ def generate(
     seed: int = 0,
     fmt: str = "json",
     difficulty: str = "guided",
+    domain: Any = None,
 ) -> int:
     """Write the dataset; returns the number of samples (json) or rows (jsonl) written. A tier
-    other than ``guided`` writes its statements (and records the tier in every sample/row)."""
+    other than ``guided`` writes its statements (and records the tier in every sample/row);
+    ``domain``: the network domain to play (None: the default, the network model)."""
     if fmt not in ("json", "jsonl"):
         raise ValueError(f"unknown dataset format {fmt!r}; use json or jsonl")
     out = Path(out)
@@ -237,7 +239,7 @@ def generate(
                 handle.write(json.dumps(row, ensure_ascii=False) + "\n")
                 count += 1
         return count
-    envs = _envs(LANGUAGES, difficulty)
+    envs = _envs(LANGUAGES, difficulty, domain)
     for intent, blueprint_id, index in _episodes(samples, seed):
         record = sample_record(intent, blueprint_id, index, seed, envs)
         if difficulty != "guided":
@@ -251,9 +253,16 @@ def generate(
     return count
 
 
-def _envs(langs: tuple[str, ...], difficulty: str) -> dict[str, TelcoEnv]:
+def _envs(langs: tuple[str, ...], difficulty: str, domain: Any = None) -> dict[str, TelcoEnv]:
     return {
-        lang: TelcoEnv(None, lang=lang, privileged=True, embedder=None, difficulty=difficulty)
+        lang: TelcoEnv(
+            None,
+            lang=lang,
+            privileged=True,
+            embedder=None,
+            difficulty=difficulty,
+            domain=domain if domain is not None else "network",
+        )
         for lang in langs
     }
 
