@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 import telcoenv
-from telcoenv.agents import InvestigatorAgent
+from telcoenv.agents import InvestigatorAgent, run_episode
 from telcoenv.evaluation.runner import RunConfig, build_grid, evaluate
 from tests.conftest import result_store
 from tests.embedders import HashEmbedder
@@ -67,12 +67,23 @@ def test_evaluate_judges_it_in_the_scoring_process_as_the_environment_does(tmp_p
     config = RunConfig(f"{HERE}:Paraphrasing", {}, embedder=MeaningEmbedder())
     summary = evaluate(store, "r", grid, config, workers=2)
     assert summary.failed == 0 and summary.stored == len(grid)
+    # The verdicts the environment itself gives these episodes (the investigator misses some
+    # RLF spikes in the network model: their cause is then not fixed, whatever the words).
+    env = telcoenv.make("troubleshooting", embedder=MeaningEmbedder())
+    expected = {
+        spec.key: run_episode(env, Paraphrasing(), seed=0, options=spec.reset_options())[1][
+            "resolved"
+        ]
+        for spec in grid
+    }
+    assert sum(expected.values()) >= len(grid) // 2
     for record in store.records(["r"], with_trace=True):
         trace = json.loads(record["trace"])
-        assert record["resolved"] is True, trace["outcome"]
+        assert record["resolved"] is expected[record["key"]], trace["outcome"]
         assert trace["outcome"]["diagnosis"] == "embedder"
-        assert trace["verification"]["resolved"] is True
-        assert record["outcome"]["diagnosed"] is True and record["outcome"]["reward"] >= 0.6
+        if record["resolved"]:
+            assert trace["verification"]["resolved"] is True
+            assert record["outcome"]["diagnosed"] is True and record["outcome"]["reward"] >= 0.6
     # Without an embedder nothing judges by meaning: the words named no intent.
     plain = RunConfig(f"{HERE}:Paraphrasing", {}, embedder=None)
     evaluate(store, "plain", grid, plain)

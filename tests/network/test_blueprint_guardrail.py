@@ -33,7 +33,12 @@ NOT_YET = frozenset(
         "TA", "ta_p50", "ta_p95", "ta_std", "ta_p95_m", "ta_std_m", "ta_drift_index",
         "distant_serving_ratio", "dominance_ratio",
         # beams
-        "beam_fail_rate", "bfr_events_per_hr", "ssb_rsrp_var_dB",
+        "bfr_events_per_hr", "ssb_rsrp_var_dB",
+        # cell DL throughput at 90 %+ PRB load (a stadium's event, a mall's peak): the users'
+        # harmonic mean falls under the range; a congested backhaul's cell keeps more
+        "DL_thr_Mbps",
+        # an eMBB slice's QoS class share: its sessions are served above their breaches
+        "QoS_class",
         # backhaul loss: TCP at 80-91 % of a shaper with a deep buffer loses 0.01-0.05 %
         "bh_packet_loss",
         # X2 handovers in at the neighbours' borders

@@ -5,6 +5,7 @@ reaches, in the direction RAN engineering expects, and no timer moves RSRP; and 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -130,8 +131,9 @@ def _reference_handovers(
     lin = np.where(np.isfinite(rsrp), 10.0 ** (rsrp / 10.0), 0.0)
     activity = np.maximum(load, 0.05)[:, None, None]
     noise = 10.0 ** (radio.noise_dbm / 10.0)
-    total = (activity * lin).sum(axis=0)  # [tracks, steps]
-    # Each cell's SINR as the serving one, everywhere (the others' load-weighted power).
+    total = ((activity + radio.site_share) * lin).sum(axis=0)  # [tracks, steps]
+    # Each cell's SINR as the serving one, everywhere (the others' load-weighted power, and the
+    # share of every cell's power the model has no cells for).
     sinr_all = 10.0 * np.log10(np.maximum(lin, 1e-30) / (noise + total[None] - activity * lin))
     below, above = sinr_all < mobility.Q_OUT_DB, sinr_all > mobility.Q_IN_DB
     ranked = rsrp + cio_db[:, None, None]
@@ -278,7 +280,10 @@ def _random_cluster(seed: int):
     speeds = rng.choice([1.4, 8.0, 14.0, 30.0], n_tracks)
     walk = mobility.tracks(cells, 0.75 * distance, speeds, rng, steps=steps)
     geometry = mobility.track_geometry(cells, walk, rng)
-    return cells, mobility.track_radio(cells, geometry)
+    # What the model has no cells for (a site's other sectors, the network beyond): none, or a
+    # share of the cells' power as calibration sets it.
+    share = (0.0, 0.3, 1.5)[seed % 3]
+    return cells, replace(mobility.track_radio(cells, geometry), site_share=share)
 
 
 def _random_configuration(rng: np.random.Generator, n: int) -> dict[str, np.ndarray]:
@@ -368,10 +373,10 @@ def test_the_fast_qout_qin_decisions_are_the_exact_ones(seed):
     rsrp = radio.rsrp_dbm
     by_step = np.ascontiguousarray(rsrp.transpose(2, 0, 1))
     work = np.empty_like(by_step), np.empty_like(by_step)
-    fast = mobility._monitor(rsrp, by_step, load, radio.noise_dbm, *work)
-    sinr = (
-        mobility._sinr_db(rsrp, load, radio.noise_dbm).transpose(2, 0, 1).reshape(len(by_step), -1)
-    )
+    share = radio.site_share
+    fast = mobility._monitor(rsrp, by_step, load, radio.noise_dbm, share, *work)
+    sinr = mobility._sinr_db(rsrp, load, radio.noise_dbm, share)
+    sinr = sinr.transpose(2, 0, 1).reshape(len(by_step), -1)
     assert fast.decodable is None  # decided fast: decodable is not below Qout
     assert np.array_equal(fast.below, sinr < mobility.Q_OUT_DB)
     assert np.array_equal(fast.above, sinr > mobility.Q_IN_DB)

@@ -187,10 +187,13 @@ class TrackGeometry:
 
 @dataclass(frozen=True)
 class TrackRadio:
-    """RSRP of every cell [cells, tracks, steps] (dBm per RE), and the noise per RE (dBm)."""
+    """RSRP of every cell [cells, tracks, steps] (dBm per RE), the noise per RE (dBm), and the
+    interference of what the model has no cells for as a share of the cells' power at each
+    place (``model.World.site_share``, :func:`telcoenv.domains.network.radio.beyond_dbm`)."""
 
     rsrp_dbm: np.ndarray
     noise_dbm: float
+    site_share: float = 0.0
 
 
 #: Path loss and angles are smooth along a track: computed every this many steps, interpolated.
@@ -314,7 +317,7 @@ def handovers(
     if not by_step.flags.c_contiguous:
         by_step = np.ascontiguousarray(by_step)
     work = _scratch("a", by_step.shape), _scratch("b", by_step.shape)
-    monitor = _monitor(rsrp, by_step, load, radio.noise_dbm, *work)
+    monitor = _monitor(rsrp, by_step, load, radio.noise_dbm, radio.site_share, *work)
     # Each cell's CIO biases it in every comparison (added row by row: see _monitor).
     ranked = work[0]
     np.add(
@@ -418,38 +421,42 @@ def _monitor(
     by_step: np.ndarray,
     load: np.ndarray,
     noise_dbm: float,
+    share: float,
     work: np.ndarray,
     other_work: np.ndarray,
 ) -> _Monitor:
     """Qout and Qin for every cell, track and step: decided by :func:`_fast_monitor` all but
     always, else on the exact SINR (:func:`_sinr_db`)."""
     activity, noise = np.maximum(load, 0.05), 10.0 ** (noise_dbm / 10.0)
-    fast = _fast_monitor(by_step, activity, noise, work, other_work)
+    fast = _fast_monitor(by_step, activity, share, noise, work, other_work)
     if fast is not None:
         return fast
-    sinr = _sinr_db(rsrp, load, noise_dbm).transpose(2, 0, 1).reshape(len(by_step), -1)
+    sinr = _sinr_db(rsrp, load, noise_dbm, share).transpose(2, 0, 1).reshape(len(by_step), -1)
     return _Monitor(sinr < Q_OUT_DB, sinr > Q_IN_DB, sinr > Q_OUT_DB)
 
 
 def _fast_monitor(
     by_step: np.ndarray,
     activity: np.ndarray,
+    share: float,
     noise: float,
     work: np.ndarray,
     other_work: np.ndarray,
 ) -> _Monitor | None:
     """Qout and Qin decided on a cheaper SINR (``work`` arrays: scratch of the shape of
     ``by_step``): exp for the powers (a fifth of the cost of ``10 **``), their sum in any order,
-    no log, and its inverse (noise + all cells' power) / power - activity. That decides exactly
-    whenever the SINR is farther than :data:`SINR_MARGIN` (relative) from both thresholds;
-    ``None`` if some is not (or out of the error bound's domain)."""
+    no log, and its inverse (noise + all cells' power, each weighted by its activity plus
+    ``share``) / power - activity. That decides exactly whenever the SINR is farther than
+    :data:`SINR_MARGIN` (relative) from both thresholds; ``None`` if some is not (or out of the
+    error bound's domain)."""
     steps, _, n_tracks = by_step.shape
+    weights = activity + share
     # The error bound holds for RSRP in double precision, finite (or -inf, a DOWN cell) short
-    # of overflow, loads up to a few (the inverse's cancellation) and a positive noise floor.
-    if by_step.dtype != np.float64 or not (activity.max() < 4.0 and 0.0 < noise < np.inf):
+    # of overflow, weights up to a few (the inverse's cancellation) and a positive noise floor.
+    if by_step.dtype != np.float64 or not (weights.max() < 4.0 and 0.0 < noise < np.inf):
         return None
     lin = np.exp(np.multiply(by_step, _LN10_BY_10, out=work), out=work)
-    floor = np.matmul(activity, lin)  # [steps, tracks]
+    floor = np.matmul(weights, lin)  # [steps, tracks]
     floor += noise
     if not np.isfinite(floor).all():  # a NaN or +inf RSRP, or an overflow
         return None
@@ -470,13 +477,16 @@ def _fast_monitor(
     return _Monitor(below, above)
 
 
-def _sinr_db(rsrp: np.ndarray, load: np.ndarray, noise_dbm: float) -> np.ndarray:
+def _sinr_db(
+    rsrp: np.ndarray, load: np.ndarray, noise_dbm: float, share: float = 0.0
+) -> np.ndarray:
     """Each cell's SINR as the serving one [cells, tracks, steps], dB (the others' load-weighted
-    power): the definition the fast path of :func:`_monitor` must agree with."""
+    power, and ``share`` of every cell's power for what the model has no cells for): the
+    definition the fast path of :func:`_monitor` must agree with."""
     lin = np.where(np.isfinite(rsrp), 10.0 ** (rsrp / 10.0), 0.0)
     activity = np.maximum(load, 0.05)[:, None, None]
     noise = 10.0 ** (noise_dbm / 10.0)
-    total = (activity * lin).sum(axis=0)  # [tracks, steps]
+    total = ((activity + share) * lin).sum(axis=0)  # [tracks, steps]
     return 10.0 * np.log10(np.maximum(lin, 1e-30) / (noise + total[None] - activity * lin))
 
 

@@ -87,7 +87,9 @@ class World:
     coupling: Coupling
     weight: np.ndarray  # users each UE stands for
     demand_mbps: np.ndarray  # DL traffic a user offers at the time of the report, Mbps
-    external_dbm: float  # per-RE interference from beyond the cluster
+    # The interference of the sites' other sectors and the network beyond the cluster, as a
+    # share of the cluster's own received power at each place (radio.beyond_dbm).
+    site_share: float
     clutter_db: float  # loss every link has beyond TR 38.901's (buildings, foliage)
     operational: tuple[str, ...]  # ENABLED, DEGRADED or DOWN, per cell
     outage: Outage
@@ -294,9 +296,8 @@ def _pass(
     rsrp: np.ndarray,
     force: np.ndarray | None = None,
 ) -> tuple[radio.Radio, traffic.Traffic]:
-    measured = radio.measure(
-        cells, world.coupling, load, cio, world.external_dbm, force=force, rsrp=rsrp
-    )
+    beyond = radio.beyond_dbm(rsrp, world.site_share)
+    measured = radio.measure(cells, world.coupling, load, cio, beyond, force=force, rsrp=rsrp)
     served = traffic.serve(
         settings,
         measured.serving,
@@ -519,9 +520,8 @@ class Targets:
     qos: float | None = None
 
 
-#: How far calibration may move the clutter loss (dB) and the outside interference (dBm per RE).
+#: How far calibration may move the clutter loss (dB).
 CLUTTER_RANGE_DB = (-25.0, 35.0)
-EXTERNAL_RANGE_DBM = (-160.0, -70.0)
 
 
 def build_world(
@@ -559,7 +559,7 @@ def build_world(
         coupling=coupling,
         weight=np.ones(ues.count),
         demand_mbps=np.ones(ues.count),
-        external_dbm=-math.inf,
+        site_share=0.0,
         clutter_db=0.0,
         operational=("ENABLED",) * n,  # calibrated as the cells work normally
         outage=plan.outage,
@@ -685,14 +685,14 @@ def _calibrate(world: World, config: Configuration, targets: Targets) -> World:
         shift = 0.0
         if targets.rsrp_dbm is not None:
             shift = median(ev.radio.serving_rsrp_dbm[mine]) - targets.rsrp_dbm
-        external = world.external_dbm
+        share = world.site_share
         sinr_error = 0.0
         clutter = float(np.clip(world.clutter_db + shift, *CLUTTER_RANGE_DB))
         if targets.sinr_db is not None:
             sinr_error = median(ev.radio.sinr_db[mine]) - targets.sinr_db
-            # For the links as this round's clutter change leaves them (the signal and the
-            # cluster's interference move with it, the noise floor does not).
-            external = _external_for(world, ev, mine, targets.sinr_db, clutter - world.clutter_db)
+            # For the links as this round's clutter change leaves them (the signals and all
+            # interference move with it, the noise floor does not).
+            share = _share_for(world, ev, mine, targets.sinr_db, clutter - world.clutter_db)
         offered = ev.traffic.offered_load
         factor = np.where(offered > 1e-9, wanted / np.maximum(offered, 1e-9), 1.0)
         users = max(float(world.weight[ev.best_server == 0].sum()), 1e-9)
@@ -719,7 +719,7 @@ def _calibrate(world: World, config: Configuration, targets: Targets) -> World:
                 loss_db=world.coupling.loss_db + (clutter - world.clutter_db),
             ),
             clutter_db=clutter,
-            external_dbm=_blend_db(world.external_dbm, external),
+            site_share=(world.site_share + share) / 2.0,
             weight=world.weight * people,
             demand_mbps=world.demand_mbps * np.clip(factor, 0.33, 3.0)[cell] ** 0.5 / people,
             load_guess=np.minimum(ev.traffic.load, 1.0),
@@ -773,36 +773,41 @@ def _calibrate_site(world: World, config: Configuration, targets: Targets) -> Wo
     return replace(world, site_mbps=max(0.0, targets.link_util * rate - cell))
 
 
-def _blend_db(old: float, new: float) -> float:
-    """Halfway between two interference levels, in power (either may be none at all)."""
-    if not math.isfinite(old) or not math.isfinite(new):
-        return new
-    return 10.0 * math.log10((10 ** (old / 10) + 10 ** (new / 10)) / 2.0)
+#: The most interference the sites' other sectors and the network beyond may bring, as a share
+#: of the cluster's own power at a place (a target SINR needing more is left out of reach).
+SITE_SHARE_MAX = 20.0
 
 
-def _external_for(
+def _share_for(
     world: World, ev: Evaluation, mine: np.ndarray, target_db: float, added_loss_db: float = 0.0
 ) -> float:
-    """The interference from beyond the cluster that gives the serving cell's users the target
-    median SINR once every link loses ``added_loss_db`` more, the rest of this run as it is.
-    SINR = S / (N + I + X): with each UE's S, thermal noise N and the cluster's interference I,
-    the median for any X is a few vector operations; bisection on it (monotone in X)."""
+    """The share of the cluster's own power (:func:`radio.beyond_dbm`) that the sites' other
+    sectors and the network beyond bring, for the serving cell's users' median SINR to be the
+    target once every link loses ``added_loss_db`` more, the rest of this run as it is.
+    SINR = S / (N + I + eta T): with each UE's S, thermal noise N, the cluster's interference I
+    and its total received power T, the median for any eta is a few vector operations;
+    bisection on it (monotone in eta). Interference that scales with the cluster's own signals
+    keeps the cell edge, where they are weakest, interference-limited as a real cluster's is
+    (a uniform floor instead drowned it: users lost the link before any handover)."""
+    rsrp = ev.radio.rsrp_dbm[:, mine]
     signal = 10.0 ** (ev.radio.serving_rsrp_dbm[mine] / 10.0)
     total = signal / 10.0 ** (ev.radio.sinr_db[mine] / 10.0)
-    present = 10.0 ** (world.external_dbm / 10.0) if math.isfinite(world.external_dbm) else 0.0
+    power = np.where(np.isfinite(rsrp), 10.0 ** (rsrp / 10.0), 0.0).sum(axis=0)
     scs = ev.cells.scs_khz[np.maximum(ev.radio.serving[mine], 0)]
     noise = 10.0 ** (radio.noise_dbm_per_re(scs, radio.UE_NOISE_FIGURE_DB) / 10.0)
-    interference = np.maximum(total - present - noise, 0.0)
+    interference = np.maximum(total - noise - world.site_share * power, 0.0)
     kept = 10.0 ** (-added_loss_db / 10.0)
-    signal, floor = signal * kept, np.maximum(noise + interference * kept, 1e-30)
+    signal, floor, power = signal * kept, noise + interference * kept, power * kept
 
-    def median_sinr_db(external_dbm: float) -> float:
-        return float(10.0 * np.log10(median(signal / (floor + 10.0 ** (external_dbm / 10.0)))))
+    def median_sinr_db(share: float) -> float:
+        return float(10.0 * np.log10(median(signal / np.maximum(floor + share * power, 1e-300))))
 
-    low, high = EXTERNAL_RANGE_DBM
-    if median_sinr_db(low) <= target_db:
-        return -math.inf  # the cluster's own interference is already as much as the target
-    for _ in range(24):
+    if median_sinr_db(0.0) <= target_db:
+        return 0.0  # the cluster's own interference is already as much as the target
+    if median_sinr_db(SITE_SHARE_MAX) > target_db:
+        return SITE_SHARE_MAX
+    low, high = 0.0, SITE_SHARE_MAX
+    for _ in range(30):
         middle = (low + high) / 2.0
         if median_sinr_db(middle) > target_db:
             low = middle
@@ -900,9 +905,8 @@ def mobility_of(
     ]
     counts, started = [], np.zeros(cells.count)
     for geometry in groups:
-        measured = mobility.track_radio(cells, geometry)
-        noise = 10 * math.log10(10 ** (measured.noise_dbm / 10) + 10 ** (world.external_dbm / 10))
-        counts.append(mobility.handovers(replace(measured, noise_dbm=noise), *parameters))
+        measured = replace(mobility.track_radio(cells, geometry), site_share=world.site_share)
+        counts.append(mobility.handovers(measured, *parameters))
         first = measured.rsrp_dbm[:, :, 0] + evaluation.cio_db[:, None]
         first = np.where(np.isfinite(first), first, -np.inf)
         started += np.bincount(np.argmax(first, axis=0), minlength=cells.count)
@@ -964,10 +968,10 @@ def _points_radio(
     received = np.where(np.isfinite(rsrp), 10.0 ** (rsrp / 10.0), 0.0)
     activity = np.maximum(ev.traffic.load, radio.RS_ACTIVITY)[:, None]
     noise = 10.0 ** (radio.noise_dbm_per_re(cells.scs_khz[best], radio.UE_NOISE_FIGURE_DB) / 10.0)
-    external = 10.0 ** (world.external_dbm / 10.0) if math.isfinite(world.external_dbm) else 0.0
+    beyond = world.site_share * received.sum(axis=0)
     signal = received[best, points]
     interference = (activity * received).sum(axis=0) - activity[best, 0] * signal
-    sinr = 10.0 * np.log10(np.maximum(signal, 1e-30) / (noise + external + interference))
+    sinr = 10.0 * np.log10(np.maximum(signal, 1e-30) / (noise + beyond + interference))
     within = (finite >= finite[best, points][None, :] - 6.0).sum(axis=0)
     return best, finite[best, points], sinr, within
 

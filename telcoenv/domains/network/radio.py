@@ -376,6 +376,17 @@ def rsrp_of(cells: Cells, coupling: Coupling) -> np.ndarray:
     return np.where(cells.active[:, None], rsrp, -np.inf)
 
 
+def beyond_dbm(rsrp: np.ndarray, share: float) -> np.ndarray | float:
+    """Per UE (a column of ``rsrp``, [cells, UEs] dBm per RE): the interference of what the model
+    has no cells for, the sites' other sectors and the network beyond the cluster, taken as
+    ``share`` of the power the cluster's cells bring there (a site's other sectors radiate
+    where its modelled sector does; dBm per RE, -inf with none)."""
+    if share <= 0.0:
+        return -np.inf
+    total = np.where(np.isfinite(rsrp), _lin(rsrp), 0.0).sum(axis=0)
+    return _db(np.maximum(share * total, 1e-300))
+
+
 def measure(
     cells: Cells,
     coupling: Coupling,
