@@ -124,6 +124,79 @@ class AuditReport:
         return "\n".join(lines)
 
 
+class _Seat:
+    """One policy at its own environment, playing the seeds it is given (no embedder: rewards
+    need none)."""
+
+    def __init__(
+        self,
+        env_id: str,
+        factory: Factory,
+        *,
+        tier: str,
+        lang: str,
+        domain: str | Domain | None,
+        options: dict[str, Any] | None,
+    ) -> None:
+        self.agent = factory()
+        privileged = bool(getattr(self.agent, "needs_privileged", False))
+        kwargs: dict[str, Any] = {"embedder": None, "privileged": privileged, "difficulty": tier}
+        if domain is not None:
+            kwargs["domain"] = domain
+        self.env = telcoenv.make(env_id, lang=lang, **kwargs)
+        self.options = {**getattr(self.agent, "options", {}), **(options or {})} or None
+        self.traces: list[EpisodeTrace] = []
+
+    def play(self, seed: int) -> None:
+        """One episode on ``seed``, unless the agent is not about it (``applies(info)``: a
+        constant-answer exploit plays only the episodes with a question)."""
+        observation, info = self.env.reset(seed=seed, options=self.options)
+        applies = getattr(self.agent, "applies", None)
+        if applies is not None and not applies(info):
+            return
+        self.agent.reset(observation, info)
+        done = False
+        while not done:
+            action = self.agent.act(observation, info)
+            observation, _, terminated, truncated, info = self.env.step(action)
+            done = terminated or truncated
+        self.traces.append(info["trace"])
+
+
+def play_together(
+    env_id: str,
+    factories: Sequence[Factory],
+    episodes: int,
+    *,
+    tier: str,
+    lang: str = "en",
+    domain: str | Domain | None = None,
+    options: dict[str, Any] | None = None,
+) -> list[list[EpisodeTrace]]:
+    """The traces of ``episodes`` episodes of each factory's agent, seeds 0, 1, ..., every
+    agent's episode of a seed played before the next seed's: the episodes of a seed share its
+    world, which a process keeps for its few latest seeds
+    (:data:`~telcoenv.domains.network.model.WORLD_CACHE_SIZE`), so seed by seed builds each
+    world once where policy by policy would build it for every policy. An agent that is not
+    about a seed (``applies(info)``) skips it and plays on past the others' seeds."""
+    seats: list[_Seat] = []
+    try:
+        for factory in factories:
+            seats.append(
+                _Seat(env_id, factory, tier=tier, lang=lang, domain=domain, options=options)
+            )
+        for seed in itertools.count():
+            waiting = [seat for seat in seats if len(seat.traces) < episodes]
+            if not waiting:
+                break
+            for seat in waiting:
+                seat.play(seed)
+    finally:
+        for seat in seats:
+            seat.env.close()
+    return [seat.traces for seat in seats]
+
+
 def play(
     env_id: str,
     factory: Factory,
@@ -134,34 +207,11 @@ def play(
     domain: str | Domain | None = None,
     options: dict[str, Any] | None = None,
 ) -> list[EpisodeTrace]:
-    """The traces of ``episodes`` episodes of ``factory``'s agent, seeds 0, 1, ... (no embedder:
-    rewards need none). An agent with ``applies(info)`` plays only the episodes it is about (a
-    constant-answer exploit: those with a question); the others are skipped."""
-    agent = factory()
-    privileged = bool(getattr(agent, "needs_privileged", False))
-    kwargs: dict[str, Any] = {"embedder": None, "privileged": privileged, "difficulty": tier}
-    if domain is not None:
-        kwargs["domain"] = domain
-    env = telcoenv.make(env_id, lang=lang, **kwargs)
-    reset_options = {**getattr(agent, "options", {}), **(options or {})}
-    traces = []
-    applies = getattr(agent, "applies", None)
-    try:
-        for seed in itertools.count():
-            if len(traces) == episodes:
-                break
-            observation, info = env.reset(seed=seed, options=reset_options or None)
-            if applies is not None and not applies(info):
-                continue
-            agent.reset(observation, info)
-            done = False
-            while not done:
-                action = agent.act(observation, info)
-                observation, _, terminated, truncated, info = env.step(action)
-                done = terminated or truncated
-            traces.append(info["trace"])
-    finally:
-        env.close()
+    """The traces of ``episodes`` episodes of ``factory``'s agent, seeds 0, 1, ... (see
+    :func:`play_together`)."""
+    [traces] = play_together(
+        env_id, [factory], episodes, tier=tier, lang=lang, domain=domain, options=options
+    )
     return traces
 
 
@@ -243,7 +293,7 @@ class Paraphrased:
         return label
 
 
-def _generic(constants: dict[str, str], honest: str) -> list[Factory]:
+def _generic(honest: str) -> list[Factory]:
     return [
         exploits.DoNothing,
         exploits.ImmediateSubmit,
@@ -257,10 +307,13 @@ def _generic(constants: dict[str, str], honest: str) -> list[Factory]:
     ]
 
 
-def _domain_exploits(domain: str, constants: dict[str, str]) -> list[Factory]:
+def _domain_exploits(domain: str, learn: Callable[[], dict[str, str]]) -> list[Factory]:
+    """The domain's own exploits; ``learn()`` gives the constant answers a policy would learn
+    (privileged resets of other seeds: asked for only by the domains whose exploits use it)."""
     if domain == "network":
         return list(network.EXPLOITS.values())
     if domain == "bss":
+        constants = learn()
         return [
             lambda: care.ConstantAnswer(constants),
             lambda: care.ConstantAfterReads(constants),
@@ -291,33 +344,50 @@ def audit(
     tiers = list(tiers or difficulties(probe.unwrapped.domain))
     probe.close()
     honest = list(honest or (*HONEST.get(domain_name, ()), "oracle"))
-    # Learnt on other seeds, as a policy would learn them.
-    constants = modal_answers(env_id, range(10_000, 10_000 + 4 * seeds), domain)
     report = AuditReport(env_id, domain_name, seeds, model=model)
 
-    def run(name: str, kind: str, factory: Factory, tier: str) -> Row:
-        if progress:
-            progress(f"{tier}: {name}")
-        traces = play(env_id, factory, seeds, tier=tier, lang=lang, domain=domain)
-        return _row(name, kind, tier, traces)
-
+    exploit_factories = [
+        *_generic(honest[0]),
+        # Learnt on other seeds, as a policy would learn them.
+        *_domain_exploits(
+            domain_name, lambda: modal_answers(env_id, range(10_000, 10_000 + 4 * seeds), domain)
+        ),
+    ]
+    policies: list[tuple[str, str, Factory]] = [
+        *((h, "honest", lambda h=h: load_agent(h)) for h in honest),
+        *((factory().name, "exploit", factory) for factory in exploit_factories),
+        (f"synonym diagnosis / {honest[0]}", "correct work", lambda: Paraphrased(honest[0])),
+    ]
     for tier in tiers:
-        honest_rows = [run(h, "honest", lambda h=h: load_agent(h), tier) for h in honest]
-        rows = []
-        for factory in [*_generic(constants, honest[0]), *_domain_exploits(domain_name, constants)]:
-            rows.append(run(factory().name, "exploit", factory, tier))
-        rows.append(
-            run(
-                f"synonym diagnosis / {honest[0]}",
-                "correct work",
-                lambda: Paraphrased(honest[0]),
-                tier,
-            )
+        if progress:
+            progress(f"{tier}: {len(policies)} policies")
+        traces = play_together(
+            env_id,
+            [factory for _, _, factory in policies],
+            seeds,
+            tier=tier,
+            lang=lang,
+            domain=domain,
         )
+        rows = [
+            _row(name, kind, tier, t) for (name, kind, _), t in zip(policies, traces, strict=True)
+        ]
+        honest_rows = [row for row in rows if row.kind == "honest"]
         for row in rows:
-            row.verdict = _verdict(row, honest_rows)
-        report.rows += [*honest_rows, *rows]
+            if row.kind != "honest":
+                row.verdict = _verdict(row, honest_rows)
+        report.rows += rows
     return report
 
 
-__all__ = ["MARGINS", "MODES", "AuditReport", "Row", "Scripted", "audit", "play", "submit"]
+__all__ = [
+    "MARGINS",
+    "MODES",
+    "AuditReport",
+    "Row",
+    "Scripted",
+    "audit",
+    "play",
+    "play_together",
+    "submit",
+]

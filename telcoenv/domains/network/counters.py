@@ -48,12 +48,9 @@ from telcoenv.domains.network.model import (
     Evaluation,
     Moves,
     World,
-    cell_latency_ms,
-    cell_qos,
-    harmonic,
+    cell_service,
     median,
     quantiles,
-    user_throughput_mbps,
 )
 from telcoenv.domains.network.transport import RESIDUAL_LOSS
 
@@ -175,8 +172,8 @@ def cell_counters(
         return values
 
     sinr, rs_sinr = r.sinr_db[mine], r.rs_sinr_db[mine]
-    thr = user_throughput_mbps(ev, cell, mine, up)
-    p50, p95 = quantiles(thr, (0.5, 0.95))
+    service = cell_service(ev, cell, up)
+    p50, p95 = quantiles(service.user_mbps, (0.5, 0.95))
     distance = world.coupling.distance_m[cell, mine]
     ta = np.round(distance / TA_STEP_M) * TA_STEP_M
     ta50, ta95 = quantiles(ta, (0.5, 0.95))
@@ -205,8 +202,6 @@ def cell_counters(
         expiries += mobile * float(counts.rlf[cell]) * per_connection
     drop = min(1.0, rlf + (resets * CONNECTION_S / 3600.0 if resets else 0.0))
     backhaul_jitter = ev.backhaul.jitter_p95_ms if cell == 0 else 0.2
-    latency, _ = cell_latency_ms(ev, cell)
-    qos = cell_qos(ev, cell, up)
     share = ev.time_share[mine]
     best = np.argsort(-t.ue_peak_mbps[mine], kind="stable")[: max(1, round(0.1 * mine.sum()))]
     los = world.coupling.los[cell, mine]
@@ -220,14 +215,14 @@ def cell_counters(
             "sinr_dB": median(sinr),
             # TS 28.552 DL IP throughput, volume over active time: equal volumes per user
             # make it the harmonic mean of the users' throughputs.
-            "DL_thr_Mbps": harmonic(thr),
+            "DL_thr_Mbps": service.dl_mbps,
             "throughput_p50_mbps": p50,
             "p95_thr_mbps": p95,
             "UL_thr_Mbps": float(ev.ul_mbps[mine].mean()) * up,
             "BLER": float(t.bler[cell]),
             "RLF_rate": rlf,
             "t310_expiry_rate": 100.0 * expiries / starts if starts > 1e-9 else 0.0,
-            "latency_ms": latency,
+            "latency_ms": service.latency_ms,
             "sched_latency_p95_ms": float(t.sched_delay_ms[cell]),
             "jitter_ms": 0.5 * float(t.sched_delay_ms[cell]) / 3.0 + backhaul_jitter,
             "prb_fairness_index": _jain(share),
@@ -238,8 +233,8 @@ def cell_counters(
             "ta_std": float(ta.std()),
             "ta_drift_index": abs(ta50 - reference) / max(reference, TA_STEP_M),
             "distant_serving_ratio": 100.0 * _share(world.home[mine] != cell),
-            "QoS": qos,
-            "sla_violation_ratio": 100.0 * (1.0 - qos),
+            "QoS": service.qos,
+            "sla_violation_ratio": 100.0 * (1.0 - service.qos),
             "dominance_ratio": _share(r.best_margin_db[mine] >= DOMINANCE_DB),
             "ssb_rsrp_var_dB": float(gain.std()),
             "beam_fail_rate": 100.0 * beam_failures,

@@ -230,14 +230,26 @@ def qos_compliance(
     return 0.5 * (1.0 + math.erf(z / math.sqrt(2.0)))
 
 
-def cell_qos(ev: Evaluation, cell: int, up: float = 1.0) -> float:
-    """A cell's QoS compliance in a run (:func:`qos_compliance` of its users' DL throughput,
-    its offered load and its latency)."""
-    mine = ev.radio.serving == cell
-    throughput = harmonic(user_throughput_mbps(ev, cell, mine, up))
+@dataclass(frozen=True)
+class CellService:
+    """What a cell's serving users get in a run."""
+
+    user_mbps: np.ndarray  # each user's DL throughput while active
+    dl_mbps: float  # TS 28.552 DL IP throughput: the users' harmonic mean
+    latency_ms: float  # mean user-plane latency
+    waiting_ms: float  # the part of it spent in queues
+    qos: float  # QoS compliance (:func:`qos_compliance`)
+
+
+def cell_service(ev: Evaluation, cell: int, up: float = 1.0) -> CellService:
+    """A cell's service in a run: its users' DL throughput, its latency, and the QoS
+    compliance of the two under its offered load; ``up`` the share of time the cell is up."""
+    user_mbps = user_throughput_mbps(ev, cell, ev.radio.serving == cell, up)
+    dl_mbps = harmonic(user_mbps)
     latency, waiting = cell_latency_ms(ev, cell)
     load, users = float(ev.traffic.offered_load[cell]), float(ev.traffic.users[cell])
-    return qos_compliance(throughput, load, users, latency, waiting)
+    qos = qos_compliance(dl_mbps, load, users, latency, waiting)
+    return CellService(user_mbps, dl_mbps, latency, waiting, qos)
 
 
 def _cell_config(world: World, config: Configuration) -> list[Mapping[str, Any]]:
@@ -745,7 +757,7 @@ def _calibrate_qos(world: World, config: Configuration, targets: Targets) -> Wor
     def louder(factor: float) -> tuple[float, World]:
         demand = np.where(home, world.demand_mbps * factor, world.demand_mbps)
         louder_world = replace(world, demand_mbps=demand)
-        return cell_qos(evaluate(louder_world, config), 0), louder_world
+        return cell_service(evaluate(louder_world, config), 0).qos, louder_world
 
     compliance, best = louder(1.0)
     if compliance <= targets.qos:
