@@ -437,6 +437,30 @@ def test_the_tracks_cross_the_serving_cells_border_halfway(cluster):
     assert np.median(middle) < 0.5 * np.median(ends)
 
 
+def test_the_tracks_cross_into_modelled_neighbours_not_the_sites_other_sectors(cluster):
+    """A user who leaves the serving sector sideways or behind the panel is taken over by the
+    site's other sectors, which the model has no cells for: its track is drawn again. At the
+    middle of (nearly) every track, on the smooth RSRP, the strongest cell the serving one
+    meets is a modelled neighbour, stronger there than either co-sited sector; and the lines
+    that met a co-sited sector first were drawn again, not kept (with one sector only, the
+    sideways walks would be many)."""
+    cells, _, _ = cluster
+    rng = np.random.default_rng(5)
+    walk = mobility.tracks(cells, 450.0, rng.choice([1.4, 8.0, 14.0], 96), rng)
+    geometry = mobility.track_geometry(cells, walk, None)
+    smooth = mobility.track_radio(cells, geometry).rsrp_dbm
+    sectors = mobility.track_radio(*mobility.co_sited(cells, geometry)).rsrp_dbm.max(axis=0)
+    middle = smooth.shape[2] // 2 + 2  # just past the border on an outward track
+    inward = smooth[0, :, 0] < smooth[1:, :, 0].max(axis=0)
+    beyond = np.where(inward, 0, middle)  # an inward track is past the border at its start
+    rows = np.arange(smooth.shape[1])
+    neighbour = smooth[1:, rows, beyond].max(axis=0)
+    assert np.mean(neighbour > sectors[rows, beyond]) > 0.9, np.mean(neighbour > sectors[rows, beyond])
+    # The co-sited sectors are the serving antenna turned: at its boresight they are weak.
+    boresight = mobility.co_sited(cells, geometry)[0].azimuth_deg
+    assert sorted(boresight % 360.0) == sorted((cells.azimuth_deg[0] + np.array([-120, 120])) % 360)
+
+
 def test_the_tracks_start_where_the_serving_cells_users_are(cluster):
     cells, _, _ = cluster
     rng = np.random.default_rng(6)

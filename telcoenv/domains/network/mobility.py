@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import math
 import threading
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
@@ -113,9 +113,55 @@ def tracks(
     field, which :func:`track_geometry` then uses along the track). So the tracks sample the
     crossings users make (toward each neighbour as often as its border with the serving cell
     is long), not a line drawn between sites; the counters scale what happens per crossing by
-    how often users cross (:func:`crossings_per_s`)."""
+    how often users cross (:func:`crossings_per_s`).
+
+    A line whose first border is with one of the serving site's other sectors, or that meets
+    no border, heads for a cell the model does not have (it would take the user over): it is
+    drawn again (start and heading, up to :data:`REDRAWS` times), so that a user is not walked
+    behind the panel or out of the cluster's coverage with nowhere to go. Crossings into
+    cells the model does not have are taken to go as those into its neighbours do."""
     n = len(speeds_mps)
     speed = np.asarray(speeds_mps, dtype=float)
+    sx, sy, heading = _track_starts(cells, radius_m, n, rng, starts)
+    reach = 2.0 * radius_m
+    half = speed * steps * STEP_MS / 2000.0
+    decorrelation = DECORRELATION_M[cells.scenario]
+    knot0 = -(half + decorrelation)
+    count = int(np.ceil((reach + 2.0 * (half.max() + decorrelation)) / decorrelation)) + 2
+    knots = rng.standard_normal((cells.count, n, count))
+
+    def line(along: np.ndarray) -> Tracks:
+        sin, cos = np.sin(heading)[:, None], np.cos(heading)[:, None]
+        return Tracks(sx[:, None] + along * sin, sy[:, None] + along * cos, speed, along,
+                      knots, knot0, decorrelation)  # fmt: skip
+
+    probe = np.broadcast_to(np.linspace(0.0, reach, PROBE_POINTS), (n, PROBE_POINTS))
+    crossing, found = _border(cells, line(probe), probe, radius_m)
+    for _ in range(REDRAWS):
+        lost = np.flatnonzero(~found)
+        if not lost.size:
+            break
+        sx[lost], sy[lost], heading[lost] = _track_starts(cells, radius_m, lost.size, rng, starts)
+        again, now_found = _border(cells, line(probe), probe, radius_m)
+        crossing[lost], found[lost] = again[lost], now_found[lost]
+    inward = rng.random(n) < 1.0 / 3.0
+    t = (np.arange(steps) - steps / 2.0) * STEP_MS / 1000.0
+    walked = np.where(inward, -1.0, 1.0)[:, None] * speed[:, None] * t[None, :]
+    return line(crossing[:, None] + walked)
+
+
+#: How many times a track whose line meets no modelled border is drawn again.
+REDRAWS = 8
+
+
+def _track_starts(
+    cells: Cells,
+    radius_m: float,
+    n: int,
+    rng: np.random.Generator,
+    starts: tuple[np.ndarray, np.ndarray] | None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Where ``n`` users on the move start (x, y) and their heading (radians)."""
     if starts is None or len(starts[0]) == 0:
         bearing = np.radians(cells.azimuth_deg[0] + rng.uniform(-50.0, 50.0, n))
         r = radius_m * np.sqrt(rng.uniform(0.05, 0.8, n))
@@ -123,37 +169,26 @@ def tracks(
     else:
         pick = rng.integers(0, len(starts[0]), n)
         sx, sy = np.asarray(starts[0], dtype=float)[pick], np.asarray(starts[1], dtype=float)[pick]
-    heading = rng.uniform(0.0, 2.0 * np.pi, n)
-    reach = 2.0 * radius_m
-    half = speed * steps * STEP_MS / 2000.0
-    decorrelation = DECORRELATION_M[cells.scenario]
-    knot0 = -(half + decorrelation)
-    count = int(np.ceil((reach + 2.0 * (half.max() + decorrelation)) / decorrelation)) + 2
-    knots = rng.standard_normal((cells.count, n, count))
-    sin, cos = np.sin(heading)[:, None], np.cos(heading)[:, None]
-
-    def line(along: np.ndarray) -> Tracks:
-        return Tracks(sx[:, None] + along * sin, sy[:, None] + along * cos, speed, along,
-                      knots, knot0, decorrelation)  # fmt: skip
-
-    probe = np.broadcast_to(np.linspace(0.0, reach, PROBE_POINTS), (n, PROBE_POINTS))
-    crossing = _border(cells, line(probe), probe, radius_m)
-    inward = rng.random(n) < 1.0 / 3.0
-    t = (np.arange(steps) - steps / 2.0) * STEP_MS / 1000.0
-    walked = np.where(inward, -1.0, 1.0)[:, None] * speed[:, None] * t[None, :]
-    return line(crossing[:, None] + walked)
+    return sx, sy, rng.uniform(0.0, 2.0 * np.pi, n)
 
 
-def _border(cells: Cells, probe: Tracks, along: np.ndarray, radius_m: float) -> np.ndarray:
+def _border(
+    cells: Cells, probe: Tracks, along: np.ndarray, radius_m: float
+) -> tuple[np.ndarray, np.ndarray]:
     """Per track, where along its line the serving cell first stops being the strongest (by
     the expected path loss, the line's shadowing and the antennas), interpolated between
-    probe points; where it never does (or never is), the probe point nearest a border; a
-    lone cell's border at ``radius_m``."""
+    probe points, and whether it does so to a modelled neighbour: a line that first passes to
+    one of the serving site's other sectors (:func:`co_sited`) or never leaves (or never is
+    the serving cell's) is not found, at the probe point nearest a border; a lone or silent
+    cell's border at ``radius_m`` (found: there is no other)."""
     n = along.shape[0]
     if cells.count == 1 or not cells.active[0]:
-        return np.full(n, radius_m)
-    rsrp = track_radio(cells, track_geometry(cells, probe, None)).rsrp_dbm
-    margin = rsrp[0] - rsrp[1:].max(axis=0)  # [tracks, points]
+        return np.full(n, radius_m), np.ones(n, dtype=bool)
+    geometry = track_geometry(cells, probe, None)
+    rsrp = track_radio(cells, geometry).rsrp_dbm
+    neighbours = rsrp[1:].max(axis=0)  # [tracks, points]
+    sectors = track_radio(*co_sited(cells, geometry)).rsrp_dbm.max(axis=0)
+    margin = rsrp[0] - np.maximum(neighbours, sectors)
     margin = np.where(np.isfinite(margin), margin, 1e3)
     leaves = (margin[:, :-1] >= 0.0) & (margin[:, 1:] < 0.0)
     first = np.argmax(leaves, axis=1)
@@ -163,7 +198,23 @@ def _border(cells: Cells, probe: Tracks, along: np.ndarray, radius_m: float) -> 
     s0, s1 = along[rows, first], along[rows, first + 1]
     found = s0 + frac * (s1 - s0)
     nearest = along[rows, np.argmin(np.abs(margin), axis=1)]
-    return np.where(leaves.any(axis=1), found, nearest)
+    to_neighbour = neighbours[rows, first + 1] >= sectors[rows, first + 1]
+    crosses = leaves.any(axis=1) & to_neighbour
+    return np.where(crosses, found, nearest), crosses
+
+
+def co_sited(cells: Cells, geometry: TrackGeometry) -> tuple[Cells, TrackGeometry]:
+    """The serving site's two other sectors, which the model has no cells for, and their
+    geometry along the tracks: the serving cell's antenna turned 120 degrees either way (its
+    power and tilt, the beam on boresight), its path loss."""
+    both = np.array([0, 0])
+    picked = {f.name: getattr(cells, f.name)[both] for f in fields(cells) if f.name != "scenario"}
+    sectors = replace(cells, **picked).with_(
+        azimuth_deg=cells.azimuth_deg[0] + np.array([-120.0, 120.0]),
+        beam_offset_deg=np.zeros(2),
+        active=np.ones(2, dtype=bool),
+    )
+    return sectors, TrackGeometry(*(getattr(geometry, f.name)[both] for f in fields(geometry)))
 
 
 def crossings_per_s(speed_mps: float, radius_m: float) -> float:
