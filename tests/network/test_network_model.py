@@ -639,11 +639,13 @@ def test_an_episode_keeps_a_bounded_number_of_model_runs():
 
 def test_healthy_urban_and_suburban_worlds_lose_few_handovers():
     """Without the fault (the normal configuration, no failed unit), the serving cell's
-    handovers rarely fail: median under 10 %, at most a fifth of worlds past 30 % (6 of 42
-    today: two of them PCI-collision worlds, whose handovers fail in the normal configuration
-    too, not yet understood). The interference of
-    what the model has no cells for scales with the cluster's own power; as a uniform floor it
-    drowned the cell edge, and healthy worlds lost 20-98 % of their handovers too late."""
+    handovers rarely fail: median under 10 %, under an eighth of worlds past 30 % (4 of 42
+    today, median 1 %). The interference of what the model has no cells for scales with the
+    cluster's own power, at most half of it (``model.SITE_SHARE_MAX``): as a uniform floor it
+    drowned the cell edge (healthy worlds lost 20-98 % of their handovers too late), and up to
+    1.7 times it put every border's A3 point at Qout (6 of 42 past 30 %). What remains is a
+    tuned T310 of 500 ms racing a 640 ms time-to-trigger at a 5.5 dB margin (a PCI-collision
+    world, 93 %), and the worlds calibrated to the lowest SINRs."""
     from telcoenv.domains.network.loading import network_catalog
 
     failures = []
@@ -659,4 +661,4 @@ def test_healthy_urban_and_suburban_worlds_lose_few_handovers():
             failures.append(normal["ho_fail_rate"])
     assert len(failures) >= 30
     assert float(np.median(failures)) < 10.0
-    assert float(np.mean(np.array(failures) > 30.0)) <= 0.2
+    assert float(np.mean(np.array(failures) > 30.0)) < 1 / 8
