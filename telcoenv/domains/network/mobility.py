@@ -130,10 +130,11 @@ def tracks(
     count = int(np.ceil((reach + 2.0 * (half.max() + decorrelation)) / decorrelation)) + 2
     knots = rng.standard_normal((cells.count, n, count))
 
-    def line(along: np.ndarray) -> Tracks:
-        sin, cos = np.sin(heading)[:, None], np.cos(heading)[:, None]
-        return Tracks(sx[:, None] + along * sin, sy[:, None] + along * cos, speed, along,
-                      knots, knot0, decorrelation)  # fmt: skip
+    def line(along: np.ndarray, rows: np.ndarray | slice = slice(None)) -> Tracks:
+        """The tracks ``rows`` (all by default) at ``along`` on their lines."""
+        sin, cos = np.sin(heading[rows])[:, None], np.cos(heading[rows])[:, None]
+        return Tracks(sx[rows][:, None] + along * sin, sy[rows][:, None] + along * cos,
+                      speed[rows], along, knots[:, rows], knot0[rows], decorrelation)  # fmt: skip
 
     probe = np.broadcast_to(np.linspace(0.0, reach, PROBE_POINTS), (n, PROBE_POINTS))
     crossing, found = _border(cells, line(probe), probe, radius_m)
@@ -142,8 +143,7 @@ def tracks(
         if not lost.size:
             break
         sx[lost], sy[lost], heading[lost] = _track_starts(cells, radius_m, lost.size, rng, starts)
-        again, now_found = _border(cells, line(probe), probe, radius_m)
-        crossing[lost], found[lost] = again[lost], now_found[lost]
+        crossing[lost], found[lost] = _border(cells, line(probe[lost], lost), probe[lost], radius_m)
     inward = rng.random(n) < 1.0 / 3.0
     t = (np.arange(steps) - steps / 2.0) * STEP_MS / 1000.0
     walked = np.where(inward, -1.0, 1.0)[:, None] * speed[:, None] * t[None, :]
