@@ -130,28 +130,43 @@ def tracks(
     count = int(np.ceil((reach + 2.0 * (half.max() + decorrelation)) / decorrelation)) + 2
     knots = rng.standard_normal((cells.count, n, count))
 
-    def line(along: np.ndarray, rows: np.ndarray | slice = slice(None)) -> Tracks:
-        """The tracks ``rows`` (all by default) at ``along`` on their lines."""
-        sin, cos = np.sin(heading[rows])[:, None], np.cos(heading[rows])[:, None]
-        return Tracks(sx[rows][:, None] + along * sin, sy[rows][:, None] + along * cos,
-                      speed[rows], along, knots[:, rows], knot0[rows], decorrelation)  # fmt: skip
+    def line(
+        along: np.ndarray,
+        rows: np.ndarray | slice = slice(None),
+        start: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
+    ) -> Tracks:
+        """The tracks ``rows`` (all by default) at ``along`` on their lines (or on lines from
+        ``start``: x, y and heading per row)."""
+        x0, y0, bearing = start or (sx[rows], sy[rows], heading[rows])
+        sin, cos = np.sin(bearing)[:, None], np.cos(bearing)[:, None]
+        return Tracks(x0[:, None] + along * sin, y0[:, None] + along * cos, speed[rows], along,
+                      knots[:, rows], knot0[rows], decorrelation)  # fmt: skip
 
     probe = np.broadcast_to(np.linspace(0.0, reach, PROBE_POINTS), (n, PROBE_POINTS))
     crossing, found = _border(cells, line(probe), probe, radius_m)
-    for _ in range(REDRAWS):
+    for _ in range(REDRAWS // CANDIDATES):
         lost = np.flatnonzero(~found)
         if not lost.size:
             break
-        sx[lost], sy[lost], heading[lost] = _track_starts(cells, radius_m, lost.size, rng, starts)
-        crossing[lost], found[lost] = _border(cells, line(probe[lost], lost), probe[lost], radius_m)
+        # Several new lines per lost track in one search; the first that crosses is kept.
+        rows = np.repeat(lost, CANDIDATES)
+        start = _track_starts(cells, radius_m, rows.size, rng, starts)
+        border, crosses = _border(cells, line(probe[rows], rows, start), probe[rows], radius_m)
+        crosses = crosses.reshape(lost.size, CANDIDATES)
+        # The first candidate that crosses, else the last.
+        pick = np.where(crosses.any(axis=1), np.argmax(crosses, axis=1), CANDIDATES - 1)
+        chosen = np.arange(lost.size) * CANDIDATES + pick
+        sx[lost], sy[lost], heading[lost] = (value[chosen] for value in start)
+        crossing[lost], found[lost] = border[chosen], crosses.reshape(-1)[chosen]
     inward = rng.random(n) < 1.0 / 3.0
     t = (np.arange(steps) - steps / 2.0) * STEP_MS / 1000.0
     walked = np.where(inward, -1.0, 1.0)[:, None] * speed[:, None] * t[None, :]
     return line(crossing[:, None] + walked)
 
 
-#: How many times a track whose line meets no modelled border is drawn again.
-REDRAWS = 8
+#: How many times a track whose line meets no modelled border is drawn again at most, in
+#: searches of this many candidate lines at once.
+REDRAWS, CANDIDATES = 8, 4
 
 
 def _track_starts(
