@@ -12,7 +12,8 @@ import sys
 
 import pytest
 
-from telcoenv.audit import MARGINS, MODES, AuditReport, Row, _verdict, audit
+from telcoenv.agents import load_agent
+from telcoenv.audit import MARGINS, MODES, AuditReport, Row, _verdict, audit, play, play_together
 from telcoenv.cli import main
 from tests.conftest import PLUGINS
 
@@ -53,6 +54,19 @@ def test_every_exploit_is_refused_on_every_tier(env_id):
 def test_the_audit_in_brief(env_id):
     """A few seeds of the guided tier, every policy (the whole audit is the slow test above)."""
     _check(audit(env_id, seeds=6, tiers=["guided"]))
+
+
+def test_playing_seed_by_seed_gives_each_agent_the_episodes_it_plays_alone():
+    """The audit plays every policy's episode of a seed before the next seed (the episodes of a
+    seed share its world); each agent's traces are those it gets playing alone."""
+    factories = [lambda: load_agent("investigator"), lambda: load_agent("heuristic")]
+    together = play_together("troubleshooting", factories, 3, tier="symptom")
+    for factory, traces in zip(factories, together, strict=True):
+        alone = play("troubleshooting", factory, 3, tier="symptom")
+        assert [t.model_dump(exclude={"episode_id"}) for t in traces] == [
+            t.model_dump(exclude={"episode_id"}) for t in alone
+        ]
+    assert [t.seed for t in together[0]] == [0, 1, 2]
 
 
 def test_a_verdict_names_the_mode_an_exploit_pays_in():
