@@ -639,13 +639,14 @@ def test_an_episode_keeps_a_bounded_number_of_model_runs():
 
 def test_healthy_urban_and_suburban_worlds_lose_few_handovers():
     """Without the fault (the normal configuration, no failed unit), the serving cell's
-    handovers rarely fail: median under 10 %, under an eighth of worlds past 30 % (3 of 42
-    today, median 2 %). The interference of what the model has no cells for scales with the
+    handovers rarely fail: median under 10 %, at most a tenth of worlds past 30 % (2 of 42
+    today, median 0 %). The interference of what the model has no cells for scales with the
     cluster's own power, at most half of it (``model.SITE_SHARE_MAX``): as a uniform floor it
     drowned the cell edge (healthy worlds lost 20-98 % of their handovers too late), and up to
-    1.7 times it put every border's A3 point at Qout (6 of 42 past 30 %). What remains is a
-    tuned T310 of 500 ms racing a 640 ms time-to-trigger at a 5.5 dB margin (a PCI-collision
-    world fails nearly all), and the worlds calibrated to the lowest SINRs."""
+    1.7 times it put every border's A3 point at Qout (6 of 42 past 30 %). A tuned T310 of
+    500 ms raced a 640 ms time-to-trigger and lost nearly every handover (a PCI-collision world:
+    93 %); tuning no longer shortens T310. What remains are the worlds calibrated to the
+    lowest SINRs."""
     from telcoenv.domains.network.loading import network_catalog
 
     failures = []
@@ -661,4 +662,4 @@ def test_healthy_urban_and_suburban_worlds_lose_few_handovers():
             failures.append(normal["ho_fail_rate"])
     assert len(failures) >= 30
     assert float(np.median(failures)) < 10.0
-    assert float(np.mean(np.array(failures) > 30.0)) < 1 / 8
+    assert float(np.mean(np.array(failures) > 30.0)) <= 0.1
