@@ -3,6 +3,9 @@ it, the real-time queue's weight protects real-time traffic, a flapping link los
 
 from __future__ import annotations
 
+import math
+import statistics
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -15,6 +18,7 @@ from telcoenv.domains.network.transport import (
     Link,
     backhaul,
     flow_rate_mbps,
+    interval_mean,
     standing_queue_ms,
     tcp_loss,
 )
@@ -135,3 +139,35 @@ def test_a_queue_held_full_varies_little():
     assert full.delay_ms >= BASE_DELAY_MS + QUEUE_MS - 1e-9
     assert full.jitter_p95_ms == pytest.approx(0.2 + 0.5 * STANDING_FILL * QUEUE_MS * 0.25)
     assert backhaul(97.0, shaped).jitter_p95_ms > full.jitter_p95_ms
+
+
+def test_a_link_busy_on_average_saturates_in_the_intervals_busiest_minutes():
+    """By hand, 90 % of a 100 Mbps shaper whose load moves log-normally over the interval (sigma
+    0.2, mean 0.9): ln Y ~ N(m, 0.04) with m = ln 0.9 - 0.02, and the unserved share
+    E[(1 - 1/Y)+] = Phi(m / s) - e^(s^2) / 0.9 x Phi((m - s^2) / s) = 2.93 %. A steady load
+    leaves none unserved; the spread's drops come on top of the steady ones."""
+    shaped = Link(capacity_mbps=1000.0, shaper_mbps=100.0, rt_weight_pct=40.0)
+    s, m = 0.2, math.log(0.9) - 0.02
+    phi = statistics.NormalDist().cdf
+    expected = phi(m / s) - math.exp(s * s) / 0.9 * phi((m - s * s) / s)
+    busy = backhaul(90.0, shaped, 50.0, spread=0.2)
+    assert 1.0 - busy.carried_share == pytest.approx(expected, rel=1e-9)
+    assert 0.029 < expected < 0.0295
+    steady = backhaul(90.0, shaped, 50.0)
+    assert steady.carried_share == 1.0 and busy.loss > 10 * steady.loss
+    # Far from saturation the spread changes next to nothing.
+    assert backhaul(30.0, shaped, 50.0, spread=0.2).loss < 2e-4
+
+
+@given(st.floats(1.0, 400.0), st.floats(1.0, 400.0), st.floats(5.0, 400.0))
+def test_loss_never_falls_as_the_offered_traffic_rises_over_an_interval(a, b, peak):
+    low, high = sorted((a, b))
+    shaped = Link(capacity_mbps=1000.0, shaper_mbps=100.0, rt_weight_pct=40.0)
+    lo, hi = backhaul(low, shaped, peak, 0.2), backhaul(high, shaped, peak, 0.2)
+    assert hi.loss >= lo.loss - 1e-15 and hi.carried_share <= lo.carried_share + 1e-15
+
+
+def test_interval_mean_is_the_value_itself_without_spread_and_exact_for_a_line():
+    assert interval_mean(lambda u: u * u, 0.7, 0.0) == pytest.approx(0.49)
+    # The log-normal factor has mean 1: a linear function's mean is its value at the mean.
+    assert interval_mean(lambda u: 3.0 * u + 1.0, 0.7, 0.3) == pytest.approx(3.1)

@@ -401,8 +401,8 @@ def evaluate(world: World, config: Configuration, scale: float = 1.0) -> Evaluat
     offered = float(served.cell_throughput_mbps[0]) + world.site_mbps * scale
     on_air = served.ue_throughput_mbps[measured.serving == 0]
     peak = float(np.median(on_air)) if on_air.size else None  # what a flow would run at
-    hauled = transport.backhaul(offered, link, peak)
-    throttle = hauled.carried_share / max(1.0 - hauled.loss, 1e-9)
+    hauled = transport.backhaul(offered, link, peak, LOAD_SPREAD)
+    throttle = hauled.carried_share
     if throttle < 0.999:
         # Elastic traffic backs off to what the link carries: the cell's users ask for less.
         on_site = measured.serving == 0

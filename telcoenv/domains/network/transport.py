@@ -5,8 +5,12 @@ A site's cells send their carried traffic over one link of ``capacity_mbps``; a 
 (``bh_shaper_mbps``) may hold it to less. With the offered traffic λ against the rate the shaper
 lets through μ = min(capacity, shaper):
 
-* **utilisation** ``u = λ / μ``; the link carries ``min(λ, μ)`` and tail-drops the rest (loss
-  ``max(0, 1 - μ / λ)``), on top of a residual loss of a healthy link (10^-4);
+* **utilisation** ``u = λ / μ``; the link carries ``min(λ, μ)``: its elastic traffic backs off
+  to that (the share ``max(0, 1 - μ / λ)`` of the demand goes unserved; TCP's drops below are
+  how it backs off), and a healthy link loses a residual 10^-4 of its packets. The offered
+  traffic moves over a counter's interval (``spread``: log-normal around its mean), so a link
+  busy on average is saturated in the interval's busiest minutes: the unserved share and the
+  drops are averaged over the interval;
 * **queueing** as M^X/M/1 on 1,500-byte packets arriving in bursts of :data:`BURST`: mean wait
   ``s (BURST + 1) / 2 x u / (1 - u)`` with ``s`` the service time of one packet at μ, p95 wait
   three times the mean (the exponential's 95th percentile), the queue bounded at
@@ -19,7 +23,8 @@ lets through μ = min(capacity, shaper):
   best-effort wait is the larger of that and the bursts' wait;
 * **TCP's drops**: while the link is their bottleneck, TCP flows saw-tooth against its buffer and
   each loses about one packet per cycle (:func:`tcp_loss`): negligible with a few flows in a
-  deep buffer, a few tenths of a per cent as the link nears saturation and flows crowd it;
+  deep buffer, a few tenths of a per cent as the link nears saturation and flows crowd it,
+  up to a few per cent while it is saturated;
 * **flaps** (a link that drops and recovers, :attr:`Link.flaps_per_hr`): each outage loses what
   was in flight for :data:`FLAP_OUTAGE_MS`; the packets it delays reach the p95 once they are
   more than 5 % of all (a link down over 3 minutes an hour).
@@ -30,7 +35,11 @@ throughput is scaled by the share the link carries.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from dataclasses import dataclass
+
+import numpy as np
 
 PACKET_BITS = 1500 * 8
 #: Propagation and switching of a healthy fibre backhaul, ms.
@@ -63,7 +72,7 @@ class Backhaul:
     """The link's counters and what it does to the traffic it carries."""
 
     utilisation: float  # offered over the rate let through (may exceed 1)
-    carried_share: float  # of the offered traffic, what arrives
+    carried_share: float  # of the offered traffic, what the link carries (elastic: the rest waits)
     loss: float  # share of packets lost
     delay_ms: float  # mean one-way delay of best-effort traffic
     delay_p95_ms: float
@@ -75,23 +84,65 @@ class Backhaul:
     interface_errors_per_hr: float
 
 
-def backhaul(offered_mbps: float, link: Link, flow_peak_mbps: float | None = None) -> Backhaul:
+#: Gauss-Hermite nodes for a mean over a standard normal (probabilists' weights, summing to 1).
+_NODES, _WEIGHTS = np.polynomial.hermite_e.hermegauss(24)
+_WEIGHTS = _WEIGHTS / _WEIGHTS.sum()
+
+
+def interval_mean(loss_at: Callable[[float], float], u: float, spread: float) -> float:
+    """The mean of ``loss_at`` over a counter's interval whose offered load is log-normal around
+    the mean utilisation ``u`` (sigma ``spread``, mean ``u``); ``loss_at(u)`` with none."""
+    if spread <= 0.0:
+        return loss_at(u)
+    factors = np.exp(spread * _NODES - spread * spread / 2.0)
+    return float(sum(w * loss_at(u * f) for w, f in zip(_WEIGHTS, factors, strict=True)))
+
+
+def unserved(u: float, spread: float = 0.0) -> float:
+    """The share of the offered traffic a link at mean utilisation ``u`` cannot carry over an
+    interval whose load is log-normal around ``u`` (sigma ``spread``): E[(1 - 1/Y)+], in closed
+    form for ln Y ~ N(m, s^2), m = ln u - s^2 / 2: Phi(m / s) - e^(s^2) / u Phi((m - s^2) / s)
+    (the kink at Y = 1 defeats quadrature)."""
+    if spread <= 0.0 or u <= 0.0:
+        return max(0.0, 1.0 - 1.0 / u) if u > 1.0 else 0.0
+    s = spread
+    m = math.log(u) - s * s / 2.0
+    share = _phi(m / s) - math.exp(s * s) / u * _phi((m - s * s) / s)
+    return min(max(share, 0.0), 1.0)
+
+
+def _phi(x: float) -> float:
+    return 0.5 * math.erfc(-x / math.sqrt(2.0))
+
+
+def backhaul(
+    offered_mbps: float, link: Link, flow_peak_mbps: float | None = None, spread: float = 0.0
+) -> Backhaul:
     """What the link does to ``offered_mbps`` of traffic (see the module docstring); its
-    flows would each reach ``flow_peak_mbps`` without the link (their air-interface rate)."""
+    flows would each reach ``flow_peak_mbps`` without the link (their air-interface rate);
+    ``spread``: the log-normal sigma of the offered traffic over a counter's interval, which
+    the drops are averaged over (none: a steady load)."""
     rate = max(min(link.capacity_mbps, link.shaper_mbps), 1e-6)
     u = offered_mbps / rate
     # Traffic arrives in bursts (M^X/M/1, mean burst BURST packets): the wait of a burst's
     # packets is (BURST + 1) / 2 services times u / (1 - u).
     service_ms = PACKET_BITS / (rate * 1e3) * (BURST + 1) / 2.0
-    busy = min(u, 0.995)
-    bursts = min(service_ms * busy / (1.0 - busy), QUEUE_MS)
-    standing = standing_queue_ms(u, rate, flow_peak_mbps)
+
+    def queues(load: float) -> tuple[float, float]:  # the bursts' wait and TCP's standing queue
+        busy = min(load, 0.995)
+        bursts = min(service_ms * busy / (1.0 - busy), QUEUE_MS)
+        return bursts, standing_queue_ms(load, rate, flow_peak_mbps)
+
+    def tcp_at(load: float) -> float:  # TCP's drops at a load, over that load's round trip
+        rtt_ms = 2.0 * (BASE_DELAY_MS + max(queues(load))) + ACCESS_RTT_MS
+        return tcp_loss(load, rate, flow_peak_mbps, rtt_ms)
+
+    bursts, standing = queues(u)
     wait = max(bursts, standing)
-    tail_drop = max(0.0, 1.0 - 1.0 / u) if u > 1.0 else 0.0
+    unserved_share = unserved(u, spread)
     flap_loss = link.flaps_per_hr * FLAP_OUTAGE_MS / 3.6e6
-    rtt_ms = 2.0 * (BASE_DELAY_MS + wait) + ACCESS_RTT_MS
-    tcp = tcp_loss(u, rate, flow_peak_mbps, rtt_ms)
-    loss = min(1.0, RESIDUAL_LOSS + tail_drop + flap_loss + tcp)
+    tcp = interval_mean(tcp_at, u, spread)
+    loss = min(1.0, RESIDUAL_LOSS + flap_loss + tcp)
     # The real-time queue: its own traffic (a share RT_SHARE of the offered) over its weight.
     weight = min(max(link.rt_weight_pct / 100.0, 0.01), 1.0)
     rt_busy = min(RT_SHARE * u / weight, 0.995)
@@ -101,7 +152,7 @@ def backhaul(offered_mbps: float, link: Link, flow_peak_mbps: float | None = Non
     flap_delay = FLAP_OUTAGE_MS * max(0.0, 1.0 - 0.05 / flap_loss) if flap_loss else 0.0
     return Backhaul(
         utilisation=u,
-        carried_share=1.0 - loss,
+        carried_share=1.0 - unserved_share,
         loss=loss,
         delay_ms=BASE_DELAY_MS + wait,
         # A standing queue's tail is a full buffer; its jitter the sawtooth around its level.
@@ -116,7 +167,7 @@ def backhaul(offered_mbps: float, link: Link, flow_peak_mbps: float | None = Non
         + 0.5 * flap_delay,
         queue_occupancy=min(1.0, wait / QUEUE_MS + (0.3 if u > 1.0 else 0.0)),
         flaps_per_hr=link.flaps_per_hr,
-        loss_bursts_per_hr=link.flaps_per_hr + (30.0 * min(tail_drop, 1.0) if u > 1.0 else 0.0),
+        loss_bursts_per_hr=link.flaps_per_hr + 30.0 * min(unserved_share, 1.0),
         interface_errors_per_hr=link.interface_errors_per_hr,
     )
 
