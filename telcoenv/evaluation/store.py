@@ -69,6 +69,9 @@ from telcoenv.evaluation import DEFAULT_DB
 # hangs); its episode is then free again. Claims are refreshed every HEARTBEAT_S.
 STALE_AFTER_S = 120.0
 HEARTBEAT_S = 15.0
+#: The PostgreSQL advisory lock telcoenv processes take to create or migrate the tables (a
+#: fixed key: "telcoenv" as a 64-bit integer).
+_SCHEMA_LOCK = int.from_bytes(b"telcoenv", "big") - 2**63
 
 
 class Base(DeclarativeBase):
@@ -348,15 +351,19 @@ class ResultStore:
         return None
 
     def _prepare(self) -> None:
-        """Check the tables, then create and migrate what is missing in one transaction (on
-        SQLite one process at a time: two opening a new database would both create its tables).
-        A database with nothing to change is only read, so a read-only one opens too."""
+        """Check the tables, then create and migrate what is missing in one transaction, one
+        process at a time (two opening a new database would both create its tables: on
+        PostgreSQL the second fails on the catalog's unique index), under SQLite's write lock
+        or a PostgreSQL advisory lock held to the commit. A database with nothing to change is
+        only read, so a read-only one opens too."""
         with self.engine.connect() as connection:
             if not self._outdated(connection):
                 return
         with self.engine.connect() as connection:
             if self.engine.dialect.name == "sqlite":
                 connection.exec_driver_sql("BEGIN IMMEDIATE")
+            elif self.engine.dialect.name == "postgresql":
+                connection.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_SCHEMA_LOCK})")
             if self._outdated(connection):  # again, under the lock
                 Base.metadata.create_all(connection)
                 _add_missing_columns(connection)

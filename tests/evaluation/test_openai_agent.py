@@ -46,7 +46,7 @@ def _valid_conversations(server: StubServer) -> bool:
 def test_tool_calling_episode_with_usage(server):
     env = TelcoEnv("beam_misalignment", embedder=None)
     agent = _agent(server, "scripted")
-    _, info = run_episode(env, agent, seed=4)
+    _, info = run_episode(env, agent, seed=5)
     assert info["trace"].predicted_chain == ["oss_query"]
     assert info["trace"].submission.intent == "Beam Misalignment"
     first, second = server.requests
@@ -68,7 +68,7 @@ def test_tool_calling_episode_with_usage(server):
 def test_calls_written_in_text_become_real_calls(server, model, lang):
     env = TelcoEnv("beam_misalignment", embedder=None, lang=lang)
     agent = _agent(server, model)
-    _, info = run_episode(env, agent, seed=4)
+    _, info = run_episode(env, agent, seed=5)
     trace = info["trace"]
     assert trace.predicted_chain == ["oss_query"] and trace.terminated
     assert trace.submission.intent == "Beam Misalignment"
@@ -96,7 +96,7 @@ def test_a_made_up_tool_result_after_a_call_is_not_kept(server):
 def test_keep_call_text_keeps_the_models_turn_as_written(server, model):
     env = TelcoEnv("beam_misalignment", embedder=None)
     agent = _agent(server, model, keep_call_text=True)
-    _, info = run_episode(env, agent, seed=4)
+    _, info = run_episode(env, agent, seed=5)
     assert info["trace"].predicted_chain == ["oss_query"]
     assert _valid_conversations(server)
     kept = server.requests[1]["messages"][-2]
@@ -107,7 +107,7 @@ def test_keep_call_text_keeps_the_models_turn_as_written(server, model):
 def test_native_parser_keeps_text_as_a_message(server):
     env = TelcoEnv("beam_misalignment", embedder=None, max_steps=3)
     agent = _agent(server, "fenced", tool_call_parser="native")
-    _, info = run_episode(env, agent, seed=4)
+    _, info = run_episode(env, agent, seed=5)
     assert info["trace"].predicted_chain == [] and info["trace"].truncated
     assert {a.kind for a in info["trace"].actions} == {"message"}
 
@@ -115,7 +115,7 @@ def test_native_parser_keeps_text_as_a_message(server):
 def test_an_empty_reply_is_counted_and_the_conversation_stays_valid(server):
     env = TelcoEnv("beam_misalignment", embedder=None)
     agent = _agent(server, "empty", empty_retries=0)
-    _, info = run_episode(env, agent, seed=4)
+    _, info = run_episode(env, agent, seed=5)
     assert agent.usage["empty_replies"] == 1 and info["trace"].terminated
     second = server.requests[1]["messages"]
     assert second[-2] == {"role": "assistant", "content": ""}
@@ -126,7 +126,7 @@ def test_an_empty_reply_is_counted_and_the_conversation_stays_valid(server):
 def test_an_empty_reply_is_sampled_again_warmer_and_seeded(server):
     env = TelcoEnv("beam_misalignment", embedder=None)
     agent = _agent(server, "empty")
-    _, info = run_episode(env, agent, seed=4)
+    _, info = run_episode(env, agent, seed=5)
     first, again = server.requests[:2]
     assert first["temperature"] == 0.0 and "seed" not in first
     assert again["temperature"] == 0.7 and again["seed"] == 1
@@ -138,7 +138,7 @@ def test_an_empty_reply_is_sampled_again_warmer_and_seeded(server):
 def test_a_refused_action_answers_every_call(server):
     """An action the environment refuses as a whole still answers each call by its id."""
     env = TelcoEnv("beam_misalignment", embedder=None)
-    observation, info = env.reset(seed=4)
+    observation, info = env.reset(seed=5)
     agent = _agent(server, "scripted")
     agent.reset(observation, info)
     agent._turn, agent._pending = 1, ["call_a", "call_b"]
@@ -163,7 +163,7 @@ def test_a_refused_action_answers_every_call(server):
 def test_transient_errors_are_retried_by_the_sdk(server):
     env = TelcoEnv("beam_misalignment", embedder=None)
     agent = _agent(server, "flaky")
-    _, info = run_episode(env, agent, seed=4)
+    _, info = run_episode(env, agent, seed=5)
     assert info["trace"].terminated
     assert agent.usage["retries"] == 4 and agent.usage["requests"] == 6
 
@@ -233,7 +233,7 @@ def test_the_async_client_keeps_the_timeout_rules_and_names_an_unreachable_serve
 def test_async_client_plays_the_same_episode(server):
     async def play(agent: OpenAIAgent) -> list[str]:
         env = TelcoEnv("beam_misalignment", embedder=None)
-        observation, info = env.reset(seed=4)
+        observation, info = env.reset(seed=5)
         agent.reset(observation, info)
         done = False
         while not done:
@@ -243,7 +243,7 @@ def test_async_client_plays_the_same_episode(server):
         return [a.observation for a in info["trace"].actions]
 
     sync_env = TelcoEnv("beam_misalignment", embedder=None)
-    _, info = run_episode(sync_env, _agent(server, "fenced"), seed=4)
+    _, info = run_episode(sync_env, _agent(server, "fenced"), seed=5)
     assert asyncio.run(play(_agent(server, "fenced"))) == [
         a.observation for a in info["trace"].actions
     ]
@@ -251,9 +251,9 @@ def test_async_client_plays_the_same_episode(server):
 
 def test_the_agent_pickles_for_worker_processes(server):
     agent = _agent(server, "scripted")
-    run_episode(TelcoEnv("beam_misalignment", embedder=None), agent, seed=4)
+    run_episode(TelcoEnv("beam_misalignment", embedder=None), agent, seed=5)
     copy = pickle.loads(pickle.dumps(agent))
-    _, info = run_episode(TelcoEnv("beam_misalignment", embedder=None), copy, seed=4)
+    _, info = run_episode(TelcoEnv("beam_misalignment", embedder=None), copy, seed=5)
     assert info["trace"].terminated
 
 

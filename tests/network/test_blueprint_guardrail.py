@@ -27,7 +27,7 @@ NOT_YET = frozenset(
         # radio link failures, T310 expiries and coverage at calibrated low SINR
         "RLF_rate", "t310_expiry_rate", "coverage_gap_ratio", "blockage_events_per_hr",
         # throughput: an NR macro carries more than LTE-era ranges (the model wins)
-        "throughput_p50_mbps", "p50_thr_mbps",
+        "throughput_p50_mbps",
         "p95_minus_p50_gap_mbps", "slice_throughput_p50", "slice_throughput_p95",
         # timing advance and overshoot in a single-layer grid
         "TA", "ta_p50", "ta_p95", "ta_std", "ta_p95_m", "ta_std_m", "ta_drift_index",
@@ -37,8 +37,6 @@ NOT_YET = frozenset(
         # cell DL throughput at 90 %+ PRB load (a stadium's event, a mall's peak): the users'
         # harmonic mean falls under the range; a congested backhaul's cell keeps more
         "DL_thr_Mbps",
-        # an eMBB slice's QoS class share: its sessions are served above their breaches
-        "QoS_class",
         # backhaul loss: TCP at 80-91 % of a shaper with a deep buffer loses 0.01-0.05 %
         "bh_packet_loss",
         # X2 handovers in at the neighbours' borders

@@ -63,8 +63,12 @@ DECOYS: dict[str, tuple[tuple[Any, ...], tuple[str, ...]]] = {
 # No short-TTT or steered-beam decoy yet: the model's ping-pong and SSB counters do not yet tell
 # those faults from others (docs/network_model.md, calibration), so no tool could show one
 # harmless and the episode would have two equally likely causes.
-#: Counters that come from the UE tracks' handovers (costly: computed only where watched).
-HANDOVER_COUNTERS = frozenset({"ping_pong_rate", "ho_attempts_per_5min", "HO_success"})
+#: Counters the UE tracks feed (costly: computed only where watched): the handovers', and the
+#: radio link failures, whose mobile users' part comes from the tracks (a short T310 fails
+#: users at the borders while the static ones hold).
+TRACK_COUNTERS = frozenset(
+    {"ping_pong_rate", "ho_attempts_per_5min", "HO_success", "RLF_rate", "t310_expiry_rate"}
+)
 #: Share of episodes whose serving cell is given a decoy, and how many candidates are tried.
 DECOY_SHARE, DECOY_TRIES = 0.5, 3
 #: How much a harmless decoy may move a counter it reaches: a share of its value, or absolutely.
@@ -156,7 +160,7 @@ def harmless(model: Any, cell_id: str, decoy: Decoy) -> bool:
     setting it replaces, at the demand of the report."""
     simulation = model.simulation
     watched = DECOYS[decoy.parameter][1]
-    tracks = any(counter in HANDOVER_COUNTERS for counter in watched)  # the costly part
+    tracks = any(counter in TRACK_COUNTERS for counter in watched)  # the costly part
     for config, faulty in ((model.epochs[-1].config, True), (model.epochs[0].config, False)):
         planted = {key: dict(values) for key, values in config.items()}
         planted[f"cell:{cell_id}"][decoy.parameter] = decoy.value
