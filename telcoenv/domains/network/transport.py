@@ -14,7 +14,7 @@ lets through μ = min(capacity, shaper):
 * **queueing** as M^X/M/1 on 1,500-byte packets arriving in bursts of :data:`BURST`: mean wait
   ``s (BURST + 1) / 2 x u / (1 - u)`` with ``s`` the service time of one packet at μ, p95 wait
   three times the mean (the exponential's 95th percentile), the queue bounded at
-  :data:`QUEUE_MS` (past it, packets drop instead);
+  :data:`QUEUE_MS` (elastic traffic keeps it there: TCP backs off on the drops below);
 * **real-time traffic** (a share :data:`RT_SHARE` of it) gets the weight
   ``bh_rt_queue_weight_pct`` of a weighted-fair scheduler: its queue's utilisation is
   ``RT_SHARE u / w``, so its wait shrinks as its weight grows;
