@@ -93,6 +93,11 @@ def test_the_world_is_calibrated_to_the_targets(key, seed, rsrp, sinr, users, lo
     world = model.build_world(plan, config, config, targets, np.random.default_rng(seed))
     ev = evaluate(world, config)
     mine = ev.radio.serving == 0
+    # Calibration stops early only when every target is within its tolerance.
+    assert 1 <= world.calibration_rounds <= model.CALIBRATION_ROUNDS
+    assert 0.0 <= world.calibration_error < math.inf
+    if world.calibration_rounds < model.CALIBRATION_ROUNDS:
+        assert world.calibration_error <= 1.0
     # Load balancing moves border UEs as the load settles: levels within 2.5 dB.
     assert model.median(ev.radio.serving_rsrp_dbm[mine]) == pytest.approx(rsrp, abs=2.5)
     assert model.median(ev.radio.sinr_db[mine]) == pytest.approx(sinr, abs=2.5)

@@ -106,6 +106,10 @@ class World:
     qci_best_effort_pct: np.ndarray
     load_guess: np.ndarray  # loads to start the interference fixed point from
     site_mbps: float = 0.0  # what the site's other sectors and layers send over its backhaul
+    # How calibration ended: the rounds it ran, and the worst target's error at the round kept
+    # (in tolerances: at most 1 when every target was reached; inf with no user to calibrate).
+    calibration_rounds: int = 0
+    calibration_error: float = 0.0
 
     @property
     def mean_speed_mps(self) -> float:
@@ -692,11 +696,11 @@ def _calibrate(world: World, config: Configuration, targets: Targets) -> World:
     )
     world = replace(world, load_guess=np.minimum(wanted, 1.0))
     best, best_error = world, math.inf
-    for _ in range(CALIBRATION_ROUNDS):
+    for rounds in range(1, CALIBRATION_ROUNDS + 1):
         ev = evaluate(world, config)
         mine = ev.radio.serving == 0
         if not mine.any():
-            return world
+            return replace(world, calibration_rounds=rounds, calibration_error=math.inf)
         shift = 0.0
         if targets.rsrp_dbm is not None:
             shift = median(ev.radio.serving_rsrp_dbm[mine]) - targets.rsrp_dbm
@@ -742,7 +746,7 @@ def _calibrate(world: World, config: Configuration, targets: Targets) -> World:
             demand_mbps=world.demand_mbps * np.clip(factor, 0.33, 3.0)[cell] / people,
             load_guess=np.minimum(ev.traffic.load, 1.0),
         )
-    return best
+    return replace(best, calibration_rounds=rounds, calibration_error=best_error)
 
 
 #: How much more the serving cell's users may ask at an event or the peak than the calibrated
