@@ -29,7 +29,7 @@ def test_a_healthy_link_adds_little():
     assert healthy.loss == pytest.approx(1e-4) and healthy.delay_ms < BASE_DELAY_MS + 0.5
 
 
-def test_a_shaper_below_the_offered_traffic_drops_what_it_cannot_carry():
+def test_a_shaper_below_the_offered_traffic_carries_only_its_rate():
     shaped = backhaul(300.0, Link(1000.0, 100.0, 40.0))
     assert shaped.utilisation == pytest.approx(3.0)
     assert shaped.carried_share == pytest.approx(1 / 3, abs=1e-3)
