@@ -145,13 +145,14 @@ def _reference_handovers(
     serving = np.argmax(ranked[:, :, 0], axis=0)
     previous = np.full(n_tracks, -1)
     last_ho_ms = np.full(n_tracks, mobility.NEVER_MS)
+    lost = np.zeros(n_tracks, dtype=bool)  # whether the last handover command was lost
     entered_ms = np.zeros((n_cells, n_tracks))  # how long each neighbour has met A3
     t310_left = np.full(n_tracks, np.inf)
     history = np.empty((n_tracks, steps), dtype=int)
     t310_starts: list[np.ndarray] = []  # serving cells where T310 started, step by step
     events: dict[str, list[np.ndarray]] = {
         k: [] for k in ("rlf", "early", "late", "wrong", "att_src", "att_dst", "ok_src",
-                        "ok_dst", "pp")
+                        "ok_dst", "pp", "lost", "late_lost")
     }  # fmt: skip
     for k in range(steps):
         now = k * mobility.STEP_MS
@@ -167,13 +168,25 @@ def _reference_handovers(
         if failed.any():
             recent = (now - last_ho_ms) < mobility.EARLY_WINDOW_MS
             best = best_at[:, k]
+            # A handover under way (TTT met, the command not delivered) fails with the link.
+            pending = entered_ms >= (need_ms[serving] - mobility.EXECUTION_MS)[None, :]
+            preparing = failed & pending.any(axis=0)
+            if preparing.any():
+                column = np.where(pending, ranked[:, :, k], -np.inf)[:, preparing]
+                events["att_src"].append(serving[preparing])
+                events["att_dst"].append(np.argmax(column, axis=0))
+                events["lost"].append(serving[preparing])
+                lost = lost | preparing
             events["rlf"].append(serving[failed])
             # A failure shortly after a handover is the source cell's handover gone wrong.
             events["early"].append(previous[failed & recent & (best == previous)])
             events["wrong"].append(
                 previous[failed & recent & (best != previous) & (best != serving)]
             )
-            events["late"].append(serving[failed & ~recent & (best != serving)])
+            late = failed & ~recent & (best != serving)
+            events["late"].append(serving[late])
+            events["late_lost"].append(serving[late & lost])
+            lost = np.where(failed, False, lost)
             previous = np.where(failed, -1, previous)
             serving = np.where(failed, best, serving)
             t310_left = np.where(failed, np.inf, t310_left)
@@ -193,16 +206,20 @@ def _reference_handovers(
         src = serving[moving]
         events["att_src"].append(src)
         events["att_dst"].append(target)
-        # The target must be decodable; a PCI another audible cell shares is a coin toss.
-        clash = confusable[target] & ((k + moving) % 2 == 0)
-        success = (sinr_all[target, moving, k] > mobility.Q_OUT_DB) & ~clash
+        # The source must deliver the command (not below Q_COMMAND_DB); the target must be
+        # decodable; a PCI another audible cell shares is a coin toss.
+        dropped = sinr_all[src, moving, k] < mobility.Q_COMMAND_DB
+        events["lost"].append(src[dropped])
+        lost[moving] = dropped
+        clash = confusable[target] & ((k + moving) % 2 == 0) & ~dropped
+        success = (sinr_all[target, moving, k] > mobility.Q_OUT_DB) & ~clash & ~dropped
         events["ok_src"].append(src[success])
         events["ok_dst"].append(target[success])
         quick = now - last_ho_ms[moving] < mobility.PINGPONG_WINDOW_MS
         events["pp"].append(target[success & (target == previous[moving]) & quick])
         # A target still too weak is a handover triggered too early; a PCI clash sends the
         # UE toward the wrong cell. Either way it stays on the source, which is fading.
-        events["early"].append(src[~success & ~clash])
+        events["early"].append(src[~success & ~clash & ~dropped])
         events["wrong"].append(src[clash])
         moved = moving[success]
         previous[moved] = serving[moved]
@@ -227,6 +244,8 @@ def _reference_handovers(
         successes=count("ok_src"),
         too_early=count("early"),
         too_late=count("late"),
+        lost_commands=count("lost"),
+        late_after_loss=count("late_lost"),
         wrong_cell=count("wrong"),
         pingpong=count("pp"),
         rlf=count("rlf"),
@@ -506,3 +525,96 @@ def test_a_failure_is_too_late_only_when_the_ue_comes_back_in_another_cell(neigh
     assert result.rlf[0] >= 1
     assert result.too_late[0] == late
     assert result.attempts.sum() == 0  # the offset keeps the handover from triggering
+
+
+def _play_two_cells(serving_sinr_db: float, ttt_ms: float = 100.0) -> mobility.Mobility:
+    """:func:`_two_cells` with the noise floor set for the serving cell's SINR, the neighbour
+    7 dB above it (decodable at -7 dB, above Qout), under an A3 offset of 1 dB (+1 dB
+    hysteresis), a TTT of 100 ms (a handover triggered every other step) and T310 of 1 s."""
+    rsrp = _two_cells(-93.0).rsrp_dbm
+    radio = mobility.TrackRadio(rsrp, -100.0 - serving_sinr_db)
+    return mobility.handovers(
+        radio, np.zeros(2), np.array([1, 2]), np.full(2, 1.0), np.full(2, 1.0),
+        np.full(2, ttt_ms), np.zeros(2), np.full(2, 1000.0),
+    )  # fmt: skip
+
+
+def test_the_command_threshold_is_where_four_tries_of_the_pdcch_fail_half_the_time():
+    """The PDCCH's BLER, logistic in dB through Qout (10 % at -8 dB) and Qin (2 % at -6 dB)
+    and 3 dB better at aggregation level 16, is 0.5 ** (1/4) = 84 % at the threshold: by
+    hand, -8 - 3 - (logit 0.841 - logit 0.1) / 0.847 = -15.56 dB."""
+    per_db = (math.log(0.1 / 0.9) - math.log(0.02 / 0.98)) / 2.0
+    bler = 0.5**0.25
+    threshold = mobility.Q_COMMAND_DB
+    assert threshold == pytest.approx(
+        -11.0 - (math.log(bler / (1 - bler)) - math.log(0.1 / 0.9)) / per_db
+    )
+    assert threshold == pytest.approx(-15.56, abs=0.01)
+
+
+def test_a_source_too_weak_for_the_command_keeps_the_ue_and_it_fails_too_late():
+    """The serving cell's SINR stays at -17 dB (below the command threshold) while a decodable
+    neighbour meets A3: every attempt's command is lost, none is too early (the target was
+    fine), and the UE stays until T310 (1 s) expires; it then re-establishes in the
+    neighbour: too late, after a lost command."""
+    result = _play_two_cells(-17.0)
+    assert result.attempts[0] >= 3
+    assert result.successes[0] == 0
+    assert result.lost_commands[0] == result.attempts[0]
+    assert result.too_early.sum() == 0 and result.wrong_cell.sum() == 0
+    assert result.too_late[0] == 1
+    assert result.late_after_loss[0] == 1
+    assert result.lost_commands[1] == 0
+
+
+@pytest.mark.parametrize("serving_sinr_db", [-14.0, -10.0, -4.0])
+def test_a_source_above_the_command_threshold_delivers_the_command(serving_sinr_db):
+    """Below Qout (T310 running) or above it, a source above the command threshold hands the
+    UE over on the first attempt."""
+    result = _play_two_cells(serving_sinr_db)
+    assert result.attempts[0] == 1 and result.successes[0] == 1
+    assert result.lost_commands.sum() == 0 and result.late_after_loss.sum() == 0
+    assert result.rlf.sum() == 0
+
+
+@pytest.mark.parametrize(("ttt_ms", "done"), [(480.0, True), (640.0, False)])
+def test_a_link_failing_while_the_handover_is_prepared_fails_the_attempt(ttt_ms, done):
+    """The serving cell below Qout from the start (T310 of 1 s expires on step 9), the
+    neighbour there from step 2. A TTT of 480 ms hands over on step 7, in time; with 640 ms
+    the TTT is met on step 8 (the report sent) and the handover would execute on step 9, but
+    the link fails first: an attempt that failed at the source, and a too-late failure that
+    is the same failure."""
+    result = _play_two_cells(-10.0, ttt_ms)
+    assert result.attempts[0] == 1
+    assert result.successes[0] == (1 if done else 0)
+    assert result.relation_attempts[0, 1] == 1
+    assert result.lost_commands[0] == (0 if done else 1)
+    assert result.rlf[0] == (0 if done else 1)
+    assert result.too_late[0] == result.late_after_loss[0] == (0 if done else 1)
+
+
+def test_a_failure_after_a_lost_command_counts_once_in_the_failure_rate():
+    """``ho_fail_rate`` counts failed attempts and too-late failures, but a too-late failure
+    after a lost command is the failure its attempt counted: 3 attempts, all lost, one
+    too-late RLF after them is 3 failures in 3 tries (100 %), not 4 in 4."""
+    from types import SimpleNamespace
+
+    from telcoenv.domains.network import counters
+
+    zeros = np.zeros(2)
+    counts = replace(
+        _play_two_cells(-17.0),
+        attempts=np.array([3.0, 0.0]), successes=zeros, too_late=np.array([1.0, 0.0]),
+        late_after_loss=np.array([1.0, 0.0]), pingpong=zeros,
+        relation_successes=np.zeros((2, 2)),
+    )  # fmt: skip
+    world = SimpleNamespace(area="urban", role="macro", mean_speed_mps=8.0)
+    ev = SimpleNamespace(traffic=SimpleNamespace(users=np.array([100.0, 100.0])))
+    moves = SimpleNamespace(counts=counts, started=np.array([3.0, 0.0]))
+    kpis = counters._handover_counters(world, ev, moves, 0)
+    assert kpis["HO_success"] == 0.0
+    assert kpis["ho_fail_rate"] == pytest.approx(100.0)
+    # The same failure not preceded by a lost command is one more try that failed: 4 of 4,
+    # and with one success of the three attempts, 3 failures in 4 tries.
+    moves.counts = replace(counts, successes=np.array([1.0, 0.0]), late_after_loss=zeros)
+    assert counters._handover_counters(world, ev, moves, 0)["ho_fail_rate"] == pytest.approx(75.0)

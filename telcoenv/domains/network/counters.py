@@ -19,8 +19,10 @@ How each counter is defined (per cell, over its served UEs unless said):
   ``t310_expiry_rate`` the share of T310 starts that expired.
 * Latency: the delay-critical traffic's user-plane latency (scheduling, its HQoS queue, HARQ,
   backhaul, core), the p95 scheduling delay of all traffic, jitter.
-* HO: from the tracks, scaled to the cell's mobile users: attempts, successes, too-late
-  handovers as failures, ping-pongs (a return within 2 s) per successful handover.
+* HO: from the tracks, scaled to the cell's mobile users: attempts, successes (failed: a
+  command the fading source lost, a target too weak to access, a PCI clash), too-late
+  failures counted once more unless an attempt's lost command already counted them,
+  ping-pongs (a return within 2 s) per successful handover.
 * PRB: utilisation with the reserved PRBs counted as used, the neighbours' mean, the imbalance,
   Jain's fairness of PRB time and the share of PRB time the best-channel 10 % of users get
   beyond their 10 %.
@@ -304,7 +306,8 @@ def _handover_counters(world: World, ev: Evaluation, moves: Moves, cell: int) ->
     crossings = crossings_per_5min(world, ev)
     started = np.maximum(moves.started, 1.0)
     attempts, successes = float(counts.attempts[cell]), float(counts.successes[cell])
-    late = float(counts.too_late[cell])
+    # A too-late failure after a lost command is the failure that attempt already counts.
+    late = float(counts.too_late[cell] - counts.late_after_loss[cell])
     tried = attempts + late
     per_crossing = attempts / float(started[cell]) if moves.started[cell] else 1.0
     incoming = float((counts.relation_successes[:, cell] / started * crossings).sum())

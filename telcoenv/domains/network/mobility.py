@@ -13,7 +13,12 @@ connected-mode procedures on those measurements, for a configuration:
   (M in dBm; Oc a cell's individual offset, the OSS's ``cio_db``, which biases that cell in
   every comparison; Hys and Off the serving cell's ``hysteresis_db`` and ``a3_offset_db``) and
   must stay entered for the serving cell's time-to-trigger ``ttt_ms``; the UE is then handed
-  to the best such neighbour after :data:`EXECUTION_MS`.
+  to the best such neighbour after :data:`EXECUTION_MS`. The source must still reach the UE
+  with the handover command then: below :data:`Q_COMMAND_DB` the command is lost (the
+  attempt fails, the UE stays, T310 runs on). A link that fails once the time-to-trigger is
+  met (the report sent, the command not yet delivered) fails that attempt too. Either is the
+  handover failure of a handover triggered too late, which the UE's radio link failure then
+  reports as *too late* once more (counted apart, so the failure rate counts it once).
 * **Radio link failure** (TS 38.331 §5.3.10, TS 38.133): the serving cell's SINR below Qout
   (-8 dB) starts T310 (``t310_ms``; N310 = 1 at this step); back above Qin (-6 dB) stops it;
   expiry is a radio link failure and the UE re-establishes on the strongest cell.
@@ -60,6 +65,26 @@ STEP_MS = 100.0
 EXECUTION_MS = 100.0
 #: Qout and Qin of radio link monitoring, SINR dB (the 10 % and 2 % PDCCH BLER points).
 Q_OUT_DB, Q_IN_DB = -8.0, -6.0
+
+
+def _command_threshold_db(tries: int = 4, aggregation_gain_db: float = 3.0) -> float:
+    """The SINR below which a handover command is lost more often than delivered. Each of its
+    ``tries`` (HARQ's maxHARQ-Tx 4 within the execution time) needs its PDCCH: Qout and Qin
+    are the 10 % and 2 % BLER of the hypothetical PDCCH of radio link monitoring at
+    aggregation level 8 (TS 38.133 §8.1); a gNB sends a UE at the cell edge its RRC messages at
+    level 16, twice the energy (``aggregation_gain_db``). The BLER is taken as logistic in dB
+    through those two points, shifted by that gain; lost when BLER ** tries > 1/2."""
+
+    def logit(p: float) -> float:
+        return math.log(p / (1.0 - p))
+
+    per_db = (logit(0.10) - logit(0.02)) / (Q_IN_DB - Q_OUT_DB)  # BLER's logit falls per dB
+    bler = 0.5 ** (1.0 / tries)
+    return Q_OUT_DB - aggregation_gain_db - (logit(bler) - logit(0.10)) / per_db
+
+
+#: The source's SINR below which its handover command does not reach the UE: about -15.6 dB.
+Q_COMMAND_DB = _command_threshold_db()
 EARLY_WINDOW_MS = 1000.0
 PINGPONG_WINDOW_MS = 2000.0
 #: The time of the last handover of a UE that has made none (since its last re-establishment).
@@ -346,6 +371,8 @@ class Mobility:
     successes: np.ndarray
     too_early: np.ndarray
     too_late: np.ndarray
+    lost_commands: np.ndarray  # attempts failed at the source: command lost, or link failed first
+    late_after_loss: np.ndarray  # too-late failures of UEs whose last command was lost
     wrong_cell: np.ndarray
     pingpong: np.ndarray
     rlf: np.ndarray  # radio link failures while served by each cell
@@ -400,6 +427,7 @@ def handovers(
         offsets,
         _steps_reaching(np.maximum(ttt_ms, STEP_MS) + EXECUTION_MS, steps + 1),
         t310_ms,
+        _Link(np.maximum(load, 0.05), radio.site_share, 10.0 ** (radio.noise_dbm / 10.0)),
     )
     # What each step reads and updates.
     below, above = monitor.below, monitor.above
@@ -580,14 +608,36 @@ FEW = 4
 #: Kinds of events, each counted per cell (att_* and ok_*: the sources and targets of the same
 #: handovers, in step, also counted per relation).
 _EVENTS = ("rlf", "early", "late", "wrong", "att_src", "att_dst", "ok_src", "ok_dst", "pp",
-           "t310")  # fmt: skip
+           "t310", "lost", "late_lost")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class _Link:
+    """What the serving cell's SINR at a step needs besides the RSRP: each cell's activity (its
+    load, at least 0.05), the share of every cell's power the model has no cells for, and the
+    noise per RE (mW)."""
+
+    activity: np.ndarray
+    share: float
+    noise_mw: float
+
+    def below(self, rsrp_dbm: np.ndarray, cells: np.ndarray, threshold_db: float) -> np.ndarray:
+        """Whether ``cells`` (one per column of ``rsrp_dbm``, [cells x tracks]) are below
+        ``threshold_db``: the SINR of :func:`_sinr_db`."""
+        lin = np.where(np.isfinite(rsrp_dbm), 10.0 ** (rsrp_dbm / 10.0), 0.0)
+        total = ((self.activity + self.share)[:, None] * lin).sum(axis=0)
+        columns = np.arange(lin.shape[1])
+        own = lin[cells, columns]
+        interference = self.noise_mw + total - self.activity[cells] * own
+        return 10.0 * np.log10(np.maximum(own, 1e-30) / interference) < threshold_db
 
 
 class _Play:
     """The procedures' state along the tracks, and what they counted.
 
     Per track: the serving cell (and its flat index in a step's [cells x tracks] row), the
-    previous one, the time of the last handover or re-establishment, and T310 as the step it
+    previous one, the time of the last handover or re-establishment, whether its last handover
+    command was lost (since then no handover or re-establishment), and T310 as the step it
     expires on (N310 = 1). For event A3: the threshold [steps, tracks] (the serving cell's
     ranked RSRP plus its offsets); and [cells, tracks], which cells are neighbours (not the
     serving one), the steps each has met the entry condition and the count that triggers (the
@@ -603,8 +653,10 @@ class _Play:
         offsets: np.ndarray,
         trigger: np.ndarray,
         t310_ms: np.ndarray,
+        link: _Link,
     ) -> None:
         steps, n_cells, n_tracks = ranked.shape
+        self.link = link
         self.by_step, self.ranked, self.monitor, self.offsets = by_step, ranked, monitor, offsets
         self.steps, self.n_tracks = steps, n_tracks
         same = (pci[:, None] == pci[None, :]) & ~np.eye(n_cells, dtype=bool)
@@ -616,6 +668,7 @@ class _Play:
         self.row_index = first * n_tracks + tracks
         self.previous = np.full(n_tracks, -1)
         self.last_ho_ms = np.full(n_tracks, NEVER_MS)
+        self.lost = np.zeros(n_tracks, dtype=bool)
         self.served = np.bincount(first, minlength=n_cells) * steps
         dtype = np.int8 if steps < 127 else np.int32  # counts never exceed steps + 1
         self.trigger_steps = trigger.tolist()
@@ -688,12 +741,25 @@ class _Play:
         best = np.argmax(np.where(np.isfinite(rsrp), rsrp, -1e9), axis=0)
         source, previous = self.cell[failed], self.previous[failed]
         many = self.many
+        # A handover under way (its time-to-trigger met, the report sent, the command not yet
+        # delivered) fails with the link: an attempt that failed at the source.
+        pending = self.count[:, failed] >= self.trigger[:, failed] - 1
+        preparing = pending.any(axis=0)
+        if preparing.any():
+            column = np.where(pending, self.ranked[k][:, failed], -np.inf)[:, preparing]
+            many["att_src"].append(source[preparing])
+            many["att_dst"].append(np.argmax(column, axis=0))
+            many["lost"].append(source[preparing])
         many["rlf"].append(source)
         # A failure shortly after a handover is the source cell's handover gone wrong.
         many["early"].append(previous[recent & (best == previous)])
         many["wrong"].append(previous[recent & (best != previous) & (best != source)])
-        # Too late: the UE should have been handed over to where it re-establishes.
-        many["late"].append(source[~recent & (best != source)])
+        # Too late: the UE should have been handed over to where it re-establishes (if the
+        # source sent the command and lost it, that attempt already counts the failure).
+        late = ~recent & (best != source)
+        many["late"].append(source[late])
+        many["late_lost"].append(source[late & (self.lost[failed] | preparing)])
+        self.lost[failed] = False
         # A re-establishment is no handover: a later failure or return is not one's fault.
         self.previous[failed] = -1
         self.last_ho_ms[failed] = NEVER_MS
@@ -708,6 +774,15 @@ class _Play:
         best = _first_max([v if math.isfinite(v) else -1e9 for v in rsrp])
         source, previous = int(self.cell[track]), int(self.previous[track])
         one = self.one
+        pending = (self.count[:, track] >= self.trigger[:, track] - 1).tolist()
+        if any(pending):  # a handover under way (see _reestablish)
+            column = self.ranked[k, :, track].tolist()
+            one["att_src"].append(source)
+            one["att_dst"].append(
+                _first_max([v if p else -math.inf for v, p in zip(column, pending, strict=True)])
+            )
+            one["lost"].append(source)
+            self.lost[track] = True
         one["rlf"].append(source)
         if now - self.last_ho_ms[track] < EARLY_WINDOW_MS:
             if best == previous:
@@ -716,6 +791,9 @@ class _Play:
                 one["wrong"].append(previous)
         elif best != source:
             one["late"].append(source)
+            if self.lost[track]:
+                one["late_lost"].append(source)
+        self.lost[track] = False
         self.previous[track] = -1
         self.last_ho_ms[track] = NEVER_MS
         self.running[track] = False
@@ -746,17 +824,21 @@ class _Play:
         many = self.many
         many["att_src"].append(source)
         many["att_dst"].append(target)
-        # The target must be decodable; a PCI another audible cell shares is a coin toss. A
-        # target still too weak is a handover triggered too early; a PCI clash sends the UE
-        # toward the wrong cell. Either way it stays on the source, which is fading.
-        success = self.monitor.decodes(k, target * n_tracks + moving)
+        # A source too weak to deliver the command keeps the UE, its T310 running. Else the
+        # target must be decodable; a PCI another audible cell shares is a coin toss. A target
+        # still too weak is a handover triggered too early; a PCI clash sends the UE toward the
+        # wrong cell. Either way it stays on the source, which is fading.
+        lost = self.link.below(self.by_step[k][:, moving], source, Q_COMMAND_DB)
+        many["lost"].append(source[lost])
+        self.lost[moving] = lost
+        success = self.monitor.decodes(k, target * n_tracks + moving) & ~lost
         if self.any_confusable:
-            clash = self.confusable[target] & ((k + moving) % 2 == 0)
+            clash = self.confusable[target] & ((k + moving) % 2 == 0) & ~lost
             many["wrong"].append(source[clash])
-            many["early"].append(source[~success & ~clash])
+            many["early"].append(source[~success & ~clash & ~lost])
             success &= ~clash
         else:
-            many["early"].append(source[~success])
+            many["early"].append(source[~success & ~lost])
         many["ok_src"].append(source[success])
         many["ok_dst"].append(target[success])
         now = k * STEP_MS
@@ -776,7 +858,12 @@ class _Play:
         one = self.one
         one["att_src"].append(source)
         one["att_dst"].append(target)
-        if self.confusable[target] and (k + track) % 2 == 0:
+        rsrp = self.by_step[k][:, track : track + 1]
+        lost = bool(self.link.below(rsrp, np.array([source]), Q_COMMAND_DB)[0])
+        self.lost[track] = lost
+        if lost:
+            one["lost"].append(source)
+        elif self.confusable[target] and (k + track) % 2 == 0:
             one["wrong"].append(source)
         elif not self.monitor.decodes(k, target * self.n_tracks + track):
             one["early"].append(source)
@@ -845,6 +932,8 @@ class _Play:
             successes=self._count("ok_src"),
             too_early=self._count("early"),
             too_late=self._count("late"),
+            lost_commands=self._count("lost"),
+            late_after_loss=self._count("late_lost"),
             wrong_cell=self._count("wrong"),
             pingpong=self._count("pp"),
             rlf=self._count("rlf"),
