@@ -13,7 +13,7 @@ import pytest
 from telcoenv.datafiles import data_root
 from telcoenv.domains.bss import bss_domain
 from telcoenv.domains.bss.blueprints import load_care_catalog
-from telcoenv.domains.bss.generator import generate, products
+from telcoenv.domains.bss.generator import UNLIMITED_SCALE_GB, generate, products
 from telcoenv.domains.bss.scenario import cheapest_plan, gold_values, sample_scenario
 from telcoenv.domains.bss.state import TODAY
 from telcoenv.errors import CatalogError
@@ -33,7 +33,6 @@ def test_every_care_intent_has_two_blueprints_or_more():
 @pytest.mark.parametrize("blueprint", BLUEPRINTS, ids=lambda b: b.blueprint_id)
 def test_sampled_episodes_stay_inside_the_blueprint(blueprint):
     plans = {p["plan_id"]: p for p in products()["plans"]}
-    vat = products()["vat_rate"]
     for index in range(20):
         rng = np.random.default_rng([7, index])
         scenario = sample_scenario(blueprint, rng)
@@ -42,16 +41,21 @@ def test_sampled_episodes_stay_inside_the_blueprint(blueprint):
         assert focal.plan_id in blueprint.customer.plans
         low, high = blueprint.customer.family_size
         assert low <= focal.family_size <= high
-        assert blueprint.customer.data_use[0] <= focal.data_use <= blueprint.customer.data_use[1]
+        if blueprint.customer.data_use:
+            low, high = blueprint.customer.data_use
+        else:  # in GB, against the allowance of the caller's plan
+            allowance = plans[focal.plan_id]["data_gb"] or UNLIMITED_SCALE_GB
+            low, high = (gb / allowance for gb in blueprint.customer.data_gb)
+        assert low <= focal.data_use <= high
         if blueprint.trip_days_ahead:
             ahead = dt.date.fromisoformat(scenario.start_date) - dt.date.fromisoformat(TODAY)
             assert blueprint.trip_days_ahead[0] <= ahead.days <= blueprint.trip_days_ahead[1]
             assert scenario.destination in blueprint.destinations
         data = generate(rng, "ep", focal)
         values = gold_values(scenario, data)
-        if blueprint.budget_slack:  # the recommended plan fits the budget, age and data need
+        if blueprint.budget:  # the caller's budget, and the cheapest plan covering their use
+            assert blueprint.budget[0] <= values["budget"] <= blueprint.budget[1]
             plan = plans[values["plan_id"]]
-            assert plan["price"] * (1 + vat) <= values["budget"]
             best = cheapest_plan(focal.age, focal.segment, values["average_data_gb"])
             assert best is not None and best["plan_id"] == plan["plan_id"]
             assert plan["data_gb"] is None or plan["data_gb"] >= values["average_data_gb"]
@@ -73,7 +77,7 @@ def _broken(tmp_path: Path, intent: str, change) -> Path:
     [
         ("BILL_SHOCK", lambda d: d.pop("roaming_bill"), "roaming_bill", "uses {roaming_charge}"),
         ("FAMILY_DATA", lambda d: d["customer"].update(family_size=[1, 2]), "family_size", ""),
-        ("PLAN_CHANGE", lambda d: d.update(target_plans=[]), "", "budget_slack or target_plans"),
+        ("PLAN_CHANGE", lambda d: d.update(target_plans=[]), "", "budget or target_plans"),
         ("BILL_SHOCK", lambda d: d["customer"].update(plans=["GOLD"]), "plans", "unknown plan"),
         (
             "PAYMENT_FAILURE",
@@ -110,9 +114,21 @@ def _broken(tmp_path: Path, intent: str, change) -> Path:
         ),
         (
             "PLAN_CHANGE",
-            lambda d: d.update(budget_slack=[0, 30]),
-            "budget_slack",
+            lambda d: d.update(budget=[60, 300]),
+            "budget",
             "use target_plans",
+        ),
+        (
+            "PLAN_RECOMMENDATION",
+            lambda d: d["customer"].update(data_gb=[0, 100]),
+            "customer.data_gb",
+            "starts above 0 GB",
+        ),
+        (
+            "PLAN_RECOMMENDATION",
+            lambda d: d["customer"].update(data_use=[0.2, 0.9]),
+            "customer",
+            "not both",
         ),
     ],
 )

@@ -115,10 +115,13 @@ def _ranges(blueprint: CareBlueprint) -> list[tuple[str, tuple[float, float]]]:
     pairs = [
         ("customer.age", blueprint.customer.age),
         ("customer.family_size", blueprint.customer.family_size),
-        ("customer.data_use", blueprint.customer.data_use),
         ("period", blueprint.period),
     ]
-    for name in ("trip_days_ahead", "data_need_gb", "budget_slack"):
+    for name in ("customer.data_use", "customer.data_gb"):
+        value = getattr(blueprint.customer, name.split(".")[1])
+        if value is not None:
+            pairs.append((name, value))
+    for name in ("trip_days_ahead", "data_need_gb", "budget"):
         value = getattr(blueprint, name)
         if value is not None:
             pairs.append((name, value))
@@ -131,6 +134,8 @@ def _check_ranges(blueprint: CareBlueprint, file: str) -> None:
             raise CatalogError(file, field, f"min ({low:g}) must not exceed max ({high:g})")
         if low < 0:
             raise CatalogError(file, field, f"must not be negative, got {low:g}")
+    if blueprint.customer.data_gb and blueprint.customer.data_gb[0] <= 0:
+        raise CatalogError(file, "customer.data_gb", "starts above 0 GB (drawn log-uniformly)")
     if blueprint.customer.age[0] < 16 or blueprint.customer.family_size[0] < 1:
         raise CatalogError(file, "customer", "ages start at 16 and a family has 1 line or more")
     if blueprint.customer.age[1] > MAX_AGE:
@@ -178,8 +183,8 @@ def _check_plans(blueprint: CareBlueprint, file: str) -> None:
                     "target_plans",
                     f"no target plan is open to a {age}-year-old on {plan_id}",
                 )
-            if blueprint.budget_slack and cheapest_plan(age, customer.segment, 1e9) is None:
-                raise CatalogError(file, "budget_slack", f"no plan fits a {age}-year-old")
+            if blueprint.budget and cheapest_plan(age, customer.segment, 1e9) is None:
+                raise CatalogError(file, "budget", f"no plan fits a {age}-year-old")
 
 
 def _check_addons(blueprint: CareBlueprint, file: str) -> None:
@@ -233,13 +238,13 @@ def _check_intent_values(blueprint: CareBlueprint, intent: CareIntent, file: str
     texts += [intent.answer or "", intent.customer.en]
     used = set().union(*(template_fields(t) for t in texts))
     needs = {field: FACT_SOURCES[field] for field in used if field in FACT_SOURCES}
-    if "plan_id" in used and not (blueprint.budget_slack or blueprint.target_plans):
-        raise CatalogError(file, "", f"{intent.key} needs budget_slack or target_plans")
-    if blueprint.budget_slack and any(step.tool == "change_plan" for step in intent.gold_chain):
-        # budget_slack makes {plan_id} the cheapest fitting plan, which can be the caller's own
+    if "plan_id" in used and not (blueprint.budget or blueprint.target_plans):
+        raise CatalogError(file, "", f"{intent.key} needs budget or target_plans")
+    if blueprint.budget and any(step.tool == "change_plan" for step in intent.gold_chain):
+        # budget makes {plan_id} the cheapest fitting plan, which can be the caller's own
         # (a change the BSS refuses); target_plans never draws the current plan.
         raise CatalogError(
-            file, "budget_slack", f"{intent.key} changes the plan: use target_plans instead"
+            file, "budget", f"{intent.key} changes the plan: use target_plans instead"
         )
     if "addon_id" in used and not (blueprint.trip_days_ahead or blueprint.data_need_gb):
         raise CatalogError(file, "", f"{intent.key} needs trip_days_ahead or data_need_gb")

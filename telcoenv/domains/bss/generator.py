@@ -85,6 +85,8 @@ class PaymentFailure(FrozenModel):
     forms: Phrasings
 
 
+#: What an unlimited plan's usage scales with (its users' typical month), GB.
+UNLIMITED_SCALE_GB = 60.0
 CARD = "card"  # the payment method whose rows carry the card's last digits and expiry
 
 
@@ -156,6 +158,7 @@ class Focal:
     roaming_month: str | None = None  # a month with pay-as-you-go roaming (bill shock)
     roaming_zone: str = "EUROPE"
     duplicate_month: str | None = None  # the month whose invoice was double-fired
+    extras_month: str | None = None  # a month whose bill carries coupons bought and roaming
     failed_payment: bool = False  # the last payment failed (its reason drawn)
     active_addon: str | None = None  # an add-on active on the first line (to be cancelled)
 
@@ -313,7 +316,7 @@ class _Builder:
     def usage(self, msisdn: str, plan_id: str, share: float, gaps: int) -> dict[str, float]:
         """Twelve months of usage; ``gaps`` months not collected (NULL). Returns data per month."""
         rng, plan = self.rng, self.plans[plan_id]
-        allowance = plan["data_gb"] if plan["data_gb"] is not None else 60.0
+        allowance = plan["data_gb"] if plan["data_gb"] is not None else UNLIMITED_SCALE_GB
         missing = (
             set(rng.choice(len(self.months), size=gaps, replace=False).tolist()) if gaps else set()
         )
@@ -403,6 +406,48 @@ class _Builder:
                 rows[i] = (*rows[i][:6], method, rows[i][7], reason, channel, last4, expiry)
 
 
+#: How many data coupons the account bought in a month whose bill must be read (0, 1, 2), and
+#: how often it roamed pay-as-you-go: one such bill in ten is the plan fees alone.
+COUPONS_BOUGHT_P, ROAMED_P = (0.25, 0.40, 0.35), 0.6
+
+
+def _bought_and_roamed(
+    builder: _Builder, lines: list[tuple[str, str]], month: str
+) -> list[tuple[str, str, str, float]]:
+    """What the account bought and used beyond its plans in ``month``, drawn: data coupons (each
+    on one of its lines, subscribed in the month's first ten days for the coupon's validity)
+    and pay-as-you-go roaming data on its first line (0.3-3 GB in a zone)."""
+    rng = builder.rng
+    coupons = [
+        a
+        for a in builder.addons.values()
+        if a["kind"] == "data_coupon" and "postpaid" in a["payment"]
+    ]
+    items = []
+    for _ in range(int(rng.choice(len(COUPONS_BOUGHT_P), p=COUPONS_BOUGHT_P))):
+        coupon = coupons[int(rng.integers(len(coupons)))]
+        msisdn = lines[int(rng.integers(len(lines)))][0]
+        start = dt.date.fromisoformat(f"{month}-{int(rng.integers(1, 11)):02d}")
+        end = start + dt.timedelta(days=coupon["validity_days"] - 1)
+        status = "active" if end.isoformat() >= TODAY else "expired"
+        builder.add(
+            "line_addons",
+            builder.ids.new("LA"),
+            msisdn,
+            coupon["addon_id"],
+            start.isoformat(),
+            end.isoformat(),
+            status,
+        )
+        items.append((msisdn, "addon", coupon["name"]["en"], float(coupon["price"])))
+    if rng.random() < ROAMED_P:
+        zone = sorted(ROAMING_PER_GB)[int(rng.integers(len(ROAMING_PER_GB)))]
+        gb = round(float(rng.uniform(0.3, 3.0)), 2)
+        charge = _money(gb * ROAMING_PER_GB[zone])
+        items.append((lines[0][0], "roaming", f"Roaming data {zone} {gb} GB", charge))
+    return items
+
+
 def _bill_lines(
     builder: _Builder, lines: list[tuple[str, str]], usage: dict[str, dict[str, float]], month: str
 ) -> list[tuple[str, str, str, float]]:
@@ -487,6 +532,8 @@ def generate(
                     )
                 )
                 facts["roaming_charge"] = _money(gb * ROAMING_PER_GB[zone])
+            if account == focal_account and month == focal.extras_month:
+                items += _bought_and_roamed(builder, lines, month)
             if not items:
                 continue
             if internal and rng.random() < 0.5:
@@ -499,6 +546,13 @@ def generate(
                     row = builder.rows["invoices"][-1]
                     builder.rows["invoices"].append(
                         (row[0], duplicate, *row[2:4], f"{month}-01T02:00:07", *row[5:])
+                    )
+                    # The run billed every item again.
+                    builder.rows["invoice_items"].extend(
+                        (episode_id, item_id, duplicate, *item)
+                        for item_id, item in zip(
+                            builder.ids.ordered("IT", len(items)), items, strict=True
+                        )
                     )
                     facts["duplicate_invoice"] = duplicate
             last = month == months[-1]

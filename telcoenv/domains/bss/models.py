@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from pydantic import model_validator
+
 from telcoenv.specs import Bilingual, BlueprintModel, FrozenModel, IntentModel
 
 
@@ -35,7 +37,16 @@ class CareCustomer(FrozenModel):
     segment: Literal["consumer", "business"] = "consumer"
     plans: tuple[str, ...]  # the line's current plan, drawn uniformly
     family_size: tuple[int, int] = (1, 1)  # lines in the family group (1: none)
-    data_use: tuple[float, float]  # monthly data use as a share of the plan's allowance
+    data_use: tuple[float, float] | None = None  # monthly data use, a share of the allowance
+    # Or in GB, drawn log-uniformly: where what the line's plan allows must not say how much it
+    # uses (a recommendation's answer follows from the use, not from the caller's plan).
+    data_gb: tuple[float, float] | None = None
+
+    @model_validator(mode="after")
+    def _one_data_use(self) -> CareCustomer:
+        if (self.data_use is None) == (self.data_gb is None):
+            raise ValueError("give the data use as data_use (a share) or data_gb, not both")
+        return self
 
 
 class CareBlueprint(BlueprintModel):
@@ -52,9 +63,12 @@ class CareBlueprint(BlueprintModel):
     destinations: tuple[str, ...] = ()  # countries of the catalogue (the trip's or the bill's)
     trip_days_ahead: tuple[int, int] | None = None  # a trip starting this many days from today
     duplicate_invoice: bool = False  # the period's billing run fired twice
+    # The period's bill also carries data coupons bought and roaming used that month (drawn):
+    # its amount is not the plan fees (a duplicate charge's answer must be read from it).
+    bill_extras: bool = False
     failed_payment: bool = False  # the latest payment failed
     active_addons: tuple[str, ...] = ()  # one of them is active on the line
     data_need_gb: tuple[int, int] | None = None  # extra data the customer asks for
-    budget_slack: tuple[float, float] | None = None  # budget above the cheapest fitting plan
+    budget: tuple[int, int] | None = None  # the caller's monthly budget incl. VAT, SAR
     target_plans: tuple[str, ...] = ()  # the plan the customer asks to move to
     new_email: bool = False  # the customer gives a new email address

@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from telcoenv.domains.bss.generator import BssData, Focal, products
-from telcoenv.domains.bss.models import CareBlueprint
+from telcoenv.domains.bss.generator import UNLIMITED_SCALE_GB, BssData, Focal, products
+from telcoenv.domains.bss.models import CareBlueprint, CareCustomer
 from telcoenv.domains.bss.state import TODAY
 from telcoenv.phrases import pick
 
@@ -32,7 +32,7 @@ FACT_SOURCES: dict[str, str] = {
     "zone": "trip_days_ahead",
     "destination": "destinations",
     "need_gb": "data_need_gb",
-    "budget": "budget_slack",
+    "budget": "budget",
     "email": "new_email",
     "group_id": "customer.family_size",
     "family_data_gb": "customer.family_size",
@@ -48,7 +48,7 @@ class Scenario:
     destination: str | None = None
     start_date: str | None = None
     need_gb: int | None = None
-    budget_slack: float | None = None
+    budget: int | None = None  # the caller's monthly budget incl. VAT, SAR
     target_plan: str | None = None
     email: str | None = None
 
@@ -88,10 +88,11 @@ def sample_scenario(blueprint: CareBlueprint, rng: np.random.Generator) -> Scena
         segment=spec.segment,
         plan_id=plan_id,
         family_size=_uniform_int(spec.family_size, rng),
-        data_use=float(rng.uniform(*spec.data_use)),
+        data_use=_data_use(spec, plan_id, rng),
         roaming_month=period if blueprint.roaming_bill else None,
         roaming_zone=zone,
         duplicate_month=period if blueprint.duplicate_invoice else None,
+        extras_month=period if blueprint.bill_extras else None,
         failed_payment=blueprint.failed_payment,
         active_addon=pick(blueprint.active_addons, rng) if blueprint.active_addons else None,
     )
@@ -109,15 +110,26 @@ def sample_scenario(blueprint: CareBlueprint, rng: np.random.Generator) -> Scena
         destination=destination,
         start_date=start_date,
         need_gb=_uniform_int(blueprint.data_need_gb, rng) if blueprint.data_need_gb else None,
-        budget_slack=float(rng.uniform(*blueprint.budget_slack))
-        if blueprint.budget_slack
-        else None,
+        budget=_uniform_int(blueprint.budget, rng) if blueprint.budget else None,
         target_plan=pick(targets, rng) if targets else None,
         email=f"{pick(('contact', 'mail', 'me', 'inbox'), rng)}"
         f"{int(rng.integers(10, 99))}@mail.example.sa"
         if blueprint.new_email
         else None,
     )
+
+
+def _data_use(spec: CareCustomer, plan_id: str, rng: np.random.Generator) -> float:
+    """The line's monthly data use as a share of its plan's allowance: drawn as a share, or in
+    GB (log-uniformly: use spans orders of magnitude) and divided by the allowance the usage
+    generator scales (``generator.UNLIMITED_SCALE_GB`` for an unlimited plan)."""
+    if spec.data_use is not None:
+        return float(rng.uniform(*spec.data_use))
+    low, high = spec.data_gb or (1.0, 1.0)
+    gb = math.exp(float(rng.uniform(math.log(low), math.log(high))))
+    plan = next(p for p in products()["plans"] if p["plan_id"] == plan_id)
+    allowance = plan["data_gb"] or UNLIMITED_SCALE_GB
+    return gb / allowance
 
 
 def cheapest_plan(
@@ -155,7 +167,6 @@ def gold_values(scenario: Scenario, data: BssData) -> dict[str, Any]:
     focal, facts = scenario.focal, data.facts
     plans = {p["plan_id"]: p for p in products()["plans"]}
     payment = plans[focal.plan_id]["payment"]
-    vat = products()["vat_rate"]
     values: dict[str, Any] = {
         "msisdn": data.msisdns[0],
         "customer_id": data.customer_id,
@@ -183,12 +194,14 @@ def gold_values(scenario: Scenario, data: BssData) -> dict[str, Any]:
         values["addon_id"] = _addon_for("roaming", payment, zone=values["zone"])
     elif scenario.need_gb is not None:
         values["addon_id"] = _addon_for("data_coupon", payment, need=scenario.need_gb)
-    if scenario.budget_slack is not None:
+    if scenario.budget is not None:
+        # The budget is the caller's, drawn apart from the answer: the cheapest plan covering
+        # the use is the answer whether or not it fits (the agent then says it does not).
         best = cheapest_plan(focal.age, focal.segment, facts["average_data_gb"])
         if best is None:
             raise ValueError(f"no plan fits a {focal.age}-year-old {focal.segment} customer")
         values["plan_id"] = best["plan_id"]
-        values["budget"] = math.ceil(best["price"] * (1 + vat) + scenario.budget_slack)
+        values["budget"] = scenario.budget
     if scenario.focal.duplicate_month is not None:
         original, amount = facts["invoices"][scenario.period]
         values["ticket_summary"] = (
