@@ -197,3 +197,13 @@ def test_a_duplicate_charge_needs_the_bill():
     in ten: at most 15 % of 200 samples (measured at 2 x 1,000: 8.5 %, the commonest amount
     2.4 %; before, 92.9 % and 22.6 %: overage was rare)."""
     _check_duplicates_need_the_bill(100)
+
+
+def test_no_payment_failure_reason_is_the_answer_of_more_than_15_percent():
+    """Ten reasons, drawn uniformly among those the account's way of paying allows: the
+    commonest is the answer of at most 15 % of 300 episodes (with five, 20 %: a policy that
+    read the payments and then said the same reason every time resolved one in five)."""
+    golds = _golds("payment_failure", 300)
+    top, count = Counter(golds).most_common(1)[0]
+    assert count <= 45, f"{top!r} is the answer of {count}/300 episodes"
+    assert len(set(golds)) == len(payment_failures())

@@ -174,6 +174,16 @@ def test_a_text_stating_two_numbers_or_another_matches_none(submitted, gold):
         ("card reported lost", "card reported lost"),
         ("The card was reported lost, so it is blocked.", "card reported lost"),
         ("تم الإبلاغ عن فقدان البطاقة", "card reported lost"),
+        ("The payment exceeded the card's limit.", "spending limit exceeded"),
+        ("تجاوزت العملية حد الإنفاق للبطاقة", "spending limit exceeded"),
+        ("The CVV entered was wrong.", "incorrect security code (CVV)"),
+        ("رمز الأمان (CVV) غير صحيح", "incorrect security code (CVV)"),
+        ("Your direct debit mandate was cancelled.", "direct debit mandate cancelled"),
+        ("تم إلغاء تفويض الخصم المباشر", "direct debit mandate cancelled"),
+        ("The bank's system was down and the request timed out.", "issuer unavailable"),
+        ("البنك المصدر غير متاح", "issuer unavailable"),
+        ("The bank flagged it as suspected fraud.", "suspected fraud"),
+        ("اشتباه في عملية احتيال", "suspected fraud"),
     ],
 )
 def test_a_sentence_stating_the_reason_matches(submitted, gold):
@@ -290,6 +300,15 @@ SAID_REASONS = {
         "فشلت المصادقة",
     ),
     "card reported lost": ("card reported lost", "the card was reported lost", "البطاقة مفقودة"),
+    "spending limit exceeded": ("spending limit exceeded", "over its limit", "تجاوز حد الإنفاق"),
+    "incorrect security code (CVV)": ("incorrect security code (CVV)", "a wrong CVV", "رمز الأمان"),
+    "direct debit mandate cancelled": (
+        "direct debit mandate cancelled",
+        "the mandate was cancelled",
+        "ألغي التفويض",
+    ),
+    "issuer unavailable": ("issuer unavailable", "the bank was unavailable", "البنك غير متاح"),
+    "suspected fraud": ("suspected fraud", "flagged as fraud", "اشتباه احتيال"),
 }
 assert set(SAID_REASONS) == set(REASONS)
 
