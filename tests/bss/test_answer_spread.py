@@ -111,21 +111,28 @@ def test_every_payment_record_is_consistent_with_its_reason_and_account():
     assert ("insufficient funds", "direct_debit", "autopay") in seen
 
 
-def _recommendations(samples: int) -> list[tuple[str, int, int, str, str]]:
-    """Per plan recommendation sample: the blueprint, what the caller and ``get_customer`` tell
-    without the usage (age, budget, current plan) and the gold plan."""
-    rows = []
-    for position, blueprint in enumerate(bss_domain().catalog.blueprints["PLAN_RECOMMENDATION"]):
+def _sampled(intent: str, samples: int):
+    """``samples`` draws of each blueprint of a care intent: the blueprint, the scenario and
+    the gold values (from the generated data)."""
+    for position, blueprint in enumerate(bss_domain().catalog.blueprints[intent]):
         for index in range(samples):
             rng = np.random.default_rng([index, position, 41])
             scenario = sample_scenario(blueprint, rng)
-            values = gold_values(scenario, generate(rng, f"ep-{index}", scenario.focal))
-            focal = scenario.focal
-            rows.append(
-                (blueprint.blueprint_id, focal.age, values["budget"], focal.plan_id,
-                 values["plan_id"])
-            )  # fmt: skip
-    return rows
+            yield (
+                blueprint,
+                scenario,
+                gold_values(scenario, generate(rng, f"ep-{index}", scenario.focal)),
+            )
+
+
+def _recommendations(samples: int) -> list[tuple[str, int, int, str, str]]:
+    """Per plan recommendation sample: the blueprint, what the caller and ``get_customer`` tell
+    without the usage (age, budget, current plan) and the gold plan."""
+    return [
+        (blueprint.blueprint_id, scenario.focal.age, values["budget"], scenario.focal.plan_id,
+         values["plan_id"])
+        for blueprint, scenario, values in _sampled("PLAN_RECOMMENDATION", samples)
+    ]  # fmt: skip
 
 
 def _check_recommendations_need_the_usage(samples: int) -> None:
@@ -179,15 +186,11 @@ def _check_duplicates_need_the_bill(samples: int) -> None:
     vat = products()["vat_rate"]
     price = {p["plan_id"]: p["price"] for p in products()["plans"]}
     right = total = 0
-    for position, blueprint in enumerate(bss_domain().catalog.blueprints["DUPLICATE_CHARGE"]):
-        for index in range(samples):
-            rng = np.random.default_rng([index, position, 41])
-            scenario = sample_scenario(blueprint, rng)
-            values = gold_values(scenario, generate(rng, f"ep-{index}", scenario.focal))
-            focal = scenario.focal
-            fees = round(price[focal.plan_id] * focal.family_size * (1 + vat), 2)
-            right += answers_match(f"{fees:.2f}", str(values["duplicate_amount"]))
-            total += 1
+    for _, scenario, values in _sampled("DUPLICATE_CHARGE", samples):
+        focal = scenario.focal
+        fees = round(price[focal.plan_id] * focal.family_size * (1 + vat), 2)
+        right += answers_match(f"{fees:.2f}", str(values["duplicate_amount"]))
+        total += 1
     assert right / total <= 0.15, f"the plan fees with VAT are right in {right}/{total}"
 
 

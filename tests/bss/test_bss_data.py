@@ -87,6 +87,44 @@ def test_credit_notes_are_negative_and_belong_in_the_balance(loaded):
     assert abs(naive - careful) > 1.0
 
 
+def test_an_accounts_balance_is_its_ledger_with_the_duplicate_not_yet_credited(loaded):
+    """The balance the BSS keeps on the account is what its ledger says: every invoice issued
+    (the double-fired one too, which nothing has credited yet) plus credit notes, less the
+    settled payments; so it is the caller's true debt plus the duplicate, a trap for an
+    answer read off the account alone. Every postpaid account's balance is its own ledger's
+    (it was 0.00 whatever was owed); a prepaid one's is its credit, with no credit limit."""
+    data, one = loaded
+    account = data.account_id
+    balance = one("SELECT balance FROM accounts WHERE account_id = ?", account)
+    duplicate = data.facts["invoices"][FOCAL.duplicate_month][1]
+    assert balance == pytest.approx(data.facts["balance"] + duplicate, abs=0.01)
+    assert balance > 0  # the latest payment failed: the caller owes its bill
+    ledger = (
+        "SELECT a.balance, COALESCE((SELECT SUM(amount) FROM invoices i WHERE i.account_id = "
+        "a.account_id), 0) + COALESCE((SELECT SUM(amount) FROM credit_notes c WHERE "
+        "c.account_id = a.account_id), 0) - COALESCE((SELECT SUM(amount) FROM payments p WHERE "
+        "p.account_id = a.account_id AND p.status = 'settled'), 0), a.credit_limit, "
+        "EXISTS (SELECT 1 FROM lines l WHERE l.account_id = a.account_id "
+        "AND l.payment = 'prepaid') FROM accounts a"
+    )
+    db_rows = loaded_rows(data, ledger)
+    assert len(db_rows) >= 10
+    for kept, computed, limit, prepaid in db_rows:
+        if prepaid:
+            assert kept > 0 and limit == 0.0
+        else:
+            assert kept == pytest.approx(computed, abs=0.01)
+
+
+def loaded_rows(data, sql: str) -> list[tuple]:
+    db = EpisodeDatabase(bss_schema())
+    try:
+        db.start_episode(lambda d: [d.insert_values(t, rows) for t, rows in data.rows.items()])
+        return [tuple(row) for row in db.fetch_all(sql, ())]
+    finally:
+        db.close()
+
+
 def test_internal_test_accounts_distort_an_average_bill(loaded):
     _, one = loaded
     naive = one("SELECT AVG(amount) FROM invoices")

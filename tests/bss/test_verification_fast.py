@@ -359,8 +359,9 @@ def test_no_statement_is_compiled_again_after_the_first_episodes(monkeypatch):
 # uses data drawn in GB (their plan's allowance no longer says how much), a duplicate charge's
 # month carries coupons bought and roaming, and a double-fired invoice its items again (the
 # other 19 blueprints' rows and facts equal; eda3b9b9... before); a failed payment's reason is
-# drawn among ten (the four blueprints with one change: 3374cc22... with five).
-GENERATED_SHA256 = "10aff6f543769a5bc0eb80f77040c6e4af159d0066c96430f035647a51ea24d0"
+# drawn among ten (the four blueprints with one change: 3374cc22... with five); and every
+# account's balance is its ledger's (10aff6f5... with 0.00 on every postpaid account).
+GENERATED_SHA256 = "97c456b9046c0257eaa497480e26ade09910360c51cc1da6af66c271f1cc7972"
 
 
 def test_the_generated_data_is_the_original_generators():

@@ -355,6 +355,28 @@ class _Builder:
         )
         return invoice_id, amount
 
+    def balances(self) -> None:
+        """Each account's balance as its ledger has it. A postpaid account owes every invoice
+        issued to it (a double-fired one too: nothing has credited it yet) plus its credit notes
+        (negative), less its settled payments; a prepaid account holds the credit left, with
+        no credit limit (it pays as it goes)."""
+        rows = self.rows
+        owed: dict[str, float] = {}
+        for row in rows["invoices"]:
+            owed[row[2]] = owed.get(row[2], 0.0) + row[7]
+        for row in rows["credit_notes"]:
+            owed[row[2]] = owed.get(row[2], 0.0) + row[5]
+        for row in rows["payments"]:
+            if row[7] == "settled":
+                owed[row[2]] = owed.get(row[2], 0.0) - row[5]
+        prepaid = {row[2] for row in rows["lines"] if row[4] == "prepaid"}
+        accounts = rows["accounts"]
+        for index, row in enumerate(accounts):
+            if row[1] in prepaid:
+                accounts[index] = (*row[:5], 0.0, *row[6:])
+            else:
+                accounts[index] = (*row[:4], _money(owed.get(row[1], 0.0)), *row[5:])
+
     def payment(
         self, account_id: str, invoice_id: str, month: str, amount: float, ok: bool
     ) -> None:
@@ -590,6 +612,7 @@ def generate(
         )
         facts["subscription_id"] = subscription
     builder.instruments(end_month)  # last: every draw before it is the same
+    builder.balances()
     facts.update(_answers(builder.rows, focal, focal_account, [m for m, _ in focal_lines], facts))
     return BssData(
         builder.rows,
