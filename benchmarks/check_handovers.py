@@ -5,11 +5,12 @@ engineer asks for first.
 
 For every network intent x ``--seeds`` seeds, the world *without* its fault (the normal
 configuration, no failed unit): the serving cell's handover failure rate (too-late RLFs
-included) and its users' SINR median and 90th percentile, with the world's interference share
-from beyond the cluster (eta). Prints the worlds past 30 % failure, then the median and tail of
-the failure rates (all worlds, and urban and suburban alone) and of the SINR's q90 - q50 (a
-flat top, q90 within 2 dB of the median, is the mark of a large eta: no user's SINR exceeds
-1/eta). docs/network_model.md and the session notes quote it.
+included) and success rate (executions: a handover fails at the target, or at the source when
+its command is lost), and its users' SINR median and 90th percentile, with the world's
+interference share from beyond the cluster (eta). Prints the worlds past 30 % failure, then the
+median and tail of the failure rates (all worlds, and urban and suburban alone), of the success
+rates, and of the SINR's q90 - q50 (a flat top, q90 within 2 dB of the median, is the mark of a
+large eta: no user's SINR exceeds 1/eta). docs/network_model.md and the session notes quote it.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ def measure(seeds: int) -> list[dict[str, float | str]]:
                     "area": simulation.world.area,
                     "eta": float(simulation.world.site_share),
                     "ho_fail_rate": float(counters.get("ho_fail_rate", 0.0)),
+                    "ho_success": float(counters.get("HO_success", 1.0)),
                     "sinr_q50": float(q50),
                     "sinr_q90": float(q90),
                 }
@@ -55,6 +57,7 @@ def summary(rows: list[dict[str, float | str]]) -> dict[str, float]:
     city = np.array(
         [r["ho_fail_rate"] for r in rows if r["area"] in ("urban", "suburban")], dtype=float
     )
+    success = np.array([r["ho_success"] for r in rows], dtype=float)
     gap = np.array([r["sinr_q90"] - r["sinr_q50"] for r in rows], dtype=float)
     gap = gap[np.isfinite(gap)]
     return {
@@ -65,6 +68,8 @@ def summary(rows: list[dict[str, float | str]]) -> dict[str, float]:
         "urban_suburban_worlds": len(city),
         "urban_suburban_past_30": int(np.sum(city > 30.0)),
         "urban_suburban_median": float(np.median(city)) if city.size else float("nan"),
+        "ho_success_median": float(np.median(success)),
+        "ho_success_p10": float(np.percentile(success, 10)),
         "sinr_gap_median_db": float(np.median(gap)),
         "share_flat_top": float(np.mean(gap < 2.0)),
     }
