@@ -175,3 +175,30 @@ def test_an_active_add_on_is_on_the_first_line():
     (row,) = data.rows["line_addons"]
     assert row[1] == data.facts["subscription_id"] and row[2] == data.msisdns[0]
     assert row[3] == "ROAM-GCC-7" and row[6] == "active" and row[5] > row[4]
+
+
+def test_coupons_bought_in_a_month_count_against_its_overage():
+    """A month whose bill carries coupons bought (a duplicate charge's) charges overage only
+    beyond the plan's allowance and those coupons' GB: a 20 GB coupon bought to cover a month
+    is not followed by an overage charge for 4.5 GB of it. Over 200 heavy users' months, some
+    of which used more than the plan alone allows while holding coupons."""
+    coupons = {a["addon_id"]: a["data_gb"] for a in products()["addons"]}
+    covered = 0
+    for seed in range(200):
+        month = "2026-10"
+        focal = Focal(plan_id="POST-ESSENTIAL", data_use=1.15, extras_month=month)
+        data = generate(np.random.default_rng(seed), "e", focal)
+        line = data.msisdns[0]
+        used = next(r[3] for r in data.rows["usage_records"] if r[1] == line and r[2] == month)
+        bought = sum(
+            coupons[r[3]] for r in data.rows["line_addons"] if r[2] == line and r[4][:7] == month
+        )
+        invoice = data.facts["invoices"][month][0]
+        overage = [r for r in data.rows["invoice_items"] if r[2] == invoice and r[4] == "overage"]
+        beyond = round(used - 25.0 - bought, 2) if used is not None else 0.0
+        if beyond > 0:
+            assert len(overage) == 1 and f"{beyond} GB" in overage[0][5], (seed, used, bought)
+        else:
+            assert not overage, (seed, used, bought)
+        covered += bool(bought) and used is not None and used > 25.0 and beyond <= 0
+    assert covered >= 10  # the coupons did cover months the plan alone did not

@@ -435,10 +435,11 @@ COUPONS_BOUGHT_P, ROAMED_P = (0.25, 0.40, 0.35), 0.6
 
 def _bought_and_roamed(
     builder: _Builder, lines: list[tuple[str, str]], month: str
-) -> list[tuple[str, str, str, float]]:
+) -> tuple[list[tuple[str, str, str, float]], dict[str, float]]:
     """What the account bought and used beyond its plans in ``month``, drawn: data coupons (each
     on one of its lines, subscribed in the month's first ten days for the coupon's validity)
-    and pay-as-you-go roaming data on its first line (0.3-3 GB in a zone)."""
+    and pay-as-you-go roaming data on its first line (0.3-3 GB in a zone); with the GB the
+    coupons add to each line's allowance that month."""
     rng = builder.rng
     coupons = [
         a
@@ -446,6 +447,7 @@ def _bought_and_roamed(
         if a["kind"] == "data_coupon" and "postpaid" in a["payment"]
     ]
     items = []
+    coupon_gb: dict[str, float] = {}
     for _ in range(int(rng.choice(len(COUPONS_BOUGHT_P), p=COUPONS_BOUGHT_P))):
         coupon = coupons[int(rng.integers(len(coupons)))]
         msisdn = lines[int(rng.integers(len(lines)))][0]
@@ -462,17 +464,24 @@ def _bought_and_roamed(
             status,
         )
         items.append((msisdn, "addon", coupon["name"]["en"], float(coupon["price"])))
+        coupon_gb[msisdn] = coupon_gb.get(msisdn, 0.0) + coupon["data_gb"]
     if rng.random() < ROAMED_P:
         zone = sorted(ROAMING_PER_GB)[int(rng.integers(len(ROAMING_PER_GB)))]
         gb = round(float(rng.uniform(0.3, 3.0)), 2)
         charge = _money(gb * ROAMING_PER_GB[zone])
         items.append((lines[0][0], "roaming", f"Roaming data {zone} {gb} GB", charge))
-    return items
+    return items, coupon_gb
 
 
 def _bill_lines(
-    builder: _Builder, lines: list[tuple[str, str]], usage: dict[str, dict[str, float]], month: str
+    builder: _Builder,
+    lines: list[tuple[str, str]],
+    usage: dict[str, dict[str, float]],
+    month: str,
+    coupon_gb: dict[str, float] | None = None,
 ) -> list[tuple[str, str, str, float]]:
+    """A month's plan fees and data overage of the lines: the overage is the use beyond the
+    plan's allowance and the coupons bought on the line that month (``coupon_gb``)."""
     items = []
     for msisdn, plan_id in lines:
         plan = builder.plans[plan_id]
@@ -480,8 +489,11 @@ def _bill_lines(
             continue
         items.append((msisdn, "plan", plan["name"]["en"], float(plan["price"])))
         used = usage[msisdn].get(month)
-        if used is not None and plan["data_gb"] is not None and used > plan["data_gb"]:
-            extra = round(used - plan["data_gb"], 2)
+        if used is None or plan["data_gb"] is None:
+            continue
+        allowance = plan["data_gb"] + (coupon_gb or {}).get(msisdn, 0.0)
+        if used > allowance:
+            extra = round(used - allowance, 2)
             items.append(
                 (msisdn, "overage", f"Data overage {extra} GB", _money(extra * OVERAGE_PER_GB))
             )
@@ -541,7 +553,11 @@ def generate(
             account not in (focal_account,) and lines[0][1] == "POST-UNLIMITED" and len(lines) == 1
         )
         for month in months:
-            items = _bill_lines(builder, lines, usage, month)
+            extras: list[tuple[str, str, str, float]] = []
+            coupon_gb: dict[str, float] = {}
+            if account == focal_account and month == focal.extras_month:
+                extras, coupon_gb = _bought_and_roamed(builder, lines, month)
+            items = _bill_lines(builder, lines, usage, month, coupon_gb)
             if account == focal_account and month == focal.roaming_month:
                 zone = focal.roaming_zone
                 gb = round(float(rng.uniform(2.0, 6.0)), 2)
@@ -554,8 +570,7 @@ def generate(
                     )
                 )
                 facts["roaming_charge"] = _money(gb * ROAMING_PER_GB[zone])
-            if account == focal_account and month == focal.extras_month:
-                items += _bought_and_roamed(builder, lines, month)
+            items += extras
             if not items:
                 continue
             if internal and rng.random() < 0.5:
