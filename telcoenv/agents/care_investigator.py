@@ -444,7 +444,8 @@ SUMMARIES: dict[str, dict[str, str]] = {
         AVERAGE_DATA_USE: "Average data use {answer} GB a month over the {months} months "
         "measured ({missing} not collected).",
         PLAN_RECOMMENDATION: "Recommended plan {answer}: the cheapest open to the customer "
-        "covering their average of {average} GB within {budget} SAR.",
+        "covering their average of {average} GB, at {price} SAR a month ({fit} their budget of "
+        "{budget} SAR).",
         PLAN_CHANGE: "Line {msisdn} moved to plan {plan_id}: {result}.",
         FAMILY_DATA: "The family used {answer} GB together in {period} ({missing} member(s) "
         "not collected).",
@@ -466,13 +467,15 @@ SUMMARIES: dict[str, dict[str, str]] = {
         AVERAGE_DATA_USE: "متوسط استهلاك البيانات {answer} جيجابايت شهرياً على {months} شهراً "
         "مقيساً ({missing} غير مجمّع).",
         PLAN_RECOMMENDATION: "الباقة الموصى بها {answer}: الأرخص المتاحة للعميل التي تغطي "
-        "متوسطه {average} جيجابايت ضمن {budget} ريال.",
+        "متوسطه {average} جيجابايت، بسعر {price} ريال شهرياً ({fit} ميزانيته البالغة {budget} "
+        "ريال).",
         PLAN_CHANGE: "نُقل الخط {msisdn} إلى الباقة {plan_id}: {result}.",
         FAMILY_DATA: "استهلكت العائلة معاً {answer} جيجابايت في {period} ({missing} عضو غير مجمّع).",
         CONTACT_UPDATE: "حُدّث البريد الإلكتروني للعميل {customer_id} إلى {email}: {result}.",
     },
 }
 _DONE = {"en": ("done", "not done"), "ar": ("تم", "لم يتم")}
+_FIT = {"en": ("within", "above"), "ar": ("ضمن", "أعلى من")}
 
 
 class _Fields(dict):
@@ -935,12 +938,19 @@ class CareInvestigatorAgent(GeneratorAgent):
             yield from self._ask(["budget"])
         segment = self._customer.get("segment") or "consumer"
         plans = yield from self._call("list_plans", {"payment": "postpaid", "segment": segment})
-        plan = self._recommend(plans, average)
-        if plan is not None:
+        chosen = self._recommend(plans, average)
+        if chosen is not None:
+            price, plan = chosen
+            budget = self.facts.budget or 0.0
             self.answer = plan
-            self._summary.update(answer=plan, budget=figure(self.facts.budget or 0))
+            self._summary.update(
+                answer=plan,
+                price=figure(price),
+                budget=figure(budget),
+                fit=_FIT[self._language][0 if price <= budget + 1e-9 else 1],
+            )
 
-    def _recommend(self, listed: Any, average: float) -> str | None:
+    def _recommend(self, listed: Any, average: float) -> tuple[float, str] | None:
         """The cheapest plan open to the customer's age whose data covers ``average``, within
         the budget incl. VAT (none within it: the cheapest that covers the average)."""
         age = _number(self._customer.get("age"))
@@ -960,8 +970,7 @@ class CareInvestigatorAgent(GeneratorAgent):
             fitting.append((price, str(plan.get("plan_id"))))
             if budget is None or price <= budget + 1e-9:
                 within.append((price, str(plan.get("plan_id"))))
-        best = min(within) if within else (min(fitting) if fitting else None)
-        return best[1] if best else None
+        return min(within) if within else (min(fitting) if fitting else None)
 
     def _family(self) -> Generator[Action, str, None]:
         period = yield from self._period()
