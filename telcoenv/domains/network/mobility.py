@@ -427,7 +427,7 @@ def handovers(
         offsets,
         _steps_reaching(np.maximum(ttt_ms, STEP_MS) + EXECUTION_MS, steps + 1),
         t310_ms,
-        _Link(np.maximum(load, 0.05), radio.site_share, 10.0 ** (radio.noise_dbm / 10.0)),
+        (load, radio.noise_dbm, radio.site_share),
     )
     # What each step reads and updates.
     below, above = monitor.below, monitor.above
@@ -611,27 +611,6 @@ _EVENTS = ("rlf", "early", "late", "wrong", "att_src", "att_dst", "ok_src", "ok_
            "t310", "lost", "late_lost")  # fmt: skip
 
 
-@dataclass(frozen=True)
-class _Link:
-    """What the serving cell's SINR at a step needs besides the RSRP: each cell's activity (its
-    load, at least 0.05), the share of every cell's power the model has no cells for, and the
-    noise per RE (mW)."""
-
-    activity: np.ndarray
-    share: float
-    noise_mw: float
-
-    def below(self, rsrp_dbm: np.ndarray, cells: np.ndarray, threshold_db: float) -> np.ndarray:
-        """Whether ``cells`` (one per column of ``rsrp_dbm``, [cells x tracks]) are below
-        ``threshold_db``: the SINR of :func:`_sinr_db`."""
-        lin = np.where(np.isfinite(rsrp_dbm), 10.0 ** (rsrp_dbm / 10.0), 0.0)
-        total = ((self.activity + self.share)[:, None] * lin).sum(axis=0)
-        columns = np.arange(lin.shape[1])
-        own = lin[cells, columns]
-        interference = self.noise_mw + total - self.activity[cells] * own
-        return 10.0 * np.log10(np.maximum(own, 1e-30) / interference) < threshold_db
-
-
 class _Play:
     """The procedures' state along the tracks, and what they counted.
 
@@ -653,10 +632,10 @@ class _Play:
         offsets: np.ndarray,
         trigger: np.ndarray,
         t310_ms: np.ndarray,
-        link: _Link,
+        link: tuple[np.ndarray, float, float],
     ) -> None:
         steps, n_cells, n_tracks = ranked.shape
-        self.link = link
+        self.link = link  # load, noise (dBm per RE), share: the rest of _sinr_db's arguments
         self.by_step, self.ranked, self.monitor, self.offsets = by_step, ranked, monitor, offsets
         self.steps, self.n_tracks = steps, n_tracks
         same = (pci[:, None] == pci[None, :]) & ~np.eye(n_cells, dtype=bool)
@@ -828,7 +807,7 @@ class _Play:
         # target must be decodable; a PCI another audible cell shares is a coin toss. A target
         # still too weak is a handover triggered too early; a PCI clash sends the UE toward the
         # wrong cell. Either way it stays on the source, which is fading.
-        lost = self.link.below(self.by_step[k][:, moving], source, Q_COMMAND_DB)
+        lost = self._command_lost(k, moving, source)
         many["lost"].append(source[lost])
         self.lost[moving] = lost
         success = self.monitor.decodes(k, target * n_tracks + moving) & ~lost
@@ -858,8 +837,7 @@ class _Play:
         one = self.one
         one["att_src"].append(source)
         one["att_dst"].append(target)
-        rsrp = self.by_step[k][:, track : track + 1]
-        lost = bool(self.link.below(rsrp, np.array([source]), Q_COMMAND_DB)[0])
+        lost = bool(self._command_lost(k, np.array([track]), np.array([source]))[0])
         self.lost[track] = lost
         if lost:
             one["lost"].append(source)
@@ -881,6 +859,12 @@ class _Play:
             self._reassign_one(track, target, k)
             return
         self.count[:, track] = 0
+
+    def _command_lost(self, k: int, tracks: np.ndarray, sources: np.ndarray) -> np.ndarray:
+        """Whether each track's source (``sources``) is too weak on step ``k`` to deliver the
+        handover command: its SINR (:func:`_sinr_db`) below :data:`Q_COMMAND_DB`."""
+        sinr = _sinr_db(self.by_step[k][:, tracks, None], *self.link)
+        return sinr[sources, np.arange(len(tracks)), 0] < Q_COMMAND_DB
 
     def _reassign(self, tracks: np.ndarray, cells: np.ndarray, k: int) -> None:
         """``cells`` serve ``tracks`` from step ``k``'s A3 comparison on (step ``k`` counted as
