@@ -349,11 +349,15 @@ class _Builder:
         self.rows["invoices"].append(
             (episode, invoice_id, account_id, month, issued, net, vat, amount, "issued")
         )
+        self.items(invoice_id, items)
+        return invoice_id, amount
+
+    def items(self, invoice_id: str, items: list[tuple[str, str, str, float]]) -> None:
+        """The invoice's line items, each with its own id."""
         self.rows["invoice_items"].extend(
-            (episode, item_id, invoice_id, *item)
+            (self.episode, item_id, invoice_id, *item)
             for item_id, item in zip(self.ids.ordered("IT", len(items)), items, strict=True)
         )
-        return invoice_id, amount
 
     def balances(self) -> None:
         """Each account's balance as its ledger has it. A postpaid account owes every invoice
@@ -467,10 +471,13 @@ def _bought_and_roamed(
         coupon_gb[msisdn] = coupon_gb.get(msisdn, 0.0) + coupon["data_gb"]
     if rng.random() < ROAMED_P:
         zone = sorted(ROAMING_PER_GB)[int(rng.integers(len(ROAMING_PER_GB)))]
-        gb = round(float(rng.uniform(0.3, 3.0)), 2)
-        charge = _money(gb * ROAMING_PER_GB[zone])
-        items.append((lines[0][0], "roaming", f"Roaming data {zone} {gb} GB", charge))
+        items.append(_roaming_item(lines[0][0], zone, round(float(rng.uniform(0.3, 3.0)), 2)))
     return items, coupon_gb
+
+
+def _roaming_item(msisdn: str, zone: str, gb: float) -> tuple[str, str, str, float]:
+    """A bill's pay-as-you-go roaming data: ``gb`` in ``zone`` at its rate."""
+    return (msisdn, "roaming", f"Roaming data {zone} {gb} GB", _money(gb * ROAMING_PER_GB[zone]))
 
 
 def _bill_lines(
@@ -560,16 +567,9 @@ def generate(
             items = _bill_lines(builder, lines, usage, month, coupon_gb)
             if account == focal_account and month == focal.roaming_month:
                 zone = focal.roaming_zone
-                gb = round(float(rng.uniform(2.0, 6.0)), 2)
-                items.append(
-                    (
-                        lines[0][0],
-                        "roaming",
-                        f"Roaming data {zone} {gb} GB",
-                        _money(gb * ROAMING_PER_GB[zone]),
-                    )
-                )
-                facts["roaming_charge"] = _money(gb * ROAMING_PER_GB[zone])
+                roaming = _roaming_item(lines[0][0], zone, round(float(rng.uniform(2.0, 6.0)), 2))
+                items.append(roaming)
+                facts["roaming_charge"] = roaming[3]
             items += extras
             if not items:
                 continue
@@ -584,13 +584,7 @@ def generate(
                     builder.rows["invoices"].append(
                         (row[0], duplicate, *row[2:4], f"{month}-01T02:00:07", *row[5:])
                     )
-                    # The run billed every item again.
-                    builder.rows["invoice_items"].extend(
-                        (episode_id, item_id, duplicate, *item)
-                        for item_id, item in zip(
-                            builder.ids.ordered("IT", len(items)), items, strict=True
-                        )
-                    )
+                    builder.items(duplicate, items)  # the run billed every item again
                     facts["duplicate_invoice"] = duplicate
             last = month == months[-1]
             ok = not (account == focal_account and last and focal.failed_payment)
