@@ -124,6 +124,10 @@ class AuditReport:
         return "\n".join(lines)
 
 
+# Seeds an agent may skip (``applies``) per episode it plays before the audit gives up on it.
+MAX_SEEDS_PER_EPISODE = 50
+
+
 class _Seat:
     """One policy at its own environment, playing the seeds it is given (no embedder: rewards
     need none)."""
@@ -189,6 +193,12 @@ def play_together(
             waiting = [seat for seat in seats if len(seat.traces) < episodes]
             if not waiting:
                 break
+            if seed >= MAX_SEEDS_PER_EPISODE * episodes:  # an agent about almost no episode
+                names = sorted(type(seat.agent).__name__ for seat in waiting)
+                raise RuntimeError(
+                    f"{env_id}: {', '.join(names)} found {episodes} episodes of its kind in no "
+                    f"fewer than {seed} seeds: audit it on an environment that has them"
+                )
             for seat in waiting:
                 seat.play(seed)
     finally:
@@ -314,6 +324,8 @@ def _domain_exploits(domain: str, learn: Callable[[], dict[str, str]]) -> list[F
         return list(network.EXPLOITS.values())
     if domain == "bss":
         constants = learn()
+        if not constants:  # no question in this environment: nothing to answer constantly
+            return []
         return [
             lambda: care.ConstantAnswer(constants),
             lambda: care.ConstantAfterReads(constants),
