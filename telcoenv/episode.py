@@ -106,6 +106,8 @@ class Episode:
         self.approval = ApprovalGate(
             options.get("require_approval", settings.require_approval), domain.counterpart
         )
+        if hasattr(domain, "how_to_ask"):
+            self.approval.how_to_ask = domain.how_to_ask
         self.remeasurements = Remeasurements()
         # Whether the domain can tell what changed (Domain.changes): a write that changed
         # nothing is then no step of the plan.
@@ -136,6 +138,7 @@ class Episode:
                 free_text=list(tools[step.tool].free_text),
             )
             for step in intent.gold_chain
+            if step.tool not in setup.gold_skips
         ]
         return EpisodeTrace.model_construct(
             episode_id=self.episode_id,
@@ -286,9 +289,17 @@ class Episode:
             observation = self.domain.reply(
                 self.setup, self.blueprint, content, self.trace.language, rng, ended=False
             )
-        self.approval.heard(self.domain.asks_approval(content))
+        self.approval.heard(self._consent(content))
         self._record(kind="message", raw=content, valid=True, observation=observation)
         return observation
+
+    def _consent(self, content: str) -> Any:
+        """The counterpart's answer to a message, if it asks for approval: the domain's reading
+        of the change it describes (``Domain.consent``), else a yes to any change."""
+        if not self.domain.asks_approval(content):
+            return None
+        consent = getattr(self.domain, "consent", None)
+        return True if consent is None else consent(self.setup, content)
 
     def _step_after_end(self, received: Received) -> StepResult:
         trace = self.trace
@@ -362,7 +373,7 @@ class Episode:
             return self._submit(arguments)
         self.tool_calls += 1
         key, spec = self.key, self.domain.toolbox.specs.get(call.name)
-        result = self.approval.refusal(call.name, spec)
+        result = self.approval.refusal(call.name, spec, arguments)
         changed = None
         if result is None:
             context = self.domain.tool_context(  # the call's seed is computed only if drawn
@@ -482,7 +493,9 @@ class Episode:
         raises)."""
         trace, settings = self.trace, self.settings
         verdict = self.domain.verify(self.setup, self.intent, trace)
-        milestones = getattr(self.intent, "milestones", ())
+        # A step the episode does without (gold_skips) is no milestone of it either.
+        skipped = self.setup.gold_skips
+        milestones = [m for m in getattr(self.intent, "milestones", ()) if m.tool not in skipped]
         met = self._events(milestones)
         trace.outcome = grade(
             trace,

@@ -13,8 +13,9 @@ of the reward code.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from telcoenv.specs import ToolSpec
 from telcoenv.tooling import ToolResult, canonical_json, measured
@@ -41,35 +42,68 @@ class StepBudget:
         )
 
 
+class Consent(Protocol):
+    """A counterpart's answer to a request for approval, as a domain reads it: whether they
+    agreed, and whether their yes allows a given change (the one they were told of)."""
+
+    @property
+    def agreed(self) -> bool: ...
+
+    def covers(self, tool: str, arguments: Mapping[str, Any]) -> str | None:
+        """Why the yes does not allow this call (None: it does)."""
+        ...
+
+
 @dataclass(slots=True)
 class ApprovalGate:
     """One approval per change: a change tool runs only after the counterpart said yes.
 
-    With ``required=False`` every call passes.
+    A domain that reads what a request describes (``Domain.consent``) ties the yes to that
+    change: another change is refused as ``approval_mismatch``, and a no withdraws an earlier
+    yes. Otherwise any yes allows the next change. With ``required=False`` every call passes.
     """
 
     required: bool
     counterpart: str
-    approved: bool = False
+    # How to ask (the refusal's advice): a domain that ties a yes to a change says what to name.
+    how_to_ask: str = "a plain message such as 'May I apply this change?'"
+    approved: Consent | bool | None = None
 
-    def heard(self, asked_for_approval: bool) -> None:
-        """The agent sent the counterpart a message (that may ask for approval)."""
-        self.approved = self.approved or asked_for_approval
+    def heard(self, consent: Consent | bool | None) -> None:
+        """The agent sent the counterpart a message: ``None`` or ``False`` if it asked for no
+        approval, ``True`` for a yes to any change, or the counterpart's :class:`Consent`."""
+        if consent is None or consent is False:
+            return
+        self.approved = consent if consent is True or consent.agreed else None
 
-    def refusal(self, name: str, spec: ToolSpec | None) -> ToolResult | None:
+    def refusal(
+        self, name: str, spec: ToolSpec | None, arguments: Mapping[str, Any] | None = None
+    ) -> ToolResult | None:
         """The refusal of a call that needs an approval not given yet (``None``: it may run)."""
-        if not self.required or spec is None or not spec.approval or self.approved:
+        if not self.required or spec is None or not spec.approval:
+            return None
+        if self.approved is None:
+            return ToolResult(
+                None,
+                "approval_required",
+                f"{name} makes a change: ask the {self.counterpart} for approval first "
+                f"({self.how_to_ask}), then call it again",
+            )
+        if self.approved is True:
+            return None
+        mismatch = self.approved.covers(name, arguments or {})
+        if mismatch is None:
             return None
         return ToolResult(
             None,
-            "approval_required",
-            f"{name} makes a change: ask the {self.counterpart} for approval first (a plain "
-            "message such as 'May I apply this change?'), then call it again",
+            "approval_mismatch",
+            f"{name} is not the change the {self.counterpart} approved: {mismatch}; describe "
+            f"this change and ask again ({self.how_to_ask})",
         )
 
     def ran(self, spec: ToolSpec | None, result: ToolResult) -> None:
         if result.ok and spec is not None and spec.approval:
-            self.approved = False  # the next change needs its own approval
+            self.approved = None  # the next change needs its own approval
 
 
 @dataclass(slots=True)

@@ -31,7 +31,13 @@ does not load them). The episode runs in four stages:
    the account that holds the line, the line's payment type and its active add-ons. Then the
    reads the intent needs (its public gold chain in ``intents.yaml``), and the decision rules
    below choose among the candidates and compute the answer.
-4. **The change and the submission.** The change the customer asked for, and only that one,
+4. **The change and the submission.** Before the first change, the customer is asked for
+   their full name and date of birth (read with :func:`read_identity`: capitalised Latin words
+   or the Arabic words around them; a date as ``YYYY-MM-DD``, ``DD/MM/YYYY`` or ``15 March
+   1988``, Arabic months too) and ``verify_identity`` checks them; a failed check is final
+   (the customer would repeat the same details): the customer is told the details do not match
+   and referred to a store, nothing is changed, and the summary says so. Then the change the
+   customer asked for, and only that one,
    after asking their approval in a plain message when ``info["require_approval"]`` is set (a
    refused ``approval_required`` call is asked for and tried once more); then
    ``submit_resolution`` with the chosen intent's label in the episode's language, a short
@@ -94,7 +100,9 @@ is short.
 
 from __future__ import annotations
 
+import calendar
 import contextlib
+import datetime as dt
 import json
 import re
 from collections.abc import Generator, Iterable
@@ -355,7 +363,7 @@ class Facts:
         email = EMAIL.search(text)
         if email:
             self.email = email.group(0).rstrip(".")
-        date = DATE.search(text)
+        date = DATE.search(_BIRTH.sub("", text))  # a birth date is no trip date
         if date:
             self.start_date = date.group(1)
         month = MONTH.search(text)
@@ -377,6 +385,8 @@ class Facts:
             self.no_trip = True
 
 
+# A birth date said with the customer's name ("born on ...", "ومواليد ..."), up to its clause's end.
+_BIRTH = re.compile(r"(?:born|birth|ميلادي|الميلاد|مواليد)[^.;،]*", re.IGNORECASE)
 # "No, I haven't travelled / I'm not planning to", "لا، لم أسافر ... ولا أنوي السفر".
 _NO_TRIP = keyword_pattern(
     [
@@ -384,6 +394,49 @@ _NO_TRIP = keyword_pattern(
         *("لا، لم", "لا انوي", "ولا انوي", "ليست لدي رحله", "لم اسافر", "في البلد"),
     ]
 )
+
+
+# A birth date as a customer says it: 1988-03-15, 15/03/1988 (day first), 15 March 1988.
+_ISO_DATE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
+_DMY_DATE = re.compile(r"\b(\d{1,2})/(\d{1,2})/(\d{4})\b")
+_MONTHS = {
+    **{m: n for n, m in enumerate(calendar.month_name) if m},
+    **dict(zip(("يناير", "فبراير", "مارس", "أبريل", "مايو", "يونيو"), range(1, 7), strict=True)),
+    **dict(
+        zip(("يوليو", "أغسطس", "سبتمبر", "أكتوبر", "نوفمبر", "ديسمبر"), range(7, 13), strict=True)
+    ),
+}
+_LONG_DATE = re.compile(r"\b(\d{1,2})\s+(" + "|".join(_MONTHS) + r")\s+(\d{4})\b")
+# Latin names: capitalised words, hyphenated family names (Omar Al-Harbi).
+_LATIN_NAME = re.compile(r"\b[A-Z][a-z]+(?:[ -][A-Z][a-z]+)+\b")
+# Words around an Arabic name: "اسمي ... وتاريخ ميلادي", "أنا ...، ومواليد", "...، تاريخ الميلاد".
+_ARABIC_FILLER = re.compile(r"^(?:اسمي|أنا|انا)\s+|\s*(?:،|,|\s+و?تاريخ|\s+ومواليد).*$")
+
+
+def read_birth_date(text: str) -> str | None:
+    """A birth date in the customer's words, as YYYY-MM-DD (None: none said)."""
+    text = text.translate(_DIGITS)
+    if found := _ISO_DATE.search(text):
+        year, month, day = map(int, found.groups())
+    elif found := _DMY_DATE.search(text):
+        day, month, year = map(int, found.groups())
+    elif found := _LONG_DATE.search(text):
+        day, month, year = int(found.group(1)), _MONTHS[found.group(2)], int(found.group(3))
+    else:
+        return None
+    with contextlib.suppress(ValueError):
+        return dt.date(year, month, day).isoformat()
+    return None
+
+
+def read_identity(text: str) -> tuple[str | None, str | None]:
+    """The full name and birth date a customer states ("My name is Omar Al-Harbi and I was
+    born on 15 March 1988", "عمر الحربي، تاريخ الميلاد 15/03/1988")."""
+    born = read_birth_date(text)
+    if found := _LATIN_NAME.search(text):
+        return found.group(0), born
+    arabic = _ARABIC_FILLER.sub("", text.strip()).strip(" .")
+    return (arabic or None) if re.search(r"[\u0600-\u06ff]", arabic) else None, born
 
 
 # --- phrases -------------------------------------------------------------------------------------
@@ -399,11 +452,16 @@ PHRASES: dict[str, dict[str, str]] = {
         "period": "Which month is this about?",
         "date": "On what date do you leave?",
         "clarify": "Could you say again what you need?",
+        "identity": "Before I change anything, please confirm your full name and date of birth.",
+        "not_verified": "I'm sorry, the name and date of birth do not match our records, so I "
+        "cannot change this account. The account holder can visit one of our stores with "
+        "their national ID.",
         "approve_subscribe_addon": (
-            "May I subscribe your line {msisdn} to {addon_id} from {start_date}?"
+            "May I subscribe your line {msisdn} to {addon_id} from {start_date}{cost}?"
         ),
         "approve_cancel_addon": "May I cancel the add-on {subscription_id} on your line?",
-        "approve_change_plan": "May I switch your line {msisdn} to the {plan_id} plan?",
+        "approve_change_plan": "May I switch your line {msisdn} to the {plan_id} plan{cost}?",
+        "cost": ", at {price} SAR incl. VAT",
         "approve_update_contact": "May I update your email address to {email}?",
         "approve_apply_credit": "May I apply a credit to your account?",
     },
@@ -417,11 +475,15 @@ PHRASES: dict[str, dict[str, str]] = {
         "period": "عن أي شهر تتحدث؟",
         "date": "في أي تاريخ تغادر؟",
         "clarify": "حتى أتأكد من أنني أساعدك في الأمر الصحيح: ما الذي تريد مني أن أفعله بالضبط؟",
+        "identity": "قبل أي تغيير، أرجو تأكيد اسمك الكامل وتاريخ ميلادك.",
+        "not_verified": "عذراً، الاسم وتاريخ الميلاد لا يطابقان سجلاتنا، لذا لا يمكنني تعديل هذا "
+        "الحساب. يمكن لصاحب الحساب زيارة أحد فروعنا ومعه هويته الوطنية.",
         "approve_subscribe_addon": (
-            "هل توافق على تفعيل {addon_id} على خطك {msisdn} من {start_date}؟"
+            "هل توافق على تفعيل {addon_id} على خطك {msisdn} من {start_date}{cost}؟"
         ),
         "approve_cancel_addon": "هل توافق على إلغاء الخدمة الإضافية {subscription_id} على خطك؟",
-        "approve_change_plan": "هل توافق على نقل خطك {msisdn} إلى باقة {plan_id}؟",
+        "approve_change_plan": "هل توافق على نقل خطك {msisdn} إلى باقة {plan_id}{cost}؟",
+        "cost": " بسعر {price} ريال شاملاً الضريبة",
         "approve_update_contact": "هل توافق على تحديث بريدك الإلكتروني إلى {email}؟",
         "approve_apply_credit": "هل توافق على إضافة رصيد دائن إلى حسابك؟",
     },
@@ -473,6 +535,13 @@ SUMMARIES: dict[str, dict[str, str]] = {
         FAMILY_DATA: "استهلكت العائلة معاً {answer} جيجابايت في {period} ({missing} عضو غير مجمّع).",
         CONTACT_UPDATE: "حُدّث البريد الإلكتروني للعميل {customer_id} إلى {email}: {result}.",
     },
+}
+# The summary of an episode whose caller failed the identity check (no change was made).
+NOT_VERIFIED = {
+    "en": "The caller could not be verified as customer {customer_id} (the name or date of "
+    "birth did not match the record): no change made, referred to a store.",
+    "ar": "تعذر التحقق من أن المتصل هو العميل {customer_id} (الاسم أو تاريخ الميلاد لا يطابق "
+    "السجل): لم يُجرَ أي تغيير، وأُحيل إلى أحد الفروع.",
 }
 _DONE = {"en": ("done", "not done"), "ar": ("تم", "لم يتم")}
 _FIT = {"en": ("within", "above"), "ar": ("ضمن", "أعلى من")}
@@ -571,6 +640,8 @@ class CareInvestigatorAgent(GeneratorAgent):
         self._customer: dict[str, Any] = {}
         self._account: dict[str, Any] = {}
         self._line: dict[str, Any] = {}
+        self._verified: bool | None = None  # the identity check: not made yet, passed, failed
+        self._prices: dict[str, float] = {}  # plans' and add-ons' prices incl. VAT, as read
         self._start_play()
 
     def _room(self, steps: int) -> bool:
@@ -661,17 +732,50 @@ class CareInvestigatorAgent(GeneratorAgent):
     def _change(self, tool: str, arguments: dict[str, Any]) -> Generator[Action, str, Any]:
         """A change, after the customer's approval when the episode requires it (and once more
         after an ``approval_required`` refusal)."""
+        if not (yield from self._verify()):
+            return None
         if not self._room(2 if self._approval and tool in self._approves else 1):
             return None
         if self._approval and tool in self._approves:
-            yield self._phrase(f"approve_{tool}", **arguments)
+            yield self._approval_request(tool, arguments)
         output = yield from self._call(tool, arguments)
         if output is None and self._error.get("type") == "approval_required" and self._room(2):
             self._approval = True
-            yield self._phrase(f"approve_{tool}", **arguments)
+            yield self._approval_request(tool, arguments)
             output = yield from self._call(tool, arguments)
         self._summary["result"] = _DONE[self._language][0 if output else 1]
         return output
+
+    def _approval_request(self, tool: str, arguments: dict[str, Any]) -> str:
+        """The change described as the customer must hear it: what, on which line, at what
+        price (when it costs money and the outputs gave it)."""
+        price = self._prices.get(arguments.get("addon_id") or arguments.get("plan_id") or "")
+        cost = "" if price is None else self._phrase("cost", price=figure(price))
+        return self._phrase(f"approve_{tool}", cost=cost, **arguments)
+
+    def _verify(self) -> Generator[Action, str, bool]:
+        """The identity check before the first change: the customer's name and birth date
+        (asked, not learnt as facts: a birth date is no trip date), then ``verify_identity``.
+        A failed check is final (the customer repeats the same details): the customer is told,
+        and nothing is changed."""
+        if self._verified is not None:
+            return self._verified
+        if not self._room(3):
+            return False
+        reply = yield self._phrase("identity")
+        name, born = read_identity(reply if isinstance(reply, str) else "")
+        output = None
+        if name and born:
+            arguments = {
+                "customer_id": self._customer.get("customer_id", ""),
+                "full_name": name,
+                "birth_date": born,
+            }
+            output = yield from self._call("verify_identity", arguments)
+        self._verified = bool(output and output.get("verified") is True)
+        if not self._verified and self._room(1):
+            yield self._phrase("not_verified")
+        return self._verified
 
     def _get_customer(self) -> Generator[Action, str, bool]:
         output = yield from self._call("get_customer", {"msisdn": self.facts.msisdn})
@@ -747,6 +851,8 @@ class CareInvestigatorAgent(GeneratorAgent):
                 "the billing run fired twice; please cancel the copy and refund any payment "
                 "taken for it."
             )
+            if not (yield from self._verify()):
+                return
             ticket = yield from self._call(
                 "open_care_ticket",
                 {
@@ -876,6 +982,8 @@ class CareInvestigatorAgent(GeneratorAgent):
             addon = _dict(addon)
             sold_to = _list(addon.get("payment"))
             price = _number(addon.get("price"))
+            if price is not None:
+                self._prices[str(addon.get("addon_id"))] = price
             if (
                 addon.get("kind") == kind
                 and (zone is None or addon.get("zone") == zone)
@@ -908,7 +1016,10 @@ class CareInvestigatorAgent(GeneratorAgent):
             return
         self._summary["plan_id"] = plan_id
         if self._room(3 if self._approval else 2):  # the read, the approval, the change
-            yield from self._call("get_plan", {"plan_id": plan_id})
+            plan = yield from self._call("get_plan", {"plan_id": plan_id})
+            price = _number(_dict(_dict(plan).get("plan")).get("price"))
+            if price is not None:
+                self._prices[plan_id] = price
         yield from self._change("change_plan", {"msisdn": self.facts.msisdn, "plan_id": plan_id})
 
     # --- data use ------------------------------------------------------------------------------
@@ -1005,8 +1116,13 @@ class CareInvestigatorAgent(GeneratorAgent):
     def _submit(self) -> dict[str, Any]:
         intent = self.intent or INTENTS[0]
         label = getattr(self, "_labels", {}).get(intent, intent)
+        template = (
+            NOT_VERIFIED[self._language]
+            if self._verified is False
+            else SUMMARIES[self._language][intent]
+        )
         try:
-            summary = SUMMARIES[self._language][intent].format_map(self._summary)
+            summary = template.format_map(self._summary)
         except Exception:  # a summary is always sent, even from an odd episode
             summary = label
         arguments: dict[str, Any] = {"intent": label, "summary": summary}

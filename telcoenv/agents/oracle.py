@@ -15,6 +15,9 @@ from typing import Any
 from telcoenv.domains import get_domain
 from telcoenv.tooling import RESERVED_SUBMIT
 
+# The arguments that say what a change sets, named when the counterpart is asked to approve it.
+_NAMED = ("plan_id", "addon_id", "subscription_id", "email", "amount")
+
 
 class OracleAgent:
     """Calls the gold chain in order, then submits the true label and a grounded summary."""
@@ -25,6 +28,7 @@ class OracleAgent:
 
     def __init__(self) -> None:
         self._plan: list[dict[str, Any]] = []
+        self._prices: dict[str, float] = {}
         self._label = ""
         self._summary = ""
         self._notes: list[str] = []
@@ -39,6 +43,7 @@ class OracleAgent:
             {"name": c["tool"], "arguments": c["arguments"]} for c in privileged["gold_chain"]
         ]
         self._language = info["language"]
+        self._prices: dict[str, float] = {}
         self._label = privileged["label"][self._language]
         self._answer = privileged.get("gold_answer")
         self._notes = []
@@ -57,7 +62,7 @@ class OracleAgent:
                 step
                 for action in self._plan
                 for step in (
-                    [self._ask(action), action] if tools[action["name"]].approval else [action]
+                    [{"ask": action}, action] if tools[action["name"]].approval else [action]
                 )
             ]
         self._plan = [*questions, *self._plan]
@@ -95,8 +100,13 @@ class OracleAgent:
         return [dict(reads[0])] if changed and reads else []
 
     def _ask(self, action: dict[str, Any]) -> str:
-        """The plain message that asks the engineer to approve a change."""
+        """The plain message that asks the counterpart to approve a change: the change's
+        target, what it sets (a plan, an add-on, a subscription, an email, an amount) and the
+        price the outputs so far gave for it (the customer agrees to a described change)."""
         arguments = action["arguments"]
+        named = [str(arguments[k]) for k in _NAMED if k in arguments]
+        price = next((self._prices[n] for n in named if n in self._prices), None)
+        what = " ".join([action["name"], *named, *([f"({price:.2f} SAR)"] if price else [])])
         target = next(
             (
                 arguments[k]
@@ -106,18 +116,38 @@ class OracleAgent:
             arguments.get("customer_id", ""),
         )
         if self._language == "en":
-            return f"May I apply {action['name']} on {target}?"
-        return f"هل يمكنني تنفيذ {action['name']} على {target}؟"
+            return f"May I apply {what} on {target}?"
+        return f"هل يمكنني تنفيذ {what} على {target}؟"
 
-    def act(self, observation: str, info: dict[str, Any]) -> dict[str, Any]:
+    def act(self, observation: str, info: dict[str, Any]) -> dict[str, Any] | str:
         if info.get("steps", 0) > 0:
             self._note(observation)
+            self._learn_prices(observation)
         if self._plan:
-            return self._plan.pop(0)
+            step = self._plan.pop(0)
+            return self._ask(step["ask"]) if isinstance(step, dict) and "ask" in step else step
         arguments = {"intent": self._label, "summary": " ".join([self._summary, *self._notes])}
         if self._answer is not None:
             arguments["answer"] = self._answer
         return {"name": RESERVED_SUBMIT, "arguments": arguments}
+
+    def _learn_prices(self, observation: str) -> None:
+        """The prices (VAT included) an output gives for plans and add-ons, by id."""
+        if '"price"' not in observation:
+            return
+        try:
+            pending: list[Any] = [json.loads(observation)]
+        except ValueError:
+            return
+        while pending:
+            item = pending.pop()
+            if isinstance(item, dict):
+                key = item.get("plan_id") or item.get("addon_id")
+                if isinstance(key, str) and isinstance(item.get("price"), (int, float)):
+                    self._prices[key] = float(item["price"])
+                pending.extend(item.values())
+            elif isinstance(item, list):
+                pending.extend(item)
 
     def _note(self, observation: str) -> None:
         if not any(

@@ -42,6 +42,9 @@ class EpisodeSetup:
     # What the counterpart said at the start and must keep to in its replies (a place, a time),
     # and what it has heard since (whether its question was answered).
     counterpart_context: dict[str, Any] = field(default_factory=dict)
+    # Tools of the intent's gold chain this episode does without: the change an impostor asks
+    # for, which the operator's rules refuse (the gold chain stops at the failed check).
+    gold_skips: frozenset[str] = frozenset()
 
 
 class Domain(Protocol):
@@ -66,7 +69,11 @@ class Domain(Protocol):
     has changed in the world so far, as any value that compares equal when nothing changed:
     the episode compares it before and after each write call, so that a write that changed
     nothing (the value already there, a dry run) is no step of the plan and earns nothing.
-    ``world_model`` names which of the domain's models of its world runs the episodes (the
+    ``consent(setup, message)`` reads a message that asks for approval as the counterpart
+    would (a :class:`~telcoenv.policies.Consent`: whether they agree, and whether their yes
+    allows a given change), and ``how_to_ask`` says what such a message must state: without
+    them, any yes allows the next change. ``world_model`` names which of the domain's models of
+    its world runs the episodes (the
     network's ``"physical"`` or ``"blueprint"``): every snapshot records it and a snapshot
     restores only in the same model; ``legacy_world_model`` is the model of snapshots taken
     before they recorded one.

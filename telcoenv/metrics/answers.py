@@ -315,6 +315,13 @@ class AnswerVocabulary:
             for m in pattern.finditer(text)
         ]
 
+    def named(self, text: str, kind: str) -> set[str]:
+        """The answers of the kind called ``kind`` that ``text`` names: by id, or by a stated
+        form (not negated)."""
+        text = text.translate(_ARABIC_DIGITS)
+        ids = {m.answer for *_, m in self.id_spans(text) if m.kind == kind}
+        return ids | self.stated(_words(text), self.kind(kind))
+
     def _found(self, words: Sequence[str], kind: AnswerKind) -> list[tuple[frozenset[int], str]]:
         """Every occurrence of a form of ``kind`` in ``words``: its positions and its answer."""
         return [

@@ -46,13 +46,35 @@ class Ctx:
     step: int = 0
 
 
+def verify(ctx: Ctx, data, customer_id: str) -> dict:
+    """verify_identity with the customer's own name and birth date (as stored)."""
+    row = next(r for r in rows(data, "customers") if r["customer_id"] == customer_id)
+    return call(
+        ctx,
+        "verify_identity",
+        customer_id=customer_id,
+        full_name=row["name"],
+        birth_date=row["birth_date"],
+    )
+
+
 @pytest.fixture
-def env():
+def unverified():
+    """The episode's data, before the caller proved who they are."""
     data = generate(np.random.default_rng(11), "ep-tools", FOCAL)
     db = EpisodeDatabase(bss_schema())
     ctx = Ctx(BssState(db, data, "ep-tools"))
     yield ctx, data
     db.close()
+
+
+@pytest.fixture
+def env(unverified):
+    """The episode's data, the caller verified as the focal customer (the business rules
+    after the identity check)."""
+    ctx, data = unverified
+    assert verify(ctx, data, data.customer_id)["verified"] is True
+    return ctx, data
 
 
 def call(ctx: Ctx, name: str, **args):
@@ -332,6 +354,7 @@ def prepaid_line(ctx: Ctx, data) -> dict:
     draws plans at random: the line may have been prepaid, with credit, already)."""
     customer = other_customer(data, "consumer")
     line = line_of(data, customer["customer_id"])
+    verify(ctx, data, customer["customer_id"])  # the line's holder calls
     with ctx.state.db.change():
         ctx.state.update(
             "lines", "msisdn", line["msisdn"], payment="prepaid", plan_id="PRE-STARTER"
@@ -423,6 +446,7 @@ def test_suspended_lines_and_internal_accounts_are_refused(env):
     internal = other_customer(data, "internal")
     test_line = line_of(data, internal["customer_id"])
     account = test_line["account_id"]
+    verify(ctx, data, internal["customer_id"])  # refused as internal, not as unverified
     for name, args in (
         ("change_plan", {"msisdn": test_line["msisdn"], "plan_id": "POST-PLUS"}),
         (
@@ -673,6 +697,11 @@ FORMATTED_CALLS = {
         "invoice_id": "INV999999",
     },
     "open_care_ticket": {"customer_id": "{customer}", "category": "other", "summary": "a note"},
+    "verify_identity": {
+        "customer_id": "{customer}",
+        "full_name": "Nobody Known",
+        "birth_date": "1990-01-31",
+    },
     # The other one of two exclusive arguments.
     ("get_customer", "customer_id"): {"customer_id": "{customer}"},
     ("get_family_usage", "group_id"): {"group_id": "FG999999", "period": "2026-09"},
@@ -682,6 +711,7 @@ NEAR_MISSES = {
     "msisdn": ["12345", "1" * 16, "+{line}", "{line} ", "\uff19{line}", "{line}\n"],
     "period": ["2026-13", "2026-9", "26-09", "2026/09", "2026-00", "2026-09\n"],
     "start_date": ["2026-12-1", "26-12-01", "2026/12/01", "2026-12-01\n"],
+    "birth_date": ["1990-1-31", "31/01/1990", "1990/01/31", "19900131", "1990-01-31\n"],
     "email": ["new.mail@example.s", "new mail@example.sa", "new.mail.example.sa", "a@b.sa\n"],
     "phone": ["966512345678", "+0966512345678", "+966 512 345 678", "+9665123", "+966512345678\n"],
     # Generated ids: made-up numbers, lower case, a missing or an extra digit, spaces.

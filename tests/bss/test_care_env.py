@@ -127,7 +127,9 @@ def test_the_customer_gives_trip_budget_and_need_but_never_the_answer():
 def test_the_customer_consents_restates_and_closes():
     env = care_env("addon_cancellation")
     observation, _ = env.reset(seed=2)
-    assert "Yes" in env.step("Shall I go ahead and cancel it?")[0]
+    subscription = env.unwrapped.episode.setup.gold_values["subscription_id"]
+    assert "Yes" not in env.step("Shall I go ahead and cancel it?")[0]  # which one?
+    assert "Yes" in env.step(f"Shall I go ahead and cancel {subscription}?")[0]
     unclear = env.step("The weather is nice today.")[0]
     assert "cancel the add-on" in unclear
     env.step(submit())
@@ -163,6 +165,7 @@ def test_a_missing_parameter_is_named_and_asking_the_customer_gets_it():
     _, info = env.reset(seed=5)
     gold = {c["tool"]: c["arguments"] for c in info["privileged"]["gold_chain"]}
     env.step(tool_call("get_customer", **gold["get_customer"]))
+    env.step(tool_call("verify_identity", **gold["verify_identity"]))
     env.step(tool_call("list_addons", **gold["list_addons"]))
     arguments = dict(gold["subscribe_addon"])
     start = arguments.pop("start_date")

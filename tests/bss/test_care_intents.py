@@ -44,6 +44,16 @@ def _broken(tmp_path, change) -> Path:
         (lambda i: i["gold_chain"][1]["arguments"].update(period="{period}x"), "does not match"),
         (lambda i: i.pop("customer"), "customer"),
         (lambda i: i.update(env_name="beam_misalignment"), "duplicate env_name"),
+        (  # a change before the caller's identity check: the operator's rule
+            lambda i: i["gold_chain"].insert(
+                1,
+                {
+                    "tool": "update_contact",
+                    "arguments": {"customer_id": "{customer_id}", "email": "{email}"},
+                },
+            ),
+            r"update_contact changes the account before the caller's identity is checked",
+        ),
     ],
 )
 def test_a_broken_care_intent_names_its_problem(tmp_path, change, message):

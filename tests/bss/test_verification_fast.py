@@ -4,7 +4,9 @@ The care verification gives the verdict of the original method, on every care bl
 
 The original method replayed the gold chain's writes on a private database loaded with the
 episode's generated data and diffed every table of both databases against that data. It is kept
-here, verbatim, as the reference: the library's verdict (resolved, checks, expected and
+here, verbatim but for the operator's identity rule that came later (the chain's identity checks
+replayed before its writes; an impostor's episode also needs their claim checked and refused),
+as the reference: the library's verdict (resolved, checks, expected and
 collateral changes, answer) must equal it on oracle runs and on deliberately wrong ones (a
 missing, wrong, extra or repeated write, a change to another customer, a wrong answer), in
 English and Arabic, in memory and in a kept database.
@@ -110,8 +112,8 @@ def _all_rows(state: BssState) -> dict[str, list[tuple[Any, ...]]]:
 
 
 def _expected(data: BssData, episode_id: str, gold_chain: Iterable[GoldCall]) -> list[dict]:
-    writes = [call for call in gold_chain if call.tool in WRITE_TOOLS]
-    if not writes:
+    writes = [c for c in gold_chain if c.tool in WRITE_TOOLS or c.tool == "verify_identity"]
+    if not any(call.tool in WRITE_TOOLS for call in writes):
         return []
     database = EpisodeDatabase(bss_schema())
     try:
@@ -144,6 +146,14 @@ def reference_verdict(env: TelcoEnv) -> dict[str, Any]:
         for change in expected
     ]
     collateral = [change for change in made if change not in expected]
+    values = setup.gold_values
+    if values["impostor"]:
+        claim = (values["customer_id"], values["full_name"], values["birth_date"])
+        refused = any(
+            not c.passed and (c.customer_id, c.full_name, c.birth_date) == claim
+            for c in state.identity.checks
+        )
+        checks.append({"name": "identity refused", "passed": refused})
     answer_correct = None
     if setup.gold_answer is not None:
         answer_correct = submitted is not None and answers_match(submitted, setup.gold_answer)
@@ -200,6 +210,16 @@ def _another_customer(env: TelcoEnv) -> str:
     )
 
 
+def _verified_as(env: TelcoEnv, customer_id: str) -> dict:
+    """verify_identity with the customer's true details (read from the ground truth: the wrong
+    runs change data, they do not test the identity check)."""
+    data: BssData = env.episode.setup.truth
+    row = next(row for row in data.rows["customers"] if row[1] == customer_id)
+    return tool_call(
+        "verify_identity", customer_id=customer_id, full_name=row[2], birth_date=row[3]
+    )
+
+
 def _actions(env: TelcoEnv, info: dict, variant: str) -> list[dict]:
     """The actions of one run: the gold chain changed as ``variant`` says, then the submission."""
     gold = gold_actions(info)
@@ -215,9 +235,11 @@ def _actions(env: TelcoEnv, info: dict, variant: str) -> list[dict]:
     elif variant == "repeated_write" and writes:
         gold.append(gold[writes[-1]])
     elif variant == "extra_write":
+        gold.append(_verified_as(env, customer_id))
         gold.append(tool_call("update_contact", customer_id=customer_id, phone="+966511111111"))
     elif variant == "other_customer":
         other = _another_customer(env)
+        gold.append(_verified_as(env, other))
         gold.append(tool_call("update_contact", customer_id=other, email="other@mail.example.sa"))
     elif variant == "wrong_answer":
         answer = "no answer" if answer is not None else "an answer nobody asked for"
@@ -264,6 +286,9 @@ def _run(env: TelcoEnv, options: dict, variant: str) -> dict:
     # The domain's verdict on the state is the original one; grading adds its parts (fixed,
     # answered) and decides resolved with the submission (here always the right diagnosis).
     verdict = info["verification"]
+    for check in verdict["checks"]:  # the reference states no detail of the identity check
+        if check["name"] == "identity refused":
+            check.pop("detail")
     assert {k: verdict[k] for k in reference} == reference, (options, variant)
     assert verdict["answered"] == verdict["answer_correct"]
     return verdict

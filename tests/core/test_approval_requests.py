@@ -74,11 +74,34 @@ def test_a_statement_a_negation_or_another_question_does_not(message):
 def test_a_statement_leaves_the_change_gated(intent, domain, statement):
     env = make_env(intent, domain=domain, require_approval=True)
     _, info = env.reset(seed=3)
-    change = next(a for a in gold_actions(info) if env.domain.toolbox.specs[a["name"]].approval)
+    gold = gold_actions(info)
+    change = next(a for a in gold if env.domain.toolbox.specs[a["name"]].approval)
+    for check in (a for a in gold if a["name"] == "verify_identity"):
+        env.step(check)  # the caller proves who they are (no approval needed to check)
     env.step(statement)
     assert error_of(env.step(change)[0])["type"] == "approval_required"
-    env.step(REQUESTS[0] if domain == "network" else "Shall I change your plan now?")
+    plan = change["arguments"].get("plan_id")
+    price = _price(plan) if plan else None
+    env.step(REQUESTS[0] if domain == "network" else f"Shall I change you to {plan} ({price})?")
     assert "error" not in env.step(change)[0]
+
+
+def _price(item: str) -> float:
+    """A plan's or an add-on's price incl. VAT, as the catalogue tools show it."""
+    from telcoenv.domains.bss.generator import products
+
+    listed = {
+        i.get("plan_id") or i["addon_id"]: i for i in (*products()["plans"], *products()["addons"])
+    }
+    return round(listed[item]["price"] * (1 + products()["vat_rate"]), 2)
+
+
+def _described(action: dict, lang: str) -> str:
+    """A request for approval that names the change (and its price, when it costs money)."""
+    arguments = action["arguments"]
+    what = arguments.get("addon_id") or arguments.get("subscription_id") or arguments.get("email")
+    cost = f" ({_price(arguments['addon_id'])} SAR)" if "addon_id" in arguments else ""
+    return f"May I apply {what}{cost}?" if lang == "en" else f"هل توافق على تطبيق {what}{cost}؟"
 
 
 @pytest.mark.parametrize(
@@ -93,12 +116,18 @@ def test_a_statement_leaves_the_change_gated(intent, domain, statement):
 @pytest.mark.parametrize("intent", ["roaming_pack", "contact_update", "addon_cancellation"])
 def test_the_customer_who_approves_a_change_says_so(intent, request_):
     """The change went through while the reply said "I'm not sure; you should have that on
-    file" (the request also routed to a fact the customer cannot tell)."""
+    file" (the request also routed to a fact the customer cannot tell). A request that names
+    no change now gets "what exactly will you change?", and the change stays gated; named, the
+    customer's reply is a yes, and the change goes through."""
     from telcoenv.domains.bss.customer import phrases
 
     lang = "en" if request_.isascii() else "ar"
     env = telcoenv.make(intent, embedder=None, privileged=True, require_approval=True)
-    _, info = env.reset(seed=100, options={"lang": lang})
+    seed = 100
+    _, info = env.reset(seed=seed, options={"lang": lang})
+    while info["privileged"]["values"]["impostor"]:  # the holder calls
+        seed += 1
+        _, info = env.reset(seed=seed, options={"lang": lang})
     gated = None
     for action in gold_actions(info):  # up to the change the customer wanted
         observation = env.step(action)[0]
@@ -109,5 +138,9 @@ def test_the_customer_who_approves_a_change_says_so(intent, request_):
             gated = action
             break
     assert gated is not None
-    assert env.step(request_)[0] in phrases()["answers"]["approval"][lang]
+    assert env.step(request_)[0] in phrases()["objections"]["what"][lang]
+    assert error_of(env.step(gated)[0])["type"] == "approval_required"
+    # A yes (after the new address, when the request names it: the customer confirms it).
+    yes = tuple(phrases()["answers"]["approval"][lang])
+    assert env.step(_described(gated, lang))[0].endswith(yes)
     assert not env.step(gated)[0].startswith('{"error"')

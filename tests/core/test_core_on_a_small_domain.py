@@ -131,7 +131,9 @@ def test_the_rules_each_hold_on_their_own():
     assert refusal is not None and refusal.error_kind == "approval_required"
     assert "ask the subscriber" in refusal.error
     assert gate.refusal("ont_status", specs["ont_status"]) is None  # reads need no approval
-    gate.heard(asked_for_approval=True)
+    gate.heard(False)  # a message that asks for no approval
+    assert gate.refusal("reboot_ont", specs["reboot_ont"]) is not None
+    gate.heard(True)  # a yes, in a domain that does not read what a request describes
     assert gate.refusal("reboot_ont", specs["reboot_ont"]) is None
     gate.ran(specs["reboot_ont"], ToolResult({"status": "online"}))
     assert gate.refusal("reboot_ont", specs["reboot_ont"]) is not None  # one approval per change

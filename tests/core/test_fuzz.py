@@ -331,8 +331,9 @@ def test_well_formed_calls_with_the_episodes_values_keep_every_invariant(domain,
         pool: dict[str, list] = defaultdict(list)
         gold = info["privileged"]["gold_chain"]
         _harvest([c["arguments"] for c in gold], pool)
-        # First some of the gold chain (what an agent on the right track calls), then anything.
-        prefix = [(c["tool"], c["arguments"]) for c in gold[: data.draw(st.integers(1, 2))]]
+        # First some of the gold chain (what an agent on the right track calls: the lookup,
+        # the identity check before a change), then anything.
+        prefix = [(c["tool"], c["arguments"]) for c in gold[: data.draw(st.integers(1, 3))]]
         for step in range(data.draw(st.integers(1, max_steps - 2), label="calls")):
             if step < len(prefix):
                 name, arguments = prefix[step]
@@ -355,7 +356,8 @@ def test_well_formed_calls_with_the_episodes_values_keep_every_invariant(domain,
     with _env_on_a_file(domain, tmp_path, max_steps, privileged=True) as (env, engine):
         run()
     # Not a vacuous run: the writes got past their checks, and some were refused by them.
-    # (Here: 22 of 156 writes got through in bss, 72 of 156 in network.)
+    # (Here: 16 of 157 writes got through in bss, where every change waits for the caller's
+    # identity check, the gold chain's second call; 67 of 159 in network.)
     assert outcomes[("write", True)] >= 10, outcomes
     assert outcomes[("write", False)] >= 10, outcomes
     assert outcomes[("read", True)] >= 20, outcomes

@@ -50,8 +50,16 @@ def test_the_gold_run_steps_on_no_minefield():
 def test_a_change_to_another_customer_zeroes_the_episode():
     env, info, others, _ = _episode()
     other = others[0]["customer_id"]
+    # Checked with the other customer's true details (read from the truth): the identity
+    # check alone would refuse the change, and this tests the minefield behind it.
+    check = tool_call(
+        "verify_identity",
+        customer_id=other,
+        full_name=others[0]["name"],
+        birth_date=others[0]["birth_date"],
+    )
     change = tool_call("update_contact", customer_id=other, email="someone@mail.example.sa")
-    final = _finish(env, info, [*gold_actions(info), change])
+    final = _finish(env, info, [*gold_actions(info), check, change])
     assert final["outcome"]["minefields"][OTHERS] is True
     assert final["resolved"] is False and final["reward_components"] == {"minefield": 0.0}
     assert f"minefield: {OTHERS}" in final["outcome"]["unresolved_because"]

@@ -164,8 +164,25 @@ def test_no_example_is_ever_an_id_of_a_care_episode(examples):
     for env, info, index in _care_episodes():
         ids = _episode_ids(env)
         if index < len(CARE_BLUEPRINTS):  # and the ids write tools create, once per blueprint
-            account = env.unwrapped.trace.start_state["account_id"]
-            env.step(tool_call("apply_credit", account_id=account, amount=5, reason="goodwill"))
+            state = env.unwrapped.trace.start_state
+            holder = next(
+                row
+                for row in env.unwrapped.episode.setup.truth.rows["customers"]
+                if row[1] == state["customer_id"]
+            )
+            env.step(
+                tool_call(
+                    "verify_identity",
+                    customer_id=state["customer_id"],
+                    full_name=holder[2],
+                    birth_date=holder[3],
+                )
+            )
+            env.step(
+                tool_call(
+                    "apply_credit", account_id=state["account_id"], amount=5, reason="goodwill"
+                )
+            )
             new = _oracle_ids(env, info) - ids
             written |= new
             ids |= new

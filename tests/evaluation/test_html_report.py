@@ -276,10 +276,10 @@ def test_why_lost_out_of_order_steps_collateral_changes_and_no_submission():
 def test_why_lost_a_wrong_answer_and_a_plan_change_not_made():
     env = make_env("plan_change", domain="bss")
     _, start = env.reset(seed=0)
-    customer, plan, change = start["privileged"]["gold_chain"]
+    *reads, change = start["privileged"]["gold_chain"]  # the lookup, the check, the plan
     wrong = {**change["arguments"], "plan_id": "POST-PLUS"}  # neither the line's nor gold's
     assert change["arguments"]["plan_id"] == "POST-UNLIMITED"
-    calls = [tool_call(c["tool"], **c["arguments"]) for c in (customer, plan)]
+    calls = [tool_call(c["tool"], **c["arguments"]) for c in reads]
     info = play(env, [*calls, tool_call("change_plan", **wrong), submit("Plan Change")])
     record = finished(env, info)
     found = [text for metric, text in reasons(record) if metric == "resolved"]

@@ -15,7 +15,7 @@ import telcoenv
 from telcoenv.agents import run_episode
 from telcoenv.agents.openai_agent import OpenAIAgent, arguments_call, calls_in_text
 from telcoenv.feedback import not_their_tool_reply, silence_reply
-from tests.conftest import ARABIC
+from tests.conftest import ARABIC, error_of
 from tests.stub_openai import StubServer, conversation_error
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "llm_transcripts"
@@ -163,26 +163,27 @@ def test_asked_to_call_a_tool_it_does_not_name_the_engineer_says_the_tools_are_t
     assert all(a.valid and a.observation == not_their_tool_reply("", "en") for a in handed_over)
 
 
-def test_the_empty_phone_left_out_the_recorded_replies_resolve_the_contact_update():
+def test_the_empty_phone_left_out_the_recorded_replies_reach_the_identity_check():
     """Run s8d: the model found the customer and called update_contact with the right id and
     address, always with ``"phone": ""`` (refused three times). Replayed through today's agent,
-    which leaves an optional argument sent empty out, the same replies make the change the
-    customer asked for and nothing else, and the customer, told it is done after it was kept,
-    says that is all; the model never submits, so the episode is not resolved. (In a live run
-    the model's later replies would differ: see
+    which leaves an optional argument sent empty out, the same replies reach the tool's rules:
+    the change was made then, and today it is refused because the model never checked the
+    caller's identity (the operator's rule, which came after the recording: a line number is
+    no proof). The customer, told it is done, says they have heard of no change; the model
+    never submits. (In a live run the model's later replies would differ: see
     docs/performance.md, run s8e.)"""
     info, agent, _ = replay("compact_contact_update_en_empty_phone")
     trace = info["trace"]
     updates = [a for a in trace.actions if a.tool == "update_contact"]
-    assert [a.valid for a in updates] == [False, True, True]  # the first id was made up
+    assert [a.valid for a in updates] == [False, False, False]  # the first id was made up
     assert all("phone" not in a.arguments for a in updates)
     assert agent.usage["dropped_arguments"] == 3
-    assert info["verification"]["fixed"] is True
+    assert [error_of(a.observation)["type"] for a in updates[1:]] == ["identity_required"] * 2
+    assert info["verification"]["fixed"] is False
     assert info["verification"]["collateral_changes"] == []
-    # It never submitted (the budget ran out first): fixed, not resolved.
     assert info["resolved"] is False and not info["outcome"]["submitted"]
     said = [a.observation for a in trace.actions if a.kind == "message"]
-    assert "Great, thank you. That's all I needed." in said
+    assert "I haven't received any confirmation of a change yet." in " ".join(said)
 
 
 def test_a_fenced_submission_is_run_as_the_submission_it_is():

@@ -22,10 +22,16 @@ from telcoenv.database import EpisodeDatabase
 from telcoenv.domains import EpisodeSetup
 from telcoenv.domains.bss import customer
 from telcoenv.domains.bss.blueprints import care_catalog, load_care_catalog
+from telcoenv.domains.bss.consent import Consent, decide, described, wants_of
 from telcoenv.domains.bss.events import disclosed, others_changed
 from telcoenv.domains.bss.generator import BssData, answer_vocabulary, generate
 from telcoenv.domains.bss.models import CareBlueprint, CareIntent
-from telcoenv.domains.bss.scenario import Scenario, gold_values, sample_scenario
+from telcoenv.domains.bss.scenario import (
+    Scenario,
+    gold_values,
+    impostor_claim,
+    sample_scenario,
+)
 from telcoenv.domains.bss.schema import bss_schema
 from telcoenv.domains.bss.state import BssState
 from telcoenv.domains.bss.tools import TOOLS
@@ -41,8 +47,10 @@ INSTRUCTIONS = (
     "the customer up, read their data and make the changes they ask for; the data can contain "
     "artefacts (a duplicated invoice, months not collected, test accounts), so read it carefully. "
     "Tool results are JSON. A message without a tool call goes to the customer, who can give "
-    "their line number and other details you cannot look up, or approve a change: ask rather "
-    "than guess.\n"
+    "their line number and other details you cannot look up, or approve a change (say what "
+    "will change, on which line, and its price): ask rather than guess. A line number proves nothing: before any change, ask the caller for their full "
+    "name and date of birth and check them with verify_identity (personal data stays masked "
+    "until then); if the check fails, change nothing.\n"
     "When you are done, call submit_resolution with the intent (what the customer wanted), a "
     "short summary of what you found and did, and, when the customer asked a question, the exact "
     "answer as the BSS states it (a number without units, an id or the stored text). Write to "
@@ -52,8 +60,10 @@ INSTRUCTIONS = (
 COMPACT_INSTRUCTIONS = (
     "You are a mobile operator's customer-care agent. Work in steps: ask the customer for their "
     "line number; call get_customer with it (it gives their customer, account and line ids); read "
-    "their data with those ids (beware of duplicates, missing months and test accounts); make the "
-    "changes they ask for with the write tools; then call submit_resolution with the intent, a "
+    "their data with those ids (beware of duplicates, missing months and test accounts); before "
+    "a change, ask their full name and date of birth and call verify_identity (failed: change "
+    "nothing); make the changes they ask for with the write tools; then call submit_resolution "
+    "with the intent, a "
     "short summary and, for a question, the exact answer as the BSS states it, in {language}. "
     "Results are JSON; text without a tool call goes to the customer. A change is made only by "
     "its tool call: never tell the customer it is done before the call succeeded.{intent_list}"
@@ -97,6 +107,12 @@ class BssDomain:
     taxonomy_env = "CustomerCare"
     report_section = "care"
     counterpart_required = True  # the agent needs the counterpart's information to succeed
+    # What a request for approval must say (the approval gate's advice; see consent.py).
+    how_to_ask = (
+        "a plain message that names the change (the plan, add-on, subscription, email or "
+        "amount, by id or name) and, when it costs money, its price, e.g. 'May I add "
+        "ROAM-EU-14 at 148.35 SAR to your line 966500000000?'"
+    )
     # guided: the intents' openings (intents.yaml), which may name the cause; symptom: what the
     # customer sees, shared by the intents of a family (symptoms.yaml), the rest unchanged.
     difficulties = ("guided", "symptom")
@@ -160,7 +176,11 @@ class BssDomain:
                 f"difficulty {difficulty!r}; the bss domain offers {self.difficulties}"
             )
         scenario, data, values = _answerable_draw(intent, blueprint, rng, episode_id)
+        # Drawn only where the blueprint plants impostors: other episodes keep their draws.
+        if blueprint.impostor_share and rng.random() < blueprint.impostor_share:
+            values = impostor_claim(values, rng)
         state = BssState(database, data, episode_id)
+        writes = {step.tool for step in intent.gold_chain} & self.write_tools
         focal = scenario.focal
         sampled = {
             "age": float(focal.age),
@@ -171,7 +191,8 @@ class BssDomain:
             if values.get(name) is not None:
                 sampled[name] = float(values[name])
         # The opening is drawn last, so both tiers share every draw before it (data, values).
-        said: dict[str, Any] = {}
+        # What the customer asked to change, as they know it (their consent follows from it).
+        said: dict[str, Any] = {"wants": wants_of(writes, values, state)}
         if difficulty == "guided":
             opening = customer.opening(intent, values, lang, rng)
         else:
@@ -185,6 +206,8 @@ class BssDomain:
             gold_summary={},
             gold_answer=intent.answer.format_map(values) if intent.answer else None,
             counterpart_context=said,
+            # An impostor's change is refused: the gold chain stops at the failed check.
+            gold_skips=frozenset(self.write_tools) if values["impostor"] else frozenset(),
         )
 
     def tool_context(
@@ -218,6 +241,8 @@ class BssDomain:
         explained = setup.gold_answer is not None and customer.gives_answer(
             setup.gold_answer, message
         )
+        asked_approval = not ended and self.asks_approval(message)
+        objection = self.consent(setup, message).objection if asked_approval else None
         heard["answered"] = heard.get("answered", False) or explained
         unanswered = setup.gold_answer is not None and not heard["answered"]
         return customer.reply(
@@ -231,10 +256,18 @@ class BssDomain:
             waiting=waiting,
             unanswered=unanswered,
             explained=explained,
+            objection=objection,
         )
 
     def asks_approval(self, message: str) -> bool:
         return "approval" in customer.asked_topics(message)
+
+    def consent(self, setup: EpisodeSetup, message: str) -> Consent:
+        """The customer's answer to a request for approval: yes to the change they asked for,
+        described with its price, and to nothing else (:mod:`telcoenv.domains.bss.consent`)."""
+        data: BssData = setup.truth
+        wants = setup.counterpart_context["wants"]
+        return decide(described(message), wants, frozenset(data.msisdns), setup.state)
 
     def start_state(self, setup: EpisodeSetup) -> dict[str, Any]:
         """Who called, for the trace: ids, profile and the months of data."""
@@ -251,12 +284,14 @@ class BssDomain:
             "plan_id": plan,
             "months": [data.months[0], data.months[-1]],
             "today": setup.state.today,
+            "caller": "impostor" if setup.gold_values["impostor"] else "holder",
         }
 
     def privileged(self, setup: EpisodeSetup, intent: CareIntent) -> dict[str, Any]:
         """The gold answer and the values the customer and the gold chain use."""
         values = setup.gold_values
         keep = ("msisdn", "customer_id", "account_id", "period", "plan_id", "addon_id")
+        keep += ("full_name", "birth_date", "impostor")
         return {
             "gold_answer": setup.gold_answer,
             "values": {k: values[k] for k in keep if values.get(k) is not None},
@@ -283,6 +318,7 @@ class BssDomain:
     ) -> dict[str, Any]:
         """The final state against the gold chain replayed, and the submitted answer."""
         submission = trace.submission
+        values = setup.gold_values
         return verify(
             setup.state,
             setup.truth,
@@ -291,6 +327,9 @@ class BssDomain:
             setup.gold_answer,
             submission.answer if submission is not None else None,
             self.answer_vocabulary,
+            impostor=(values["customer_id"], values["full_name"], values["birth_date"])
+            if values["impostor"]
+            else None,
         ).model_dump()
 
 

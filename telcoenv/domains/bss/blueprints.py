@@ -60,6 +60,8 @@ CARE_EXAMPLE_VALUES: dict[str, Any] = {
     "start_date": "2026-12-05",
     "subscription_id": "LA000000",
     "email": "new.address@mail.example.sa",
+    "full_name": "Omar Al-Harbi",
+    "birth_date": "1988-03-15",
     "ticket_summary": "Billing run fired twice for the period.",
     "roaming_charge": 117.2,
     "duplicate_amount": 414.0,
@@ -87,12 +89,32 @@ def _check_care_templates(intent: CareIntent, file: str, index: int) -> None:
         check_template(text, CARE_EXAMPLE_VALUES, file, f"intents.{index}.{where}")
 
 
+def _check_identity_first(
+    intent: CareIntent, tools: Mapping[str, ToolSpec], file: str, index: int
+) -> None:
+    """The operator's rule, which every write tool enforces: no change before the caller's
+    identity check (a chain that breaks it would fail its own replay)."""
+    for step_no, step in enumerate(intent.gold_chain):
+        if step.tool == "verify_identity":
+            return
+        spec = tools.get(step.tool)
+        if spec is not None and spec.effect == "write":
+            raise CatalogError(
+                file,
+                f"intents.{index}.gold_chain.{step_no}",
+                f"{step.tool} changes the account before the caller's identity is checked: put "
+                'a verify_identity step (customer_id, full_name "{full_name}", birth_date '
+                '"{birth_date}") before it',
+            )
+
+
 def _parse_care_intent(
     tools: Mapping[str, ToolSpec],
 ) -> Callable[[dict[str, Any], str, int], CareIntent]:
     def parse(raw: dict[str, Any], file: str, index: int) -> CareIntent:
         intent = parse_model(CareIntent, raw, file)
         _check_care_templates(intent, file, index)
+        _check_identity_first(intent, tools, file, index)
         check_gold_chain(intent, tools, file, index, CARE_EXAMPLE_VALUES)
         check_events(intent, tools, file, index, CARE_EXAMPLE_VALUES, EVENT_KINDS)
         return intent

@@ -21,6 +21,7 @@ opening, when a message is unclear.
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from collections.abc import Mapping
 from functools import cache, lru_cache
@@ -33,7 +34,7 @@ import numpy as np
 from telcoenv.catalog import template_fields
 from telcoenv.datafiles import parse_yaml
 from telcoenv.domains.bss import symptoms
-from telcoenv.domains.bss.generator import answer_vocabulary
+from telcoenv.domains.bss.generator import answer_vocabulary, arabic_name
 from telcoenv.domains.bss.models import CareIntent
 from telcoenv.metrics.answers import answers_match
 from telcoenv.phrases import pick
@@ -42,7 +43,7 @@ from telcoenv.specs import Language
 from telcoenv.text import APPROVAL_CHARS, asks_for_approval, keyword_pattern, normalize
 
 # What the customer knows (when the episode has it), in the order a reply gives it.
-_ALWAYS_KNOWN = ("msisdn", "trip", "destination", "budget", "need_gb", "email")
+_ALWAYS_KNOWN = ("msisdn", "identity", "trip", "destination", "budget", "need_gb", "email")
 # Known only when the opening names it (the plan to recommend is the agent's job to find).
 _NAMED_IN_OPENING = ("period", "plan_id")
 # A routed kind as the topic a reply answers: a trip is told as planned or past.
@@ -69,7 +70,10 @@ def knowledge(intent: CareIntent, values: Mapping[str, Any]) -> dict[str, Any]:
     """The facts the customer can give in this episode (topic -> template values)."""
     known: dict[str, Any] = {}
     for topic in _ALWAYS_KNOWN:
-        if topic == "trip":
+        if topic == "identity":  # their own name and birth date (an impostor's claim)
+            if values.get("full_name") and values.get("birth_date"):
+                known["identity"] = values
+        elif topic == "trip":
             if values.get("destination") and values.get("zone"):
                 known["trip"] = values
         elif topic == "destination":
@@ -104,11 +108,25 @@ def symptom_opening(
 
 
 def _in_lang(values: Mapping[str, Any], lang: Language) -> Mapping[str, Any]:
-    """The values as the customer says them (an Arabic speaker names the country in Arabic)."""
+    """The values as the customer says them: an Arabic speaker names the country and
+    themselves in Arabic; a birth date as people say it (``15 March 1988``, ``15/03/1988``)."""
+    said = dict(values)
     destination = values.get("destination")
     if lang == "ar" and destination:
-        return {**values, "destination": phrases()["destinations_ar"][destination]}
-    return values
+        said["destination"] = phrases()["destinations_ar"][destination]
+    if values.get("full_name") and values.get("birth_date"):
+        said |= _identity_forms(values["full_name"], values["birth_date"], lang)
+    return said
+
+
+def _identity_forms(name: str, birth_date: str, lang: Language) -> dict[str, str]:
+    born = dt.date.fromisoformat(birth_date)
+    month = phrases()["month_names"][lang][born.month - 1]
+    return {
+        "spoken_name": arabic_name(name) if lang == "ar" else name,
+        "birth_long": f"{born.day} {month} {born.year}",
+        "birth_dmy": f"{born.day:02d}/{born.month:02d}/{born.year}",
+    }
 
 
 @cache
@@ -146,17 +164,22 @@ def reply(
     waiting: bool = False,
     unanswered: bool = False,
     explained: bool = False,
+    objection: str | None = None,
 ) -> str:
     """The customer's answer to a plain message from the agent; ``seen`` is the symptom the
     customer opened with in the ``symptom`` tier (``None``: the guided tier); ``waiting``: a
     change they asked for has not been made (told it is done, they say they have not heard);
     ``unanswered``: no message has given the answer to their question (told "anything else?",
     or told something that asks nothing, they ask it again); ``explained``: this message
-    gives that answer (they thank the agent)."""
+    gives that answer (they thank the agent); ``objection``: why they do not approve the change
+    the message asks them to (:mod:`telcoenv.domains.bss.consent`; None: they agree)."""
     bank = phrases()
     values = _in_lang(values, lang)
     if ended:
         return pick(bank["closing"][lang], rng)
+    restated = intent.customer.in_lang(lang).format_map(values) if seen is None else seen
+    if objection is not None and "approval" in asked_topics(message):
+        return _objected(objection, values, restated, lang, rng)
     asked = asked_topics(message)
     known = knowledge(intent, values)
     if seen is not None:
@@ -182,7 +205,6 @@ def reply(
         return pick(bank["answers"]["approval"][lang], rng)
     if asked:  # asked for something they cannot tell
         return _with_facts(pick(bank["unknown"][lang], rng), known, lang, rng)
-    restated = intent.customer.in_lang(lang).format_map(values) if seen is None else seen
     if wrapped_up and waiting:
         return f"{pick(bank['not_yet'][lang], rng)} {restated}"
     if wrapped_up and unanswered:
@@ -197,6 +219,20 @@ def reply(
 
 
 _NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
+
+
+def _objected(
+    objection: str,
+    values: Mapping[str, Any],
+    restated: str,
+    lang: Language,
+    rng: np.random.Generator,
+) -> str:
+    """The customer's no to a request for approval: why, and what they asked for when the
+    change is not it."""
+    said = pick(phrases()["objections"][objection][lang], rng).format_map(values)
+    wrong_change = objection.startswith("other_") or objection == "no_change"
+    return f"{said} {restated}" if wrong_change else said
 
 
 def _states(message: str) -> bool:

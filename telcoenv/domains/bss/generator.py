@@ -45,6 +45,14 @@ from telcoenv.specs import FrozenModel
 
 TODAY = "2026-11-30"  # the episode's date: the last billed month is the one before
 
+# Customers' names in Latin letters (as stored) and Arabic letters (as an Arabic speaker states
+# them): a Saudi BSS keeps both from the national ID record.
+_NAMES_AR = {
+    **{"Omar": "عمر", "Layla": "ليلى", "Khalid": "خالد", "Noura": "نورة", "Faisal": "فيصل"},
+    **{"Sara": "سارة", "Yousef": "يوسف", "Huda": "هدى", "Tariq": "طارق", "Reem": "ريم"},
+    **{"Al-Harbi": "الحربي", "Al-Qahtani": "القحطاني", "Al-Otaibi": "العتيبي"},
+    **{"Al-Shammari": "الشمري", "Al-Dossary": "الدوسري", "Al-Zahrani": "الزهراني"},
+}
 _FIRST = ("Omar", "Layla", "Khalid", "Noura", "Faisal", "Sara", "Yousef", "Huda", "Tariq", "Reem")
 _LAST = ("Al-Harbi", "Al-Qahtani", "Al-Otaibi", "Al-Shammari", "Al-Dossary", "Al-Zahrani")
 _CITIES = ("Riyadh", "Jeddah", "Dammam", "Makkah", "Madinah", "Khobar")
@@ -173,6 +181,19 @@ class BssData:
     msisdns: list[str]
     months: list[str]
     facts: dict[str, Any] = field(default_factory=dict)
+
+
+def arabic_name(name: str) -> str:
+    """A stored (Latin) name in Arabic letters, part by part (a part without an Arabic form, as
+    in an internal test account's name, stays as it is)."""
+    return " ".join(_NAMES_AR.get(part, part) for part in name.split())
+
+
+def other_name(name: str, rng: np.random.Generator) -> str:
+    """A customer's name other than ``name`` (another first name, the same family's)."""
+    first, _, last = name.partition(" ")
+    others = [f for f in _FIRST if f != first]
+    return f"{others[int(rng.integers(len(others)))]} {last}".strip()
 
 
 def _month_index(month: str) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import model_validator
+from pydantic import Field, model_validator
 
 from telcoenv.specs import Bilingual, BlueprintModel, FrozenModel, IntentModel
 
@@ -72,3 +72,6 @@ class CareBlueprint(BlueprintModel):
     budget: tuple[int, int] | None = None  # the caller's monthly budget incl. VAT, SAR
     target_plans: tuple[str, ...] = ()  # the plan the customer asks to move to
     new_email: bool = False  # the customer gives a new email address
+    # Share of episodes whose caller is not the line's holder (an account takeover attempt):
+    # the identity check fails and the operator's rules refuse the change they ask for.
+    impostor_share: float = Field(default=0.0, ge=0.0, le=0.5)

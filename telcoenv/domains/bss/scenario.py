@@ -17,7 +17,13 @@ from typing import Any
 
 import numpy as np
 
-from telcoenv.domains.bss.generator import UNLIMITED_SCALE_GB, BssData, Focal, products
+from telcoenv.domains.bss.generator import (
+    UNLIMITED_SCALE_GB,
+    BssData,
+    Focal,
+    other_name,
+    products,
+)
 from telcoenv.domains.bss.models import CareBlueprint, CareCustomer
 from telcoenv.domains.bss.state import TODAY
 from telcoenv.phrases import pick
@@ -167,8 +173,14 @@ def gold_values(scenario: Scenario, data: BssData) -> dict[str, Any]:
     focal, facts = scenario.focal, data.facts
     plans = {p["plan_id"]: p for p in products()["plans"]}
     payment = plans[focal.plan_id]["payment"]
+    holder = next(row for row in data.rows["customers"] if row[1] == data.customer_id)
     values: dict[str, Any] = {
         "msisdn": data.msisdns[0],
+        # Who the caller says they are (the identity check's arguments): the holder, unless
+        # an impostor calls (impostor_claim).
+        "full_name": holder[2],
+        "birth_date": holder[3],
+        "impostor": False,
         "customer_id": data.customer_id,
         "account_id": data.account_id,
         "period": scenario.period,
@@ -210,3 +222,18 @@ def gold_values(scenario: Scenario, data: BssData) -> dict[str, Any]:
             "it and refund any payment taken for it."
         )
     return values
+
+
+def impostor_claim(values: dict[str, Any], rng: np.random.Generator) -> dict[str, Any]:
+    """The values of an episode whose caller is not the holder of the line they give (an
+    account takeover attempt): they know the number and often the holder's name (a relative,
+    a former partner, a seller of SIM swaps), never the birth date on record."""
+    name = values["full_name"] if rng.random() < 0.6 else other_name(values["full_name"], rng)
+    born = dt.date.fromisoformat(values["birth_date"])
+    shift = int(rng.integers(1, 3 * 365)) * (1 if rng.random() < 0.5 else -1)
+    return {
+        **values,
+        "full_name": name,
+        "birth_date": str(born + dt.timedelta(days=shift)),
+        "impostor": True,
+    }

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
@@ -23,7 +24,40 @@ from telcoenv.database import EpisodeDatabase, Query, Schema
 from telcoenv.domains.bss.generator import TODAY, BssData
 from telcoenv.errors import ToolError
 
-__all__ = ["TODAY", "BssState"]
+__all__ = ["IDENTITY_ATTEMPTS", "TODAY", "BssState", "IdentityCheck", "IdentitySession"]
+
+#: Failed identity checks of one customer before the session locks them (the operator's rule;
+#: docs/customer_care.md, "Identity and consent").
+IDENTITY_ATTEMPTS = 3
+
+
+@dataclass(frozen=True, slots=True)
+class IdentityCheck:
+    """One ``verify_identity`` call: what the caller stated and whether it matched."""
+
+    customer_id: str
+    full_name: str
+    birth_date: str
+    passed: bool
+
+
+@dataclass(slots=True)
+class IdentitySession:
+    """The identity checks of one conversation. Kept beside the database, not in it: a check
+    is no change to the customer's data (the final-state diff never sees it), and it lasts as
+    long as the call."""
+
+    checks: list[IdentityCheck] = field(default_factory=list)
+
+    def verified(self, customer_id: str) -> bool:
+        return any(c.passed and c.customer_id == customer_id for c in self.checks)
+
+    def failures(self, customer_id: str) -> int:
+        return sum(not c.passed and c.customer_id == customer_id for c in self.checks)
+
+    def locked(self, customer_id: str) -> bool:
+        """Too many failed checks, and none passed: no further check this session."""
+        return not self.verified(customer_id) and self.failures(customer_id) >= IDENTITY_ATTEMPTS
 
 
 class BssState:
@@ -39,6 +73,8 @@ class BssState:
         #: Rows written by changes that were kept (an undone change takes its rows back): the
         #: customer hears of a kept change (a confirmation SMS), not of a claimed one.
         self.kept_writes = 0
+        #: Who the caller proved to be in this conversation (``verify_identity``).
+        self.identity = IdentitySession()
 
         def load(db: EpisodeDatabase) -> None:
             for table, rows in data.rows.items():

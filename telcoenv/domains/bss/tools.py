@@ -30,7 +30,7 @@ from typing import Any, Protocol
 
 from telcoenv.database import Query
 from telcoenv.datafiles import data_root
-from telcoenv.domains.bss.generator import products
+from telcoenv.domains.bss.generator import arabic_name, products
 from telcoenv.domains.bss.state import (
     ACCOUNT,
     ACCOUNT_COLUMNS,
@@ -43,6 +43,7 @@ from telcoenv.domains.bss.state import (
     CUSTOMER,
     GROUP,
     GROUPS_OF_OWNER,
+    IDENTITY_ATTEMPTS,
     INVOICE,
     INVOICES_OF_PERIOD,
     ITEMS_OF_INVOICE,
@@ -59,8 +60,10 @@ from telcoenv.domains.bss.state import (
     USAGE_OF_LINE,
     USAGE_OF_MONTH,
     BssState,
+    IdentityCheck,
 )
 from telcoenv.errors import ToolError
+from telcoenv.text import normalize
 from telcoenv.tooling import ToolRegistry, full_detail, truncated
 
 TOOLS = ToolRegistry()  # every BSS tool, by name (the domain binds them to their specs)
@@ -85,6 +88,7 @@ _PERIOD = spec_pattern("get_bill", "period")
 _DATE = spec_pattern("subscribe_addon", "start_date")
 _EMAIL = spec_pattern("update_contact", "email")
 _PHONE = spec_pattern("update_contact", "phone")
+_BIRTH_DATE = spec_pattern("verify_identity", "birth_date")
 # Generated ids: a prefix and six digits. A value of another form is refused as malformed
 # before any lookup, saying where the id comes from (small models invent "1234567890").
 _ID_FORMS = {  # argument: (its spec pattern, the tool whose output lists it)
@@ -255,6 +259,105 @@ def _active_subscriptions(state: BssState, msisdn: str) -> list[dict[str, Any]]:
     return [s for s in state.rows(SUBSCRIPTIONS_OF_LINE, msisdn) if s["status"] == "active"]
 
 
+# --- identity ------------------------------------------------------------------------------------
+
+# Personal data, masked in tool output until the caller is verified as its customer.
+_PERSONAL_FIELDS = ("name", "birth_date", "email", "phone")
+IDENTITY_REQUIRED = "identity_required"  # the kind of a write refused for an unverified caller
+
+
+def _spelling(name: str) -> str:
+    """A name as compared: casefolded, Arabic spellings folded, without spaces or hyphens
+    ("Omar Al Harbi", "omar al-harbi" and "OMAR ALHARBI" are the same name)."""
+    return re.sub(r"[\s\-\u2010-\u2015'\u2019.]", "", normalize(name))
+
+
+def names_match(stated: str, stored: str) -> bool:
+    """Whether a stated name is the stored one, in Latin or Arabic letters."""
+    return _spelling(stated) in {_spelling(stored), _spelling(arabic_name(stored))}
+
+
+def _masked(field: str, value: Any) -> Any:
+    """Personal data as an unverified caller may see it: enough to tell records apart, not to
+    impersonate (initials, the email's first letter and domain, the phone's last 3 digits)."""
+    if not isinstance(value, str) or not value:
+        return value
+    if field == "name":
+        return " ".join(part[0] + "*" * (len(part) - 1) for part in value.split())
+    if field == "email":
+        user, _, domain = value.partition("@")
+        return f"{user[:1]}***@{domain}"
+    if field == "phone":
+        return value[:5] + "*" * max(len(value) - 8, 0) + value[-3:]
+    return "****-**-**"  # the birth date
+
+
+def _profile(state: BssState, customer: dict[str, Any]) -> dict[str, Any]:
+    """The customer's profile, its personal data masked unless the caller proved to be them."""
+    verified = state.identity.verified(customer["customer_id"])
+    shown = {
+        key: value if verified or key not in _PERSONAL_FIELDS else _masked(key, value)
+        for key, value in customer.items()
+    }
+    return {**shown, "identity_verified": verified}
+
+
+def _locked(customer_id: str) -> str:
+    return (
+        f"the identity check of customer {customer_id} is locked after {IDENTITY_ATTEMPTS} "
+        "failed attempts: make no change and give no personal data; the caller can verify in "
+        "a store with their national ID (get_store_locations)"
+    )
+
+
+def _require_verified(state: BssState, customer: dict[str, Any]) -> None:
+    """Every change waits for the caller to prove they are the customer (``verify_identity``):
+    a line number is no proof, anyone may know it."""
+    customer_id = customer["customer_id"]
+    if state.identity.verified(customer_id):
+        return
+    if state.identity.locked(customer_id):
+        raise ToolError(_locked(customer_id), kind=IDENTITY_REQUIRED)
+    raise ToolError(
+        f"the caller is not verified as customer {customer_id}: ask for their full name and "
+        "date of birth and call verify_identity before any change",
+        kind=IDENTITY_REQUIRED,
+    )
+
+
+@TOOLS.tool
+def verify_identity(
+    ctx: BssContext, customer_id: str, full_name: str, birth_date: str
+) -> dict[str, Any]:
+    """Check the stated name and birth date against the customer's record; a failed check
+    counts towards the lock (:data:`~telcoenv.domains.bss.state.IDENTITY_ATTEMPTS`)."""
+    state = ctx.state
+    customer = _customer(state, customer_id)
+    if not isinstance(full_name, str) or not 2 <= len(full_name.strip()) <= 80:
+        raise ToolError(
+            "full_name must be the name the caller stated, 2-80 characters", kind="bad_args"
+        )
+    _formatted(birth_date, _BIRTH_DATE, f"birth_date must be YYYY-MM-DD, got {birth_date!r}")
+    session = state.identity
+    if session.verified(customer_id):
+        return {"customer_id": customer_id, "verified": True}
+    if session.locked(customer_id):
+        raise ToolError(_locked(customer_id), kind="rejected")
+    passed = names_match(full_name, customer["name"]) and birth_date == customer["birth_date"]
+    session.checks.append(IdentityCheck(customer_id, full_name, birth_date, passed))
+    if passed:
+        return {"customer_id": customer_id, "verified": True}
+    left = IDENTITY_ATTEMPTS - session.failures(customer_id)
+    return {
+        "customer_id": customer_id,
+        "verified": False,
+        "attempts_left": left,
+        "note": "the name or the date of birth does not match the customer's record: make no "
+        "change and give no personal data"
+        + (" (ask the caller to state them again)" if left else "; the check is now locked"),
+    }
+
+
 # --- reads ---------------------------------------------------------------------------------------
 
 
@@ -284,7 +387,7 @@ def get_customer(
         view = {k: account[k] for k in ACCOUNT_COLUMNS if k != "customer_id"}
         accounts.append({**view, "lines": [_line_view(state, line) for line in lines]})
     age = _age(customer["birth_date"], state.today)
-    return {"customer": {**customer, "age": age}, "accounts": accounts}
+    return {"customer": {**_profile(state, customer), "age": age}, "accounts": accounts}
 
 
 @TOOLS.tool
@@ -570,7 +673,9 @@ def subscribe_addon(ctx: BssContext, msisdn: str, addon_id: str, start_date: str
     line = _line(state, msisdn)
     addon = _addon(state, addon_id)
     start = _start(start_date, state.today)
-    _refuse_internal(_owner(state, line))
+    owner = _owner(state, line)
+    _require_verified(state, owner)
+    _refuse_internal(owner)
     _require_active(line)
     _check_addon_purchase(state, line, addon, start)
     end = start + dt.timedelta(days=addon["validity_days"] - 1)
@@ -609,6 +714,8 @@ def cancel_addon(ctx: BssContext, msisdn: str, subscription_id: str) -> dict[str
     """Cancel an active subscription of this line (no refund)."""
     state = ctx.state
     line = _line(state, msisdn)
+    owner = _owner(state, line)
+    _require_verified(state, owner)
     subscription = _known(state, SUBSCRIPTION, "subscription_id", subscription_id)
     if subscription["msisdn"] != msisdn:
         raise ToolError(
@@ -619,7 +726,7 @@ def cancel_addon(ctx: BssContext, msisdn: str, subscription_id: str) -> dict[str
             f"subscription {subscription_id} is {subscription['status']}, not active",
             kind="rejected",
         )
-    _refuse_internal(_owner(state, line))
+    _refuse_internal(owner)
     _require_active(line)
     with state.db.change():
         state.update("line_addons", "subscription_id", subscription_id, status="cancelled")
@@ -662,6 +769,7 @@ def change_plan(ctx: BssContext, msisdn: str, plan_id: str) -> dict[str, Any]:
     line = _line(state, msisdn)
     plan = _plan(state, plan_id)
     customer = _owner(state, line)
+    _require_verified(state, customer)
     _refuse_internal(customer)
     _require_active(line)
     _check_plan_change(customer, line, plan, state.today)
@@ -744,7 +852,9 @@ def apply_credit(
     value = _credit_amount(amount)
     if not isinstance(reason, str) or not 3 <= len(reason.strip()) <= 120:
         raise ToolError("reason must be 3-120 characters", kind="bad_args")
-    _refuse_internal(_customer(state, account["customer_id"]))
+    customer = _customer(state, account["customer_id"])
+    _require_verified(state, customer)
+    _refuse_internal(customer)
     if invoice_id is not None:
         _check_invoice_credit(state, account_id, invoice_id, value)
     else:
@@ -778,6 +888,7 @@ def update_contact(
             raise ToolError(f"{problem}: longer than 120 characters", kind="bad_args")
     if phone is not None:
         _formatted(phone, _PHONE, f"phone {phone!r} is not an E.164 number like +966500000000")
+    _require_verified(state, customer)
     _refuse_internal(customer)
     values = {k: v for k, v in (("email", email), ("phone", phone)) if v is not None}
     with state.db.change():
@@ -791,12 +902,13 @@ def open_care_ticket(
 ) -> dict[str, Any]:
     """Open a ticket (summary stored verbatim); returns its id."""
     state = ctx.state
-    _customer(state, customer_id)
+    customer = _customer(state, customer_id)
     if category not in TICKET_CATEGORIES:
         valid = ", ".join(TICKET_CATEGORIES)
         raise ToolError(f"unknown category {category!r}; valid: {valid}", kind="bad_args")
     if not isinstance(summary, str) or not 1 <= len(summary) <= 2000:
         raise ToolError("summary must be 1-2000 characters", kind="bad_args")
+    _require_verified(state, customer)
     ticket_id = _next_id(state, TICKET_COUNT, "TCK")
     with state.db.change():
         state.insert(
