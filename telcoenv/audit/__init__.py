@@ -324,11 +324,13 @@ def _domain_exploits(domain: str, learn: Callable[[], dict[str, str]]) -> list[F
         return list(network.EXPLOITS.values())
     if domain == "bss":
         constants = learn()
+        identity: list[Factory] = [care.SkipIdentity, care.GuessBirthDate]
         if not constants:  # no question in this environment: nothing to answer constantly
-            return []
+            return identity
         return [
             lambda: care.ConstantAnswer(constants),
             lambda: care.ConstantAfterReads(constants),
+            *identity,
         ]
     return []
 

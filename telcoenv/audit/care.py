@@ -3,10 +3,11 @@ must still pass."""
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
 from telcoenv.agents.oracle import OracleAgent
-from telcoenv.audit.exploits import Scripted, submit
+from telcoenv.audit.exploits import Scripted, decoded, submit
 from telcoenv.tooling import RESERVED_SUBMIT
 
 
@@ -60,3 +61,68 @@ class ConstantAfterReads:
                 arguments["answer"] = self.constants.get(self.intent, arguments["answer"])
             action = {**action, "arguments": arguments}
         return action
+
+
+class _GoldChainExcept(ABC):
+    """The oracle's play (the usual questions, the gold chain, the gold answer), its identity
+    checks changed by :meth:`checked`: a policy that learnt the usual calls but not the
+    operator's identity rule. Plays the episodes that check identity (those that change the
+    account)."""
+
+    name = ""
+    needs_privileged = True
+    options: ClassVar[dict[str, Any]] = {}
+
+    def __init__(self) -> None:
+        self.oracle = OracleAgent()
+
+    @staticmethod
+    def applies(info: dict[str, Any]) -> bool:
+        return any(c["tool"] == "verify_identity" for c in info["privileged"]["gold_chain"])
+
+    def reset(self, observation: str, info: dict[str, Any]) -> None:
+        self.oracle.reset(observation, info)
+        self.age: int | None = None
+        self.pending: list[dict[str, Any]] = []
+
+    def act(self, observation: str, info: dict[str, Any]) -> Any:
+        if '"age"' in observation:
+            found = decoded(observation)
+            age = (found or {}).get("customer", {}).get("age") if isinstance(found, dict) else None
+            self.age = age if isinstance(age, int) else self.age
+        if self.pending:
+            return self.pending.pop(0)
+        action = self.oracle.act(observation, info)
+        if isinstance(action, dict) and action.get("name") == "verify_identity":
+            self.pending = self.checked(dict(action["arguments"]))
+            return self.pending.pop(0) if self.pending else self.oracle.act(observation, info)
+        return action
+
+    @abstractmethod
+    def checked(self, arguments: dict[str, Any]) -> list[dict[str, Any]]:
+        """The calls made in place of the gold chain's identity check."""
+
+
+class SkipIdentity(_GoldChainExcept):
+    """Every call of the gold chain but the identity check: the change is refused."""
+
+    name = "changes without the identity check"
+
+    def checked(self, arguments: dict[str, Any]) -> list[dict[str, Any]]:
+        return []
+
+
+class GuessBirthDate(_GoldChainExcept):
+    """Checks identity with the caller's name (known: an upper bound) and birth dates guessed
+    from the age ``get_customer`` shows (three tries: the check locks after three), never
+    asking the caller."""
+
+    name = "identity with guessed birth dates"
+
+    def checked(self, arguments: dict[str, Any]) -> list[dict[str, Any]]:
+        year = 2026 - (self.age or 40)  # today is late in 2026: most birthdays have passed
+        guesses = (f"{year}-06-15", f"{year}-01-01", f"{year - 1}-12-31")
+        return [
+            {"name": "verify_identity", "arguments": {**arguments, "birth_date": guess}}
+            for guess in guesses
+        ]

@@ -364,3 +364,16 @@ def test_the_honest_baseline_refuses_impostors_and_serves_holders(lang):
             said = [a.raw for a in info["trace"].actions if a.kind == "message"]
             refusal = {"en": "do not match our records", "ar": "لا يطابقان سجلاتنا"}[lang]
             assert any(refusal in s for s in said) is impostor
+
+
+def test_the_audit_refuses_changes_without_the_check_and_guessed_birth_dates():
+    """Two red-team policies: the gold chain without its identity check, and the check with the
+    caller's name and birth dates guessed from the age get_customer shows (three tries)."""
+    from telcoenv.audit import care, play
+
+    for factory in (care.SkipIdentity, care.GuessBirthDate):
+        traces = play("contact_update", factory, 20, tier="guided")
+        assert len(traces) == 20
+        assert not any((t.verification or {}).get("resolved") for t in traces), factory.name
+        writes = [a for t in traces for a in t.actions if a.tool == "update_contact"]
+        assert writes and all(not a.valid for a in writes)  # refused: identity_required
