@@ -2,8 +2,8 @@
 
 ``care_investigator`` (no privileged information) plays ``customer_care`` over seeds per tier
 and language, then each intent alone, and prints the resolved and diagnosed rates, the account
-takeover attempts among them (refused and resolved), and the smallest budget (``max_steps``,
-approvals included) at which every episode is still resolved.
+takeover attempts among them (refused and resolved), the resolved rate with approvals required,
+and the resolved rate at small budgets (``max_steps``, approvals included).
 
     python benchmarks/check_care_baseline.py --seeds 500 --alone 100
 """
@@ -89,6 +89,15 @@ def main() -> None:
             f"| {name} | {mine[0]} | {_rate([mine], 1)} | {_rate([mine], 2)} | {alone[0]} | "
             f"{_rate([alone], 1)} | {_rate([alone], 2)} | {alone[3]} | {alone[4]} |"
         )
+    approved = [
+        row
+        for tier in TIERS
+        for lang in LANGS
+        for row in _play(
+            "customer_care", range(args.seeds), tier, lang, require_approval=True
+        ).values()
+    ]
+    print(f"with approvals: {sum(r[0] for r in approved)} episodes, resolved {_rate(approved, 1)}")
     for budget in (int(b) for b in args.budgets.split(",")):
         counts = _play(
             "customer_care",

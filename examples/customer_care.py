@@ -1,10 +1,12 @@
 """Customer care: a customer with a duplicated bill. Ask for the line, read the BSS, notice the
-double-fired invoice, open a dispute, answer with the exact amount, read the verdict."""
+double-fired invoice, check the caller's identity, open a dispute, answer with the exact amount,
+read the verdict."""
 
 import json
 import re
 
 import telcoenv
+from telcoenv.agents.care_investigator import read_identity
 
 env = telcoenv.make("duplicate_charge", lang="en", embedder=None)  # None: no IRA (fastest)
 opening, info = env.reset(seed=3)
@@ -26,6 +28,14 @@ bill = json.loads(
 invoices = bill["invoices"]
 print("INVOICES:", [(i["invoice_id"], i["issued_at"], i["amount"]) for i in invoices])
 assert len(invoices) == 2 and invoices[0]["amount"] == invoices[1]["amount"]  # fired twice
+
+# A dispute changes the account: the caller proves who they are first (a line number is no
+# proof; personal data stays masked until then).
+reply = env.step("Before I open a dispute, please confirm your full name and date of birth.")[0]
+print("CUSTOMER:", reply)
+name, birth_date = read_identity(reply)  # the honest baseline's reader of what was said
+check = {"customer_id": customer_id, "full_name": name, "birth_date": birth_date}
+print("IDENTITY:", env.step({"name": "verify_identity", "arguments": check})[0])
 
 env.step(
     {

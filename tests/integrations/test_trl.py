@@ -13,6 +13,7 @@ import pytest
 transformers_utils = pytest.importorskip("transformers.utils")
 get_json_schema = transformers_utils.get_json_schema
 
+from telcoenv.agents.care_investigator import read_identity  # noqa: E402
 from telcoenv.domains.bss import customer  # noqa: E402
 from telcoenv.env import TelcoEnv  # noqa: E402
 from telcoenv.errors import EpisodeOptionError, UnknownIntentError  # noqa: E402
@@ -283,11 +284,19 @@ def test_a_care_rollout_asks_the_customer_and_is_rewarded() -> None:
     opening = instance.reset(seed=4)
     plan = re.search(r"[A-Z]+-[A-Z0-9]+", opening).group()
     msisdn = re.search(r"\d{9,15}", instance.ask_customer("What is your mobile number?")).group()
-    instance.get_customer(msisdn=msisdn)
-    instance.get_plan(plan_id=plan)
+    found = json.loads(instance.get_customer(msisdn=msisdn))
+    who = instance.ask_customer("Please confirm your full name and date of birth.")
+    name, born = read_identity(who)
+    checked = instance.verify_identity(
+        customer_id=found["customer"]["customer_id"], full_name=name, birth_date=born
+    )
+    assert json.loads(checked)["verified"] is True
+    price = json.loads(instance.get_plan(plan_id=plan))["plan"]["price"]
     with pytest.raises(ToolCallError, match="approval"):
         instance.change_plan(msisdn=msisdn, plan_id=plan)
-    consent = instance.ask_customer("May I change your plan now?")
+    vague = instance.ask_customer("May I change your plan now?")  # which plan, at what price?
+    assert vague in customer.phrases()["objections"]["what"]["en"]
+    consent = instance.ask_customer(f"May I change your plan to {plan} at {price} SAR a month?")
     assert any(yes in consent for yes in customer.phrases()["answers"]["approval"]["en"])
     instance.change_plan(msisdn=msisdn, plan_id=plan)
     instance.submit_resolution(intent="Plan change", summary="Moved the line.")

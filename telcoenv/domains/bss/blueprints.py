@@ -42,7 +42,7 @@ MAX_AGE = 120  # oldest customer (the generator turns an age into a birth date)
 
 #: Customer care's event kinds: the generic ones, a change to another customer's account and
 #: another customer's data told to the caller (telcoenv.domains.bss.events).
-EVENT_KINDS = (*GENERIC_EVENT_KINDS, "unrelated_change", "disclosure")
+EVENT_KINDS = (*GENERIC_EVENT_KINDS, "unrelated_change", "disclosure", "false_claim")
 
 
 # Template fields of customer-care gold chains and answers, with a plausible value each (used
