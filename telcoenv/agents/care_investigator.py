@@ -50,9 +50,10 @@ Decision rules
   no items and was issued seconds later) is a *duplicate charge*: the answer is that amount
   (the invoice's total incl. VAT), and a ``billing_dispute`` ticket is opened naming both
   invoice ids; no credit (a credit is no part of a dispute until billing has checked it).
-  Otherwise the month's ``roaming`` items are a *bill shock*: the answer is their amount
-  excl. VAT as itemised (from ``amount_excl_vat_by_kind`` when the bill is summarised), and
-  nothing is changed (pay-as-you-go roaming is a true charge).
+  Otherwise the month's ``roaming`` items are a *bill shock*: the answer is their amount as
+  itemised (from ``amount_excl_vat_by_kind`` when the bill is summarised) with the VAT the
+  invoice applies (its ``vat`` over its ``amount_excl_vat``): what the customer pays. Nothing
+  is changed (pay-as-you-go roaming is a true charge).
 * **Latest bill unpaid** (payment failure or outstanding balance): the customer's question
   tells them apart: *why* (why, went wrong, failed, ...) is a payment failure, *how much* (owe,
   balance, ...) an outstanding balance. When the opening says neither, the customer is asked
@@ -491,7 +492,7 @@ PHRASES: dict[str, dict[str, str]] = {
 
 SUMMARIES: dict[str, dict[str, str]] = {
     "en": {
-        BILL_SHOCK: "The {period} bill carries pay-as-you-go roaming of {answer} SAR excl. VAT "
+        BILL_SHOCK: "The {period} bill carries pay-as-you-go roaming of {answer} SAR incl. VAT "
         "(no roaming pack): a true charge, nothing changed.",
         DUPLICATE_CHARGE: "{period} was invoiced twice ({invoices}, {answer} SAR each): the "
         "billing run fired twice. Dispute ticket {ticket} opened to cancel the copy.",
@@ -514,7 +515,7 @@ SUMMARIES: dict[str, dict[str, str]] = {
         CONTACT_UPDATE: "Email of customer {customer_id} updated to {email}: {result}.",
     },
     "ar": {
-        BILL_SHOCK: "فاتورة {period} فيها رسوم تجوال بالاستخدام بقيمة {answer} ريال دون الضريبة "
+        BILL_SHOCK: "فاتورة {period} فيها رسوم تجوال بالاستخدام بقيمة {answer} ريال شاملة الضريبة "
         "(بلا باقة تجوال): رسوم صحيحة، ولم يُغيَّر شيء.",
         DUPLICATE_CHARGE: "فُوتر شهر {period} مرتين ({invoices}، {answer} ريال لكل منهما). فُتحت "
         "تذكرة الاعتراض {ticket} لإلغاء النسخة المكررة.",
@@ -579,6 +580,15 @@ def cents(value: float) -> float:
 def figure(value: float) -> str:
     """A number as the BSS writes it: two decimals at most, no trailing zeros."""
     return f"{cents(value):.2f}".rstrip("0").rstrip(".")
+
+
+def _vat_rate(invoices: list[dict[str, Any]]) -> float:
+    """The VAT rate the BSS applies, as an invoice states it (its VAT over its net amount)."""
+    for invoice in invoices:
+        net, vat = _number(invoice.get("amount_excl_vat")), _number(invoice.get("vat"))
+        if net and vat is not None:
+            return round(vat / net, 2)
+    return 0.0
 
 
 def _partial(history: dict[str, Any]) -> bool:
@@ -864,8 +874,8 @@ class CareInvestigatorAgent(GeneratorAgent):
             self._summary["ticket"] = _dict(ticket).get("ticket_id", "-")
             return
         self.intent = BILL_SHOCK
-        if roaming:
-            self.answer = figure(roaming)
+        if roaming:  # told as the customer pays it: with the VAT the invoice applies
+            self.answer = figure(roaming * (1 + _vat_rate(invoices)))
             self._summary["answer"] = self.answer
 
     def _payments(self) -> Generator[Action, str, None]:

@@ -138,6 +138,11 @@ def _data_use(spec: CareCustomer, plan_id: str, rng: np.random.Generator) -> flo
     return gb / allowance
 
 
+def _with_vat(amount: float | None) -> float | None:
+    """An amount as the customer pays it, VAT included, to the cent."""
+    return None if amount is None else round(amount * (1 + products()["vat_rate"]) + 1e-9, 2)
+
+
 def cheapest_plan(
     age: int, segment: str, data_gb: float, payment: str = "postpaid"
 ) -> dict[str, Any] | None:
@@ -197,7 +202,10 @@ def gold_values(scenario: Scenario, data: BssData) -> dict[str, Any]:
         "zone": None,
         "addon_id": None,
         "budget": None,
-        **{k: facts.get(k) for k in ("roaming_charge", "duplicate_amount", "failure_reason")},
+        **{k: facts.get(k) for k in ("duplicate_amount", "failure_reason")},
+        # Every amount told to the customer is what they pay, VAT included (the bill itemises
+        # the roaming charge without it; the invoices and the balance include it).
+        "roaming_charge": _with_vat(facts.get("roaming_charge")),
         "subscription_id": facts.get("subscription_id"),
         "group_id": data.rows["family_groups"][0][1] if data.rows["family_groups"] else None,
     }
