@@ -434,6 +434,9 @@ def read_identity(text: str) -> tuple[str | None, str | None]:
     """The full name and birth date a customer states ("My name is Omar Al-Harbi and I was
     born on 15 March 1988", "عمر الحربي، تاريخ الميلاد 15/03/1988")."""
     born = read_birth_date(text)
+    # The sentence that states the date ("Please check again. Omar Al-Harbi, born ...").
+    sentences = re.split(r"(?<=[.!?؟])\s+", text.strip())
+    text = next((s for s in sentences if read_birth_date(s)), text)
     if found := _LATIN_NAME.search(text):
         return found.group(0), born
     arabic = _ARABIC_FILLER.sub("", text.strip()).strip(" .")

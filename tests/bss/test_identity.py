@@ -16,7 +16,7 @@ import telcoenv
 from telcoenv.agents import CareInvestigatorAgent, run_episode
 from telcoenv.agents.care_investigator import read_identity
 from telcoenv.database import EpisodeDatabase
-from telcoenv.domains.bss import bss_domain
+from telcoenv.domains.bss import bss_domain, customer
 from telcoenv.domains.bss.generator import Focal, arabic_name, generate
 from telcoenv.domains.bss.schema import bss_schema
 from telcoenv.domains.bss.state import IDENTITY_ATTEMPTS, BssState
@@ -377,3 +377,22 @@ def test_the_audit_refuses_changes_without_the_check_and_guessed_birth_dates():
         assert not any((t.verification or {}).get("resolved") for t in traces), factory.name
         writes = [a for t in traces for a in t.actions if a.tool == "update_contact"]
         assert writes and all(not a.valid for a in writes)  # refused: identity_required
+
+
+@pytest.mark.parametrize("lang", ["en", "ar"])
+def test_told_their_details_do_not_match_the_holder_repeats_them_and_an_impostor_insists(lang):
+    refused = {
+        "en": "I'm sorry, I could not verify your identity.",
+        "ar": "عذراً، البيانات لا تطابق سجلاتنا.",
+    }[lang]
+    insists = customer.phrases()["identity_refused"]["impostor"][lang]
+    env = telcoenv.make("contact_update", privileged=True, lang=lang)
+    for seed in (*_impostor_seeds("contact_update", 2, lang), 0, 1):
+        _, info = env.reset(seed=seed)
+        values = info["privileged"]["values"]
+        reply, *_ = env.step(refused)
+        if values["impostor"]:  # no new details: they cannot know the birth date on record
+            assert reply in insists and read_identity(reply)[1] is None
+        else:  # the same details again, for the agent to check once more
+            name, born = read_identity(reply)
+            assert born == values["birth_date"] and names_match(name, values["full_name"])

@@ -4,10 +4,13 @@ The customer opens the conversation with their intent's ``customer`` message (in
 and never volunteers their line number. Asked in a plain message, they supply what they know
 and the agent cannot look up: the line number, the trip (destination and date), the budget, the
 extra data needed, the new email address, and the month or plan named in their opening. They
-never reveal an answer the agent has to find (a recommended plan, an amount). Asked for a
-change, they consent. Told that the request is done, or offered more help, they say that is
+never reveal an answer the agent has to find (a recommended plan, an amount). Told that the
+request is done, or offered more help, they say that is
 all, unless they asked for a change and none was made (a kept change sends them a
-confirmation): then they say they have not heard of it and restate the request. What a message
+confirmation): then they say they have not heard of it and restate the request. Asked for
+their name and birth date, they give them (an impostor gives their claim); told these do not
+match the record, the holder says them again and an impostor insists on the change. Asked to
+approve a change, they answer as :mod:`telcoenv.domains.bss.consent` reads it. What a message
 asks is
 routed by meaning (``questions.yaml``, :mod:`telcoenv.routing`); phrases live in
 ``customer.yaml``. A message that asks for nothing the customer can give gets the list of what
@@ -55,6 +58,18 @@ _INTERNAL_ID = keyword_pattern(
         *("customer id", "customer number", "customer no", "client id", "account id"),
         *("account number", "account no", "identifier", "your id$", "the id$", "معرف"),
         *("رقم العميل", "رقم عميل", "رقم الحساب", "رقم حساب", "اي دي"),
+    ]
+)
+
+
+# The agent says the caller's details do not match the record ("could not verify you").
+_IDENTITY_REFUSED = keyword_pattern(
+    [
+        *("could not verify", "couldn't verify", "cannot verify", "can't verify"),
+        *("unable to verify", "do not match", "don't match", "does not match", "doesn't match"),
+        *("not match our records", "identity could not", "failed verification"),
+        *("لا يطابق", "لا تطابق", "لا يتطابق", "تعذر التحقق", "لم نتمكن من التحقق"),
+        *("لم اتمكن من التحقق", "لا يمكنني التحقق"),
     ]
 )
 
@@ -180,6 +195,11 @@ def reply(
     restated = intent.customer.in_lang(lang).format_map(values) if seen is None else seen
     if objection is not None and "approval" in asked_topics(message):
         return _objected(objection, values, restated, lang, rng)
+    if _IDENTITY_REFUSED.search(normalize(message[:ROUTED_CHARS])):
+        if values.get("impostor"):  # they cannot give the birth date on record: they insist
+            return pick(bank["identity_refused"]["impostor"][lang], rng)
+        again = pick(bank["answers"]["identity"][lang], rng).format_map(values)
+        return f"{pick(bank['identity_refused']['holder'][lang], rng)} {again}"
     asked = asked_topics(message)
     known = knowledge(intent, values)
     if seen is not None:
