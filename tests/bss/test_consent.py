@@ -37,6 +37,9 @@ def test_a_message_is_read_for_the_change_it_describes():
     assert change.amounts == (40.25,)  # not 5 GB, 5 days or the 25 of YOUTH-25
     change = described("May I cancel LA012345 and set your email to A.B@Mail.example.sa?")
     assert change.subscriptions == {"LA012345"} and change.emails == {"a.b@mail.example.sa"}
+    change = described("May I set your contact phone to +966512345678 on line 966500000001?")
+    assert change.phones == {"+966512345678"} and change.lines == {"966500000001"}
+    assert change.amounts == ()  # a phone number is no price
 
 
 def _episode(intent: str, seed: int = 0, lang: str = "en", **kwargs):

@@ -2,7 +2,7 @@
 
 A message that asks the customer to approve a change (:func:`telcoenv.text.asks_for_approval`)
 is read for the change it describes (:func:`described`): the plans and add-ons it names (by id
-or display name, either language), the lines, email addresses, subscriptions and amounts. The
+or display name, either language), the lines, phones, emails, subscriptions and amounts. The
 customer answers as a customer would (:func:`decide`): they agree to the change they asked for,
 described with its price when it costs money, and to nothing else. They ask what exactly will
 change when the message names nothing, and what it costs when a plan or an add-on comes without
@@ -30,7 +30,8 @@ from typing import Any
 from telcoenv.domains.bss.generator import answer_vocabulary, products
 from telcoenv.domains.bss.state import ADDON, PLAN, SUBSCRIPTION, BssState
 
-_LINE = re.compile(r"(?<![\d-])\d{9,15}(?![\d-])")
+_LINE = re.compile(r"(?<![\d+-])\d{9,15}(?![\d-])")  # a line number, as 9665...
+_PHONE = re.compile(r"\+\d{8,15}\b")  # a contact phone, E.164 as update_contact takes it
 _EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}")
 _SUBSCRIPTION = re.compile(r"\b(?:SUB|LA)\d{6}\b")
 # An amount: digits with an optional decimal part, not part of an id, a date or a line number,
@@ -51,6 +52,7 @@ class Described:
     plans: frozenset[str]
     addons: frozenset[str]
     lines: frozenset[str]
+    phones: frozenset[str]
     emails: frozenset[str]
     subscriptions: frozenset[str]
     amounts: tuple[float, ...]
@@ -67,7 +69,7 @@ def described(message: str) -> Described:
     vocabulary = answer_vocabulary()
     lines = frozenset(_LINE.findall(text))
     emails = frozenset(e.rstrip(".").casefold() for e in _EMAIL.findall(text))
-    blanked = _EMAIL.sub(" ", _LINE.sub(" ", text))
+    blanked = _EMAIL.sub(" ", _LINE.sub(" ", _PHONE.sub(" ", text)))
     for name in _product_names():  # the 25 of YOUTH-25, the 14 of "Europe Roaming 14 days"
         blanked = re.sub(re.escape(name), " ", blanked, flags=re.IGNORECASE)
     amounts = tuple(float(a.replace(",", ".")) for a in _AMOUNT.findall(blanked))
@@ -75,6 +77,7 @@ def described(message: str) -> Described:
         plans=frozenset(vocabulary.named(text, "plan")),
         addons=frozenset(vocabulary.named(text, "addon")),
         lines=lines,
+        phones=frozenset(_PHONE.findall(text)),
         emails=emails,
         subscriptions=frozenset(_SUBSCRIPTION.findall(text)),
         amounts=amounts,
@@ -124,9 +127,9 @@ class Consent:
             email = arguments.get("email")
             if email is not None and str(email).casefold() not in change.emails:
                 return f"the customer approved the email {_listed(change.emails)}, not {email}"
-            phone = re.sub(r"\D", "", str(arguments.get("phone") or ""))
-            if phone and phone not in re.sub(r"\D", "", " ".join(change.lines)):
-                return f"the customer approved no phone number {arguments.get('phone')}"
+            phone = arguments.get("phone")
+            if phone is not None and phone not in change.phones:
+                return f"the customer approved the phone {_listed(change.phones)}, not {phone}"
             return None
         if tool == "apply_credit":
             amount = arguments.get("amount")
