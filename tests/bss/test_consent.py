@@ -234,3 +234,12 @@ def test_the_recorded_small_model_that_claimed_an_update_steps_on_the_minefield(
 
     info, _, _ = replay("compact_contact_update_en_empty_phone")
     assert info["outcome"]["minefields"]["told the caller a change was made before any was"]
+
+
+def test_a_customer_who_asked_for_a_fix_agrees_to_its_follow_up_and_nothing_more():
+    """A duplicate charge's caller asked to "check and fix it": a dispute is what they want
+    (they agree without a price), a plan change is not."""
+    env, _, _ = _episode("duplicate_charge")
+    assert _agreed(env.step("Shall I open a ticket to dispute the duplicate?")[0])
+    reply = env.step(f"Shall I switch you to POST-PLUS at {_price('POST-PLUS')} SAR?")[0]
+    assert _objection(reply, "no_change")

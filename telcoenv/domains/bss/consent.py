@@ -178,10 +178,11 @@ def _objection(change: Described, wants: Mapping[str, Any], own: frozenset[str])
     if change.lines - own:
         return "not_my_line"
     tool = wants.get("tool")
-    if tool is None:  # a question: no change, but money back is welcome
-        if not change.items and not change.emails and change.amounts:
-            return None
-        return "no_change" if change.items or change.emails else "what"
+    if tool in (None, "open_care_ticket"):  # a question, or a fix by the back office
+        if change.items or change.emails:  # no product or contact change was asked for
+            return "no_change"
+        # Money back is welcome; a follow-up is what a customer who asked for a fix wants.
+        return None if change.amounts or tool is not None else "what"
     if not change.items and not change.emails:
         return "what"
     if len(change.plans) > 1 or len(change.addons) > 1:
@@ -215,10 +216,16 @@ def _fits(addon_id: str, wants: Mapping[str, Any]) -> bool:
 def wants_of(write_tools: set[str], values: Mapping[str, Any], state: BssState) -> dict[str, Any]:
     """What the customer asked to change (their intent's write, if any) and what they know of
     it: the plan they named, their trip's zone or the data they need, their add-on, their new
-    email. Nothing the agent must find."""
+    email, or a back-office follow-up (a dispute). Nothing the agent must find."""
     tools = [
         t
-        for t in ("change_plan", "subscribe_addon", "cancel_addon", "update_contact")
+        for t in (
+            "change_plan",
+            "subscribe_addon",
+            "cancel_addon",
+            "update_contact",
+            "open_care_ticket",
+        )
         if t in write_tools
     ]
     if not tools:
@@ -237,6 +244,6 @@ def wants_of(write_tools: set[str], values: Mapping[str, Any], state: BssState) 
             "subscription_id": subscription,
             "addon_id": rows[0]["addon_id"] if rows else None,
         }
-    else:
+    elif tool == "update_contact":
         wants["email"] = values["email"]
-    return wants
+    return wants  # a ticket: the follow-up of a fix they asked for
