@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 from telcoenv.domains.bss.generator import answer_vocabulary, products
@@ -63,6 +63,8 @@ class Described:
         return self.plans | self.addons | self.subscriptions
 
 
+# The episode's approval gate and the customer's reply both read a request: parsed once.
+@lru_cache(maxsize=256)
 def described(message: str) -> Described:
     """What ``message`` names of a change."""
     text = message.translate(_DIGITS)

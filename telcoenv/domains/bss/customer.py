@@ -193,7 +193,7 @@ def reply(
     if ended:
         return pick(bank["closing"][lang], rng)
     restated = intent.customer.in_lang(lang).format_map(values) if seen is None else seen
-    if objection is not None and "approval" in asked_topics(message):
+    if objection is not None:  # given only for a message that asks for approval
         return _objected(objection, values, restated, lang, rng)
     if _IDENTITY_REFUSED.search(normalize(message[:ROUTED_CHARS])):
         if values.get("impostor"):  # they cannot give the birth date on record: they insist
