@@ -51,10 +51,27 @@ def _domain_that_can(name: str, capability: str, what: str) -> Any:
 
 def _cmd_validate(args: argparse.Namespace) -> int:
     domain = _domain_that_can(args.domain, "load_catalog", "validate data folders")
+    if args.data:  # checked before the catalogue loads: a usage error costs nothing
+        _domain_that_can(args.domain, "validate_data", "validate generated data")
+        if args.seeds < 1:
+            raise UsageError(f"--seeds must be at least 1, got {args.seeds}")
     catalog = domain.load_catalog(args.intents, args.blueprints, args.tools)
     count = sum(len(family) for family in catalog.blueprints.values())
     print(f"ok: {len(catalog.intents)} intents, {count} blueprints, {len(catalog.tools)} tools")
-    return 0
+    if not args.data:
+        return 0
+    report = domain.validate_data(catalog, args.seeds)
+    scope = (
+        f"{report.episodes} episodes ({args.seeds} seeds x {count} blueprints), "
+        f"{report.customers} customers, {report.invoices} invoices"
+    )
+    if not report.violations:
+        print(f"ok: every ledger invariant holds in {scope}")
+        return 0
+    for violation in report.violations[: args.show]:
+        print(f"violation: {violation}")
+    print(f"{len(report.violations)} violations in {scope}")
+    return 1
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
@@ -504,6 +521,18 @@ def build_parser() -> argparse.ArgumentParser:
     validate.add_argument("--tools", help="tool specs folder (default: packaged)")
     validate.add_argument(
         "--domain", default=DEFAULT_DOMAIN, choices=domain_names(), help="which catalogue"
+    )
+    validate.add_argument(
+        "--data",
+        action="store_true",
+        help="also generate episodes and check their data's invariants (customer care: the "
+        "ledger's sums, dates, statuses, balances, usage against charges, eligibility)",
+    )
+    validate.add_argument(
+        "--seeds", type=int, default=20, help="with --data: episodes per blueprint (default 20)"
+    )
+    validate.add_argument(
+        "--show", type=int, default=20, help="with --data: violations printed (default 20)"
     )
     validate.set_defaults(func=_cmd_validate)
     rescore = commands.add_parser(

@@ -69,9 +69,9 @@ Decision rules
   zone is GCC for a GCC member state, EUROPE for a European country, WORLD otherwise (the zones
   ``list_addons`` offers); the cheapest pack of that zone sold to the line's payment type is
   subscribed from the trip's date. No trip is a *data top-up*: ``get_realtime_charges`` gives
-  today's date (``as_of``) and the month's usage so far, ``get_usage`` the month, and the
-  cheapest data coupon sold to the line's payment type that holds the GB the customer asked
-  for is subscribed from today.
+  today's date (``as_of``) and the open billing cycle's usage so far, ``get_usage`` the cycle,
+  and the cheapest data coupon sold to the line's payment type that holds the GB the customer
+  asked for is subscribed from today.
 * **The line's products** (add-on cancellation or plan change): words of removing
   (cancel, remove, no longer need) or of another plan decide; when neither, an active add-on on
   the caller's line makes it a *cancellation* and none a *plan change*. A cancellation cancels
@@ -80,9 +80,10 @@ Decision rules
 * **Data use** (average, family, recommendation), told apart by the question: *average*
   (average), *family* (family, together, every line), *recommendation* (cheapest, budget);
   when the opening asks none of them, the customer is asked to say again what they need.
-  The *average* is over the months of ``get_usage`` (12) whose data was measured: ``null`` is
-  a month not collected and is left out, ``0`` a month without use and is counted; the mean is
-  rounded half up to the cent. A *recommendation* computes that average, then
+  The *average* is over the closed billing cycles of ``get_usage`` (12; the open cycle's usage
+  so far is apart and left out) whose data was measured: ``null`` is a cycle not collected and
+  is left out, ``0`` a cycle without use and is counted; the mean is rounded half up to the
+  cent. A *recommendation* computes that average, then
   ``list_plans`` (postpaid, the customer's segment): among the plans the customer's age allows
   whose data covers the average (``null`` data: unlimited) and whose price incl. VAT is within
   the budget, the cheapest (none within the budget: the cheapest that covers the average).

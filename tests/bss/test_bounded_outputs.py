@@ -255,7 +255,8 @@ def test_full_detail_returns_every_row_as_before(large_family):
     assert all("amount_excl_vat_by_kind" not in invoice for invoice in bill["invoices"])
     history = TOOLS["get_payment_history"](ctx, account_id=data.account_id, detail="full")
     assert set(history) == {"account_id", "payments", "credit_notes"}
-    assert len(history["payments"]) == len(data.months)
+    stored = [r for r in data.rows["payments"] if r[2] == data.account_id]
+    assert len(history["payments"]) == len(stored) >= len(data.months) - 2
     plans = TOOLS["list_plans"](ctx, detail="full")
     assert set(plans) == {"plans"} and "name_ar" in plans["plans"][0]
     # "summary" given explicitly is the default

@@ -14,10 +14,10 @@ import pytest
 from telcoenv.catalog import load_tools
 from telcoenv.database import EpisodeDatabase
 from telcoenv.domains.bss import bss_domain
+from telcoenv.domains.bss.catalogue import products
 from telcoenv.domains.bss.generator import Focal, generate
 from telcoenv.domains.bss.schema import bss_metadata, bss_schema
 from telcoenv.domains.bss.state import BssState, table_queries
-from telcoenv.domains.bss.tools import CREDIT_LIMIT
 from telcoenv.domains.bss.tools import TOOLS as BSS_TOOLS
 from telcoenv.domains.network.loading import network_catalog
 from telcoenv.errors import ToolError
@@ -176,13 +176,24 @@ def test_get_usage_keeps_null_apart_from_zero(env):
     msisdn = data.msisdns[0]  # the focal line has one uncollected month
     usage = call(ctx, "get_usage", msisdn=msisdn)["usage"]
     stored = {r["month"]: r for r in rows(data, "usage_records") if r["msisdn"] == msisdn}
-    assert [u["month"] for u in usage] == data.months
+    assert [u["month"] for u in usage] == data.months[:-1]  # the closed cycles
     assert all(u["data_gb"] == stored[u["month"]]["data_gb"] for u in usage)
     gap = next(u["month"] for u in usage if u["data_gb"] is None)
     assert call(ctx, "get_usage", msisdn=msisdn, period=gap)["usage"][0]["voice_min"] is None
-    assert [u["month"] for u in call(ctx, "get_usage", msisdn=msisdn, months=3)["usage"]] == (
-        data.months[-3:]
+    latest = call(ctx, "get_usage", msisdn=msisdn, months=3)  # closed cycles only
+    assert [u["month"] for u in latest["usage"]] == data.months[-4:-1]
+    assert "current_cycle" not in latest
+    # The open cycle apart, with its dates: usage so far, never among the closed ones.
+    current = call(ctx, "get_usage", msisdn=msisdn)["current_cycle"]
+    day = next(
+        a["billing_day"] for a in rows(data, "accounts") if a["account_id"] == data.account_id
     )
+    assert current["period"] == data.months[-1] and current["cycle_start"][8:] == f"{day:02d}"
+    assert current["as_of"] == "2026-11-30" and current["cycle_start"] <= "2026-11-30"
+    assert current["usage_so_far"]["data_gb"] == stored[data.months[-1]]["data_gb"]
+    only = call(ctx, "get_usage", msisdn=msisdn, period=data.months[-1])
+    assert only["usage"] == [] and only["current_cycle"] == current
+    assert "current_cycle" not in call(ctx, "get_usage", msisdn=msisdn, period=gap)
     refused(ctx, "get_usage", "bad_args", "not both", msisdn=msisdn, period=gap, months=2)
 
 
@@ -205,7 +216,10 @@ def test_family_usage_against_the_shared_allowance(env):
     ctx, data = env
     month = data.months[-1]
     family = call(ctx, "get_family_usage", account_id=data.account_id)
-    assert family["period"] == month and family["shared_data_gb"] == 50.0
+    plans = {p["plan_id"]: p["data_gb"] for p in products()["plans"]}
+    pooled = sum(plans[r["plan_id"]] for r in rows(data, "lines") if r["msisdn"] in data.msisdns)
+    assert family["period"] == month and family["open"]  # default: the open cycle, so far
+    assert family["shared_data_gb"] == pooled  # the members' plan allowances pooled
     assert sorted(m["msisdn"] for m in family["members"]) == sorted(data.msisdns)
     stored = {r["msisdn"]: r["data_gb"] for r in rows(data, "usage_records") if r["month"] == month}
     assert all(m["data_gb"] == stored[m["msisdn"]] for m in family["members"])
@@ -274,14 +288,15 @@ def test_only_overlapping_days_of_the_same_add_on_are_refused(env):
 def test_subscribe_cancel_and_realtime_charges(env):
     ctx, data = env
     msisdn = data.msisdns[0]
-    assert call(ctx, "get_realtime_charges", msisdn=msisdn)["charges"] == []
+    (fee,) = call(ctx, "get_realtime_charges", msisdn=msisdn)["charges"]  # the plan's, whole
+    assert (fee["plan_id"], fee["amount_excl_vat"]) == ("POST-ESSENTIAL", 120.0)
     sub = call(
         ctx, "subscribe_addon", msisdn=msisdn, addon_id="ROAM-EU-14", start_date="2026-11-30"
     )
     assert (sub["end_date"], sub["charged_to"]) == ("2026-12-13", "next invoice")
     charges = call(ctx, "get_realtime_charges", msisdn=msisdn)
-    assert [c["subscription_id"] for c in charges["charges"]] == [sub["subscription_id"]]
-    assert charges["total"] == 148.35
+    assert [c.get("subscription_id") for c in charges["charges"]] == [None, sub["subscription_id"]]
+    assert charges["total"] == 286.35  # (120.00 + 129.00) with VAT
     line = call(ctx, "get_customer", msisdn=msisdn)["accounts"][0]["lines"]
     active = next(x for x in line if x["msisdn"] == msisdn)["active_addons"]
     assert [a["addon_id"] for a in active] == ["ROAM-EU-14"]
@@ -296,8 +311,16 @@ def test_subscribe_cancel_and_realtime_charges(env):
         subscription_id=sub["subscription_id"],
     )
     done = call(ctx, "cancel_addon", msisdn=msisdn, subscription_id=sub["subscription_id"])
-    assert done["status"] == "cancelled"
-    assert call(ctx, "get_realtime_charges", msisdn=msisdn)["charges"] == []
+    # It started today: charged in full, no refund (the operator's rule).
+    assert done["status"] == "cancelled" and done["charge"].startswith("in full")
+    assert call(ctx, "get_realtime_charges", msisdn=msisdn)["total"] == 286.35
+    later = call(
+        ctx, "subscribe_addon", msisdn=msisdn, addon_id="DATA-5GB", start_date="2026-12-20"
+    )
+    dropped = call(ctx, "cancel_addon", msisdn=msisdn, subscription_id=later["subscription_id"])
+    assert dropped["charge"] == "none: it had not started" and dropped["refund"] == 0.0
+    charges = call(ctx, "get_realtime_charges", msisdn=msisdn)["charges"]
+    assert later["subscription_id"] not in [c.get("subscription_id") for c in charges]
     refused(
         ctx,
         "cancel_addon",
@@ -463,16 +486,25 @@ def test_apply_credit_inserts_a_negative_note_within_limits(env):
     ctx, data = env
     account = data.account_id
     duplicate = data.facts["duplicate_invoice"]
-    for amount in (0, -5.0, CREDIT_LIMIT + 0.01):
+    for amount in (0, -5.0):
         refused(
             ctx,
             "apply_credit",
             "rejected",
-            "at most 200.00",
+            "above 0",
             account_id=account,
             amount=amount,
-            reason="dispute",
+            reason="x",
         )
+    refused(  # above the agent's authority for the conversation
+        ctx,
+        "apply_credit",
+        "rejected",
+        "credit authority of 200.00",
+        account_id=account,
+        amount=200.01,
+        reason="dispute",
+    )
     refused(
         ctx,
         "apply_credit",
@@ -530,40 +562,55 @@ def test_apply_credit_inserts_a_negative_note_within_limits(env):
     assert len(history) == 2
 
 
-def test_credits_on_no_invoice_stay_within_the_limit_in_total(env):
+def test_credits_stay_within_the_agents_authority_in_total(env):
+    """200.00 for the whole conversation, over every call, invoice and account (six calls of
+    200.00 credited 1,200.00 before); the message says to escalate."""
     ctx, data = env
     account = data.account_id
     first = call(ctx, "apply_credit", account_id=account, amount=150.0, reason="goodwill")
     assert first["amount"] == -150.0
-    for amount in (50.01, 200.0):  # one more credit of the day past 200.00: was accepted
+    invoice = data.facts["invoices"][data.months[0]][0]
+    for amount, on in ((50.01, None), (200.0, None), (60.0, invoice)):
         refused(
             ctx,
             "apply_credit",
             "rejected",
-            "would pass the 200.00 limit",
+            "has credited 150.00",
             account_id=account,
             amount=amount,
             reason="goodwill",
+            **({"invoice_id": on} if on else {}),
         )
     assert call(ctx, "apply_credit", account_id=account, amount=50.0, reason="goodwill")
+    refused(
+        ctx,
+        "apply_credit",
+        "rejected",
+        "open a billing_dispute ticket for a supervisor",
+        account_id=account,
+        amount=0.01,
+        reason="goodwill",
+    )
 
 
 def test_apply_credit_is_capped_at_the_invoice_amount(env):
+    """An invoice's credits stay within its amount (the cap is checked before the authority:
+    earlier credits, here stored directly, count)."""
     ctx, data = env
     account, month = data.account_id, data.months[0]
     invoice, amount = data.facts["invoices"][month]
-    remaining = amount
-    while remaining > 0:  # credits of at most CREDIT_LIMIT each, up to the invoice amount
-        step = min(CREDIT_LIMIT, round(remaining, 2))
-        call(
-            ctx,
-            "apply_credit",
+    state = ctx.state
+    with state.db.change():
+        state.insert(
+            "credit_notes",
+            credit_note_id="CN999999",
             account_id=account,
-            amount=step,
-            reason="refund",
             invoice_id=invoice,
+            issued_at="2026-11-01T09:00:00",
+            amount=-(amount - 10.0),
+            reason="earlier correction",
         )
-        remaining = round(remaining - step, 2)
+    call(ctx, "apply_credit", account_id=account, amount=10.0, reason="rest", invoice_id=invoice)
     refused(
         ctx,
         "apply_credit",
@@ -574,6 +621,8 @@ def test_apply_credit_is_capped_at_the_invoice_amount(env):
         reason="more",
         invoice_id=invoice,
     )
+    status = next(i for i in rows_now(ctx, "invoices") if i["invoice_id"] == invoice)["status"]
+    assert status == "credited"
 
 
 def test_update_contact_validates_formats(env):
@@ -874,17 +923,26 @@ def _quoted(value: str) -> str:
 def test_hostile_free_text_is_stored_verbatim(env, bad):
     ctx, data = env
     before = {t: rows_now(ctx, t) for t in ("customers", "lines", "accounts", "invoices")}
+    planted = rows_now(ctx, "tickets")  # another customer's dispute, maybe
     ticket = call(
         ctx, "open_care_ticket", customer_id=data.customer_id, category="complaint", summary=bad
     )
     note = call(ctx, "apply_credit", account_id=data.account_id, amount=1.0, reason=bad)
-    tickets = rows_now(ctx, "tickets")
+    tickets = [t for t in rows_now(ctx, "tickets") if t not in planted]
     assert [(t["ticket_id"], t["summary"]) for t in tickets] == [(ticket["ticket_id"], bad)]
     credit = next(
         c for c in rows_now(ctx, "credit_notes") if c["credit_note_id"] == note["credit_note_id"]
     )
     assert credit["reason"] == bad
-    assert {t: rows_now(ctx, t) for t in before} == before
+    # The credit note is netted in the balance, and nothing else changed.
+    after = {t: rows_now(ctx, t) for t in before}
+    changed = [(a, b) for a, b in zip(before["accounts"], after["accounts"], strict=True) if a != b]
+    ((old, new),) = changed
+    assert old["account_id"] == data.account_id
+    assert new == {**old, "balance": pytest.approx(old["balance"] - 1.0, abs=0.001)}
+    assert {t: after[t] for t in before if t != "accounts"} == {
+        t: before[t] for t in before if t != "accounts"
+    }
 
 
 def test_every_id_an_episode_holds_has_the_form_its_spec_asks_for():

@@ -371,12 +371,18 @@ def test_the_audit_refuses_changes_without_the_check_and_guessed_birth_dates():
     caller's name and birth dates guessed from the age get_customer shows (three tries)."""
     from telcoenv.audit import care, play
 
-    for factory in (care.SkipIdentity, care.GuessBirthDate):
-        traces = play("contact_update", factory, 20, tier="guided")
-        assert len(traces) == 20
-        assert not any((t.verification or {}).get("resolved") for t in traces), factory.name
-        writes = [a for t in traces for a in t.actions if a.tool == "update_contact"]
-        assert writes and all(not a.valid for a in writes)  # refused: identity_required
+    traces = play("contact_update", care.SkipIdentity, 20, tier="guided")
+    assert len(traces) == 20
+    assert not any((t.verification or {}).get("resolved") for t in traces)
+    writes = [a for t in traces for a in t.actions if a.tool == "update_contact"]
+    assert writes and all(not a.valid for a in writes)  # refused: identity_required
+    # Three birth dates guessed from the age: right about once in 100 calls (a birthday is
+    # any of 300 days), as for a real fraudster who knows the age; the check locks after three.
+    traces = play("contact_update", care.GuessBirthDate, 100, tier="guided")
+    resolved = sum(bool((t.verification or {}).get("resolved")) for t in traces)
+    assert len(traces) == 100 and resolved <= 4
+    writes = [a for t in traces for a in t.actions if a.tool == "update_contact"]
+    assert sum(a.valid for a in writes) == resolved
 
 
 @pytest.mark.parametrize("lang", ["en", "ar"])

@@ -285,10 +285,20 @@ def test_why_lost_a_wrong_answer_and_a_plan_change_not_made():
     found = [text for metric, text in reasons(record) if metric == "resolved"]
     assert found[0] == "milestone not met: moved the line to the plan"
     assert found[1].startswith("check failed: lines ") and "plan_id" in found[1]
-    assert found[2].startswith("collateral change: lines ") and wrong["plan_id"] in found[2]
+    # The plan history's new row (plan_history) differs too: the wrong plan from today.
+    assert found[2].startswith("check failed: plan_history ") and "inserted" in found[2]
+    assert found[3].startswith("collateral change: lines ") and wrong["plan_id"] in found[3]
+    assert found[4].startswith("collateral change: plan_history ") and wrong["plan_id"] in found[4]
     _, detail = episode_entry("hand", record)
-    assert [c["note"] for c in detail["changes"]] == ["not made", "collateral"]
-    assert detail["changes"][1]["after"] == wrong["plan_id"]
+    notes = [(c["note"], c["where"].split()[0]) for c in detail["changes"]]
+    assert notes == [
+        ("not made", "lines"),
+        ("made", "plan_history"),  # the old plan ends yesterday, as the gold chain's does
+        ("not made", "plan_history"),
+        ("collateral", "lines"),
+        ("collateral", "plan_history"),
+    ]
+    assert detail["changes"][3]["after"] == wrong["plan_id"]
 
     env = make_env("bill_shock", domain="bss")
     _, start = env.reset(seed=0)

@@ -432,7 +432,7 @@ def test_a_reply_that_echoes_the_counterpart_is_sampled_again(server):
     """Recorded from Qwen2.5-Coder-1.5B (contact_update ar, all 12 steps): the customer's own
     message sent back, with a greeting added, or a part of their last message. Such a reply is
     sampled again; a short acknowledgement and a reply that only shares words are sent."""
-    opening = "السلام عليكم، أرجو تحديث بريدي الإلكتروني إلى inbox31@mail.example.sa."
+    opening = "مساء الخير. أرجو تحديث بريدي الإلكتروني إلى inbox31@mail.example.sa."
     env = TelcoEnv("contact_update", domain="bss", embedder=None, lang="ar")
     observation, _ = env.reset(seed=0)
     assert observation == opening  # the recorded episode's opening

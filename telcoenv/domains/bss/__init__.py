@@ -25,6 +25,7 @@ from telcoenv.domains.bss.blueprints import care_catalog, load_care_catalog
 from telcoenv.domains.bss.consent import Consent, decide, described, wants_of
 from telcoenv.domains.bss.events import disclosed, false_claims, others_changed
 from telcoenv.domains.bss.generator import BssData, answer_vocabulary, generate
+from telcoenv.domains.bss.ledger import LedgerReport, check_generated
 from telcoenv.domains.bss.models import CareBlueprint, CareIntent
 from telcoenv.domains.bss.scenario import (
     Scenario,
@@ -269,6 +270,11 @@ class BssDomain:
         data: BssData = setup.truth
         wants = setup.counterpart_context["wants"]
         return decide(described(message), wants, frozenset(data.msisdns), setup.state)
+
+    def validate_data(self, catalog: Catalog, seeds: int) -> LedgerReport:
+        """The ledger invariants (``ledger.py``) over ``seeds`` episodes of every blueprint."""
+        blueprints = [b for family in catalog.blueprints.values() for b in family]
+        return check_generated(blueprints, range(seeds))
 
     def start_state(self, setup: EpisodeSetup) -> dict[str, Any]:
         """Who called, for the trace: ids, profile and the months of data."""

@@ -31,19 +31,18 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 from functools import cache
-from importlib import resources
 from typing import Any
 
 import numpy as np
 
 from telcoenv.catalog import parse_model
-from telcoenv.datafiles import parse_yaml
+from telcoenv.domains.bss import billing
+from telcoenv.domains.bss.billing import TODAY
+from telcoenv.domains.bss.catalogue import eligible, products
 from telcoenv.domains.bss.schema import bss_schema
 from telcoenv.errors import CatalogError
 from telcoenv.metrics.answers import Answer, AnswerKind, AnswerVocabulary
 from telcoenv.specs import FrozenModel
-
-TODAY = "2026-11-30"  # the episode's date: the last billed month is the one before
 
 # Customers' names in Latin letters (as stored) and Arabic letters (as an Arabic speaker states
 # them): a Saudi BSS keeps both from the national ID record.
@@ -65,13 +64,6 @@ SERIALS = (100_000, 1_000_000)  # the six-digit serial after an id's prefix
 MSISDN_PREFIX = "9665"  # Saudi mobile numbers: country code 966, then 5
 LINE_NUMBERS = (10_000_000, 100_000_000)  # the eight digits after MSISDN_PREFIX
 _BATCH = 64  # numbers drawn per call of the generator
-
-
-@cache
-def products() -> dict[str, Any]:
-    """The packaged product catalogue: plans, add-ons, destinations, VAT (``products.yaml``)."""
-    text = resources.files(__package__).joinpath("products.yaml").read_text("utf-8")
-    return parse_yaml(text, "products.yaml")
 
 
 class Phrasings(FrozenModel):
@@ -169,6 +161,7 @@ class Focal:
     extras_month: str | None = None  # a month whose bill carries coupons bought and roaming
     failed_payment: bool = False  # the last payment failed (its reason drawn)
     active_addon: str | None = None  # an add-on active on the first line (to be cancelled)
+    ran_out: bool = False  # the first line has used its whole data allowance this cycle
 
 
 @dataclass
@@ -203,15 +196,6 @@ def _month_index(month: str) -> int:
 
 def _month(index: int) -> str:
     return f"{index // 12:04d}-{index % 12 + 1:02d}"
-
-
-def _months(end: str, count: int) -> list[str]:
-    year, month = map(int, end.split("-"))
-    out = []
-    for _ in range(count):
-        out.append(f"{year:04d}-{month:02d}")
-        year, month = (year, month - 1) if month > 1 else (year - 1, 12)
-    return out[::-1]
 
 
 def _money(value: float) -> float:
@@ -253,6 +237,46 @@ class _Ids:
         return self._next(MSISDN_PREFIX, LINE_NUMBERS)
 
 
+@dataclass
+class _Account:
+    """One account of the episode's customer base: its holder, billing day, lines and use."""
+
+    account_id: str
+    customer_id: str
+    segment: str
+    born: dt.date
+    billing_day: int
+    share: float = 1.0  # monthly data use as a share of each line's allowance
+    lines: list[tuple[str, str]] = field(default_factory=list)  # (msisdn, plan_id)
+    activated: dict[str, dt.date] = field(default_factory=dict)
+    family: bool = False  # its lines form a family group sharing their data
+
+    def lines_in(self, cycle: billing.Cycle) -> list[tuple[str, str]]:
+        """The lines active through the whole cycle (activated on a billing day)."""
+        return [(m, p) for m, p in self.lines if self.activated[m] <= cycle.start]
+
+
+def _years_after(born: dt.date, years: int) -> dt.date:
+    try:
+        return born.replace(year=born.year + years)
+    except ValueError:  # born on 29 February
+        return born.replace(year=born.year + years, day=28)
+
+
+def _billing_day_from(day: dt.date, billing_day: int) -> dt.date:
+    """The first billing day on or after ``day``."""
+    same = day.replace(day=billing_day)
+    if same >= day:
+        return same
+    following = dt.date(day.year + day.month // 12, day.month % 12 + 1, billing_day)
+    return following
+
+
+#: Share of other customers who have not paid their latest bill (it goes overdue), and the
+#: chance that one of them disputes their latest bill (a billing_dispute ticket is open on it).
+LATE_PAYER_P, DISPUTE_P = 0.05, 0.25
+
+
 class _Builder:
     def __init__(self, rng: np.random.Generator, episode_id: str, months: list[str]) -> None:
         self.rng, self.episode, self.months = rng, episode_id, months
@@ -261,6 +285,9 @@ class _Builder:
         self.addons = {a["addon_id"]: a for a in products()["addons"]}
         self.vat = products()["vat_rate"]
         self.ids = _Ids(rng)
+        self.today = dt.date.fromisoformat(TODAY)
+        self.usage_rows: dict[tuple[str, str], int] = {}  # (msisdn, month): usage_records index
+        self.disputed: set[str] = set()  # invoices a billing_dispute ticket names
 
     def add(self, table: str, *values: Any) -> None:
         self.rows[table].append((self.episode, *values))
@@ -298,12 +325,17 @@ class _Builder:
                 ",".join(addon["payment"]),
             )
 
-    def customer(self, segment: str, age: int, name: str | None = None) -> tuple[str, str]:
+    def customer(
+        self, segment: str, age: int, name: str | None = None, *, last_billing_day: int = 28
+    ) -> _Account:
+        """A customer and their account. They turned ``age`` 2-12 months ago (their birthday is
+        any day of a year: a guess from the age is right one time in 300), so a line they
+        became old enough for is active by the latest closed cycle (see :meth:`line`)."""
         rng = self.rng
         customer_id, account_id = self.ids.new("C"), self.ids.new("A")
         first, last = _FIRST[int(rng.integers(len(_FIRST)))], _LAST[int(rng.integers(len(_LAST)))]
         name = name or f"{first} {last}"
-        born = dt.date(2026, 11, 30) - dt.timedelta(days=int(age * 365.25 + rng.integers(0, 300)))
+        born = self.today - dt.timedelta(days=int(age * 365.25 + rng.integers(62, 365)))
         handle = name.lower().replace(" ", ".").replace("-", "")
         domain = "ops.telcoenv.test" if segment == "internal" else "mail.example.sa"
         self.add(
@@ -317,58 +349,133 @@ class _Builder:
             f"+{MSISDN_PREFIX}{int(rng.integers(*LINE_NUMBERS))}",
             _CITIES[int(rng.integers(len(_CITIES)))],
         )
-        self.add(
-            "accounts", account_id, customer_id, int(rng.integers(1, 29)), 0.0, 3000.0, "active"
-        )
-        return customer_id, account_id
+        billing_day = int(rng.integers(1, last_billing_day + 1))
+        self.add("accounts", account_id, customer_id, billing_day, 0.0, 3000.0, "active")
+        return _Account(account_id, customer_id, segment, born, billing_day)
 
-    def line(self, account_id: str, plan_id: str) -> str:
+    def line(self, account: _Account, plan_id: str) -> str:
+        """A line on ``plan_id``, activated on a billing day (its first cycle is whole) once the
+        holder was old enough for the plan."""
         msisdn = self.ids.msisdn()
         plan = self.plans[plan_id]
-        start = f"20{int(self.rng.integers(19, 25))}-{int(self.rng.integers(1, 13)):02d}-01"
-        self.add("lines", msisdn, account_id, plan_id, plan["payment"], "active", start)
+        drawn = dt.date(
+            int(self.rng.integers(2019, 2025)), int(self.rng.integers(1, 13)), account.billing_day
+        )
+        old_enough = _years_after(account.born, plan["min_age"])
+        activated = max(drawn, _billing_day_from(old_enough, account.billing_day))
+        self.add(
+            "lines",
+            msisdn,
+            account.account_id,
+            plan_id,
+            plan["payment"],
+            "active",
+            activated.isoformat(),
+        )
+        history = self.ids.new("PH")
+        self.add("plan_history", history, msisdn, activated.isoformat(), plan_id, None)
+        account.lines.append((msisdn, plan_id))
+        account.activated[msisdn] = activated
         if plan["payment"] == "prepaid":  # a prepaid account carries credit, not a debt
             accounts = self.rows["accounts"]
-            index = next(i for i, row in enumerate(accounts) if row[1] == account_id)
+            index = next(i for i, row in enumerate(accounts) if row[1] == account.account_id)
             row = accounts[index]
             accounts[index] = (*row[:4], PREPAID_CREDIT, *row[5:])
         return msisdn
 
-    def usage(self, msisdn: str, plan_id: str, share: float, gaps: int) -> dict[str, float]:
-        """Twelve months of usage; ``gaps`` months not collected (NULL). Returns data per month."""
+    def usage(
+        self,
+        account: _Account,
+        msisdn: str,
+        plan_id: str,
+        gaps: int,
+        *,
+        kept: frozenset[str] = frozenset(),
+        ran_out: bool = False,
+    ) -> dict[str, float]:
+        """The line's usage per cycle since its activation, the open cycle's so far; ``gaps``
+        closed cycles (never one of ``kept``) not collected (NULL). A prepaid line stops at its
+        allowance; with ``ran_out`` the open cycle has used all of it. Voice and SMS stay
+        within limited allowances (no voice or SMS charge exists). Returns data per month."""
         rng, plan = self.rng, self.plans[plan_id]
-        allowance = plan["data_gb"] if plan["data_gb"] is not None else UNLIMITED_SCALE_GB
+        limit = plan["data_gb"]
+        scale = (limit if limit is not None else UNLIMITED_SCALE_GB) * account.share
+        cycles = [billing.cycle(m, account.billing_day) for m in self.months]
+        since = account.activated[msisdn]
+        cycles = [c for c in cycles if c.end >= since]
+        candidates = [c.period for c in cycles[:-1] if c.period not in kept]
         missing = (
-            set(rng.choice(len(self.months), size=gaps, replace=False).tolist()) if gaps else set()
+            set(rng.choice(candidates, size=gaps, replace=False).tolist())
+            if 0 < gaps < len(candidates)  # one collected cycle at least
+            else set()
         )
+        capped = plan["payment"] == "prepaid" and limit is not None
+        voice_limit, sms_limit = plan["voice_min"], plan["sms"]
         used: dict[str, float] = {}
-        # The hottest loop of a reset (12 months x every line): names bound once.
-        records, episode, scale = self.rows["usage_records"], self.episode, allowance * share
+        # The hottest loop of a reset (13 cycles x every line): names bound once.
+        records, episode, rows = self.rows["usage_records"], self.episode, self.usage_rows
         uniform, random, integers = rng.uniform, rng.random, rng.integers
-        for index, month in enumerate(self.months):
-            if index in missing:
-                records.append((episode, msisdn, month, None, None, None, None, None))
+        for cycle in cycles:
+            rows[msisdn, cycle.period] = len(records)
+            if cycle.period in missing:
+                records.append((episode, msisdn, cycle.period, None, None, None, None, None))
                 continue
-            data = round(max(0.0, scale * float(uniform(0.7, 1.25))), 2)
+            elapsed = 1.0
+            if not cycle.closed():
+                elapsed = ((self.today - cycle.start).days + 1) / cycle.days
+            data = max(0.0, scale * float(uniform(0.7, 1.25)))
             if random() < 0.05:
                 data = 0.0  # a month without use: zero, not NULL
-            voice = int(integers(30, 600))
-            sms = int(integers(0, 80))
-            records.append((episode, msisdn, month, data, voice, sms, 0.0, None))
-            used[month] = data
+            if capped:
+                data = min(data, float(limit))
+            data = round(data * elapsed, 2)
+            if ran_out and not cycle.closed() and limit is not None:
+                data = float(limit)  # the allowance is used up
+            voice = (
+                int(voice_limit * float(uniform(0.05, 0.9)) * elapsed)
+                if voice_limit is not None
+                else int(integers(30, 1500) * elapsed)
+            )
+            sms = (
+                int(sms_limit * float(uniform(0.0, 0.3)) * elapsed)
+                if sms_limit is not None
+                else int(integers(0, 80) * elapsed)
+            )
+            records.append((episode, msisdn, cycle.period, data, voice, sms, 0.0, None))
+            used[cycle.period] = data
         return used
 
+    def roamed(self, msisdn: str, month: str, zone: str, gb: float) -> None:
+        """Record pay-as-you-go roaming data on the line's usage of the month (the roaming
+        partner's records reach the bill and the usage alike)."""
+        records = self.rows["usage_records"]
+        index = self.usage_rows[msisdn, month]
+        row = records[index]
+        total = round((row[6] or 0.0) + gb, 2)
+        records[index] = (*row[:6], total, zone)
+
     def invoice(
-        self, account_id: str, month: str, items: list[tuple[str, str, str, float]], day: int
+        self, account_id: str, cycle: billing.Cycle, items: list[tuple[str, str, str, float]]
     ) -> tuple[str, float]:
         invoice_id = self.ids.new("INV")
         net = _money(sum(item[3] for item in items))
         vat = _money(net * self.vat)
         amount = _money(net + vat)
-        issued = f"{month}-{day:02d}T02:00:00"
-        episode = self.episode
         self.rows["invoices"].append(
-            (episode, invoice_id, account_id, month, issued, net, vat, amount, "issued")
+            (
+                self.episode,
+                invoice_id,
+                account_id,
+                cycle.period,
+                cycle.start.isoformat(),
+                cycle.end.isoformat(),
+                f"{cycle.issued_on.isoformat()}T02:00:00",
+                cycle.due_on.isoformat(),
+                net,
+                vat,
+                amount,
+                "issued",  # set by statuses() once payments and credits are known
+            )
         )
         self.items(invoice_id, items)
         return invoice_id, amount
@@ -380,6 +487,65 @@ class _Builder:
             for item_id, item in zip(self.ids.ordered("IT", len(items)), items, strict=True)
         )
 
+    def pay(
+        self,
+        account_id: str,
+        invoice_id: str,
+        cycle: billing.Cycle,
+        amount: float,
+        *,
+        fails: bool = False,
+    ) -> None:
+        """The payment of an invoice, made within its terms: none yet if that day is still to
+        come; one that fails is the latest attempt, made before today. How it was paid (and why
+        it failed) is drawn at the end, by :meth:`instruments`."""
+        lag = int(self.rng.integers(0, billing.payment_terms_days() + 1))
+        day = cycle.issued_on + dt.timedelta(days=lag)
+        if fails:
+            day = min(day, self.today - dt.timedelta(days=1))
+        elif day >= self.today:
+            return
+        self.add(
+            "payments",
+            self.ids.new("PAY"),
+            account_id,
+            invoice_id,
+            f"{day.isoformat()}T10:15:00",
+            amount,
+            None,
+            "failed" if fails else "settled",
+            None,
+            None,
+            None,
+            None,
+        )
+
+    def statuses(self) -> None:
+        """Each invoice's status from its payments, credit notes and disputes (see
+        ``billing.INVOICE_STATUSES``)."""
+        rows = self.rows
+        paid: dict[str, float] = {}
+        for row in rows["payments"]:
+            if row[7] == "settled" and row[3] is not None:
+                paid[row[3]] = paid.get(row[3], 0.0) + row[5]
+        credited: dict[str, float] = {}
+        for row in rows["credit_notes"]:
+            if row[3] is not None:
+                credited[row[3]] = credited.get(row[3], 0.0) - row[5]
+        disputed = self.disputed
+        invoices = rows["invoices"]
+        for index, row in enumerate(invoices):
+            invoice_id, amount = row[1], row[10]
+            if credited.get(invoice_id, 0.0) >= amount - 0.005:
+                status = "credited"
+            elif paid.get(invoice_id, 0.0) >= amount - 0.005:
+                status = "paid"
+            elif invoice_id in disputed:
+                status = "disputed"
+            else:
+                status = "overdue" if row[7] < TODAY else "issued"
+            invoices[index] = (*row[:11], status)
+
     def balances(self) -> None:
         """Each account's balance as its ledger has it. A postpaid account owes every invoice
         issued to it (a double-fired one too: nothing has credited it yet) plus its credit notes
@@ -388,7 +554,7 @@ class _Builder:
         rows = self.rows
         owed: dict[str, float] = {}
         for row in rows["invoices"]:
-            owed[row[2]] = owed.get(row[2], 0.0) + row[7]
+            owed[row[2]] = owed.get(row[2], 0.0) + row[10]
         for row in rows["credit_notes"]:
             owed[row[2]] = owed.get(row[2], 0.0) + row[5]
         for row in rows["payments"]:
@@ -401,27 +567,6 @@ class _Builder:
                 accounts[index] = (*row[:5], 0.0, *row[6:])
             else:
                 accounts[index] = (*row[:4], _money(owed.get(row[1], 0.0)), *row[5:])
-
-    def payment(
-        self, account_id: str, invoice_id: str, month: str, amount: float, ok: bool
-    ) -> None:
-        """A payment of the invoice; how it was paid (and why it failed) is drawn at the end,
-        by :meth:`instruments`."""
-        status = "settled" if ok else "failed"
-        self.add(
-            "payments",
-            self.ids.new("PAY"),
-            account_id,
-            invoice_id,
-            f"{month}-20T10:15:00",
-            amount,
-            None,
-            status,
-            None,
-            None,
-            None,
-            None,
-        )
 
     def instruments(self, end_month: str) -> None:
         """Each paying account's method, channel and card, and the reason of its failed payment
@@ -459,12 +604,12 @@ COUPONS_BOUGHT_P, ROAMED_P = (0.25, 0.40, 0.35), 0.6
 
 
 def _bought_and_roamed(
-    builder: _Builder, lines: list[tuple[str, str]], month: str
+    builder: _Builder, lines: list[tuple[str, str]], cycle: billing.Cycle
 ) -> tuple[list[tuple[str, str, str, float]], dict[str, float]]:
-    """What the account bought and used beyond its plans in ``month``, drawn: data coupons (each
-    on one of its lines, subscribed in the month's first ten days for the coupon's validity)
+    """What the account bought and used beyond its plans in ``cycle``, drawn: data coupons (each
+    on one of its lines, subscribed in the cycle's first ten days for the coupon's validity)
     and pay-as-you-go roaming data on its first line (0.3-3 GB in a zone); with the GB the
-    coupons add to each line's allowance that month."""
+    coupons add to each line's allowance that cycle."""
     rng = builder.rng
     coupons = [
         a
@@ -476,7 +621,7 @@ def _bought_and_roamed(
     for _ in range(int(rng.choice(len(COUPONS_BOUGHT_P), p=COUPONS_BOUGHT_P))):
         coupon = coupons[int(rng.integers(len(coupons)))]
         msisdn = lines[int(rng.integers(len(lines)))][0]
-        start = dt.date.fromisoformat(f"{month}-{int(rng.integers(1, 11)):02d}")
+        start = cycle.start + dt.timedelta(days=int(rng.integers(0, 10)))
         end = start + dt.timedelta(days=coupon["validity_days"] - 1)
         status = "active" if end.isoformat() >= TODAY else "expired"
         builder.add(
@@ -492,7 +637,9 @@ def _bought_and_roamed(
         coupon_gb[msisdn] = coupon_gb.get(msisdn, 0.0) + coupon["data_gb"]
     if rng.random() < ROAMED_P:
         zone = sorted(ROAMING_PER_GB)[int(rng.integers(len(ROAMING_PER_GB)))]
-        items.append(_roaming_item(lines[0][0], zone, round(float(rng.uniform(0.3, 3.0)), 2)))
+        gb = round(float(rng.uniform(0.3, 3.0)), 2)
+        builder.roamed(lines[0][0], cycle.period, zone, gb)
+        items.append(_roaming_item(lines[0][0], zone, gb))
     return items, coupon_gb
 
 
@@ -501,31 +648,60 @@ def _roaming_item(msisdn: str, zone: str, gb: float) -> tuple[str, str, str, flo
     return (msisdn, "roaming", f"Roaming data {zone} {gb} GB", _money(gb * ROAMING_PER_GB[zone]))
 
 
+def _overage_item(msisdn: str, used: float, allowance: float, label: str) -> list[Any]:
+    if used <= allowance + 1e-9:
+        return []
+    extra = round(used - allowance, 2)
+    return [(msisdn, "overage", f"{label} {extra} GB", _money(extra * OVERAGE_PER_GB))]
+
+
+#: The descriptions of the items a family group adds (billing.py; the ledger checks them).
+FAMILY_FEE_ITEM, SHARED_OVERAGE, LINE_OVERAGE = (
+    "Family member fee",
+    "Shared data overage",
+    ("Data overage"),
+)
+
+
 def _bill_lines(
     builder: _Builder,
-    lines: list[tuple[str, str]],
+    account: _Account,
     usage: dict[str, dict[str, float]],
-    month: str,
+    cycle: billing.Cycle,
     coupon_gb: dict[str, float] | None = None,
 ) -> list[tuple[str, str, str, float]]:
-    """A month's plan fees and data overage of the lines: the overage is the use beyond the
-    plan's allowance and the coupons bought on the line that month (``coupon_gb``)."""
-    items = []
-    for msisdn, plan_id in lines:
+    """A cycle's plan fees and data overage of the account's lines: the overage is the use
+    beyond the plan's allowance and the coupons bought on the line that cycle (``coupon_gb``);
+    a family group's lines pool their allowances (one overage, on the owner's line) and pay a
+    fee for each member line."""
+    coupon_gb = coupon_gb or {}
+    items: list[Any] = []
+    lines = [
+        (m, p) for m, p in account.lines_in(cycle) if builder.plans[p]["payment"] == "postpaid"
+    ]
+    for position, (msisdn, plan_id) in enumerate(lines):
         plan = builder.plans[plan_id]
-        if plan["payment"] != "postpaid":
-            continue
         items.append((msisdn, "plan", plan["name"]["en"], float(plan["price"])))
-        used = usage[msisdn].get(month)
-        if used is None or plan["data_gb"] is None:
+        if account.family and position > 0:
+            items.append((msisdn, "family", FAMILY_FEE_ITEM, billing.family_fee()))
+        used = usage[msisdn].get(cycle.period)
+        if account.family or used is None or plan["data_gb"] is None:
             continue
-        allowance = plan["data_gb"] + (coupon_gb or {}).get(msisdn, 0.0)
-        if used > allowance:
-            extra = round(used - allowance, 2)
-            items.append(
-                (msisdn, "overage", f"Data overage {extra} GB", _money(extra * OVERAGE_PER_GB))
-            )
+        allowance = plan["data_gb"] + coupon_gb.get(msisdn, 0.0)
+        items += _overage_item(msisdn, used, allowance, LINE_OVERAGE)
+    if account.family and lines:
+        pool = _pool([p for _, p in lines], builder.plans)
+        if pool is not None:
+            used = sum(usage[m].get(cycle.period) or 0.0 for m, _ in lines)
+            allowance = pool + sum(coupon_gb.values())
+            items += _overage_item(lines[0][0], round(used, 2), allowance, SHARED_OVERAGE)
     return items
+
+
+def _pool(plan_ids: list[str], plans: dict[str, dict[str, Any]]) -> float | None:
+    """A family group's shared data: its lines' plan allowances pooled (None: unlimited)."""
+    allowances = [plans[p]["data_gb"] for p in plan_ids]
+    return None if None in allowances else float(sum(allowances))
 
 
 def generate(
@@ -534,124 +710,184 @@ def generate(
     focal: Focal = Focal(),
     *,
     customers: int = 10,
-    end_month: str = "2026-11",
 ) -> BssData:
     """The BSS data of one episode (see the module docstring)."""
-    months = _months(end_month, 12)
+    months = billing.periods(CLOSED_CYCLES)
+    closed = months[:-1]
     builder = _Builder(rng, episode_id, months)
     builder.product_rows()
-    focal_customer, focal_account = builder.customer(focal.segment, focal.age)
-    focal_lines = [(builder.line(focal_account, focal.plan_id), focal.plan_id)]
-    for _ in range(focal.family_size - 1):
-        focal_lines.append((builder.line(focal_account, focal.plan_id), focal.plan_id))
-    population: list[tuple[str, list[tuple[str, str]], float]] = [
-        (focal_account, focal_lines, focal.data_use)
-    ]
-    internal_accounts: set[str] = set()
+    # A failed payment is the latest bill's, in a month after the bill before was paid (within
+    # its terms, by the end of October): a card that expired in between fails it.
+    caller = builder.customer(
+        focal.segment, focal.age, last_billing_day=17 if focal.failed_payment else 28
+    )
+    caller.share, caller.family = focal.data_use, focal.family_size > 1
+    for _ in range(focal.family_size):
+        builder.line(caller, focal.plan_id)
+    population = [caller]
     consumer_plans = [p for p, v in builder.plans.items() if v["segment"] == "consumer"]
     for _ in range(customers - 1):
-        plan_id = consumer_plans[int(rng.integers(len(consumer_plans)))]
-        _, account = builder.customer("consumer", int(rng.integers(19, 70)))
-        population.append(
-            (account, [(builder.line(account, plan_id), plan_id)], float(rng.uniform(0.3, 1.1)))
-        )
+        age = int(rng.integers(19, 70))
+        allowed = [p for p in consumer_plans if eligible(builder.plans[p], age, "consumer")]
+        account = builder.customer("consumer", age)
+        account.share = float(rng.uniform(0.3, 1.1))
+        builder.line(account, allowed[int(rng.integers(len(allowed)))])
+        population.append(account)
     for index in range(2):  # internal test accounts with absurd bills
-        _, account = builder.customer("internal", 40, name=f"TEST Billing QA {index + 1}")
-        internal_accounts.add(account)
-        population.append(
-            (account, [(builder.line(account, "POST-UNLIMITED"), "POST-UNLIMITED")], 1.0)
-        )
-    if focal.family_size > 1:
+        account = builder.customer("internal", 40, name=f"TEST Billing QA {index + 1}")
+        builder.line(account, "POST-UNLIMITED")
+        population.append(account)
+    focal_lines = caller.lines
+    if caller.family:
         group_id = builder.ids.new("FG")
-        builder.add("family_groups", group_id, focal_account, 50.0)
+        shared = _pool([p for _, p in focal_lines], builder.plans)
+        builder.add("family_groups", group_id, caller.account_id, shared)
         for position, (msisdn, _) in enumerate(focal_lines):
             builder.add("family_members", group_id, msisdn, "owner" if position == 0 else "member")
+    kept = frozenset(
+        m for m in (focal.roaming_month, focal.extras_month, focal.duplicate_month) if m
+    )
     usage: dict[str, dict[str, float]] = {}
-    for account, lines, share in population:
-        for msisdn, plan_id in lines:
-            gaps = (
-                1
-                if account == focal_account and msisdn == focal_lines[0][0]
-                else int(rng.integers(0, 2))
+    for account in population:
+        for msisdn, plan_id in account.lines:
+            first = account is caller and msisdn == focal_lines[0][0]
+            usage[msisdn] = builder.usage(
+                account,
+                msisdn,
+                plan_id,
+                1 if first else int(rng.integers(0, 2)),
+                kept=kept if account is caller else frozenset(),
+                ran_out=first and focal.ran_out,
             )
-            usage[msisdn] = builder.usage(msisdn, plan_id, share, gaps)
     facts: dict[str, Any] = {"invoices": {}}
-    for account, lines, _ in population:
-        internal = (
-            account not in (focal_account,) and lines[0][1] == "POST-UNLIMITED" and len(lines) == 1
-        )
-        for month in months:
+    bought = _active_addon(builder, caller, focal, facts)
+    late = {a.account_id for a in population[1:] if rng.random() < LATE_PAYER_P}
+    disputing = None
+    if customers > 1 and rng.random() < DISPUTE_P:
+        disputing = population[1 + int(rng.integers(customers - 1))]
+    for account in population:
+        for month in closed:
+            cycle = billing.cycle(month, account.billing_day)
             extras: list[tuple[str, str, str, float]] = []
             coupon_gb: dict[str, float] = {}
-            if account == focal_account and month == focal.extras_month:
-                extras, coupon_gb = _bought_and_roamed(builder, lines, month)
-            items = _bill_lines(builder, lines, usage, month, coupon_gb)
-            if account == focal_account and month == focal.roaming_month:
-                zone = focal.roaming_zone
-                roaming = _roaming_item(lines[0][0], zone, round(float(rng.uniform(2.0, 6.0)), 2))
+            if account is caller and month == focal.extras_month:
+                extras, coupon_gb = _bought_and_roamed(builder, account.lines_in(cycle), cycle)
+            items = _bill_lines(builder, account, usage, cycle, coupon_gb)
+            if account is caller and month == focal.roaming_month:
+                zone, gb = focal.roaming_zone, round(float(rng.uniform(2.0, 6.0)), 2)
+                builder.roamed(focal_lines[0][0], month, zone, gb)
+                roaming = _roaming_item(focal_lines[0][0], zone, gb)
                 items.append(roaming)
                 facts["roaming_charge"] = roaming[3]
             items += extras
+            if account is caller:
+                items += [item for day, item in bought if cycle.holds(day)]
             if not items:
                 continue
-            if internal and rng.random() < 0.5:
-                items.append((lines[0][0], "device", "QA test device charge", 9999.0))
-            invoice_id, amount = builder.invoice(account, month, items, 1)
-            if account == focal_account:
+            if account.segment == "internal" and rng.random() < 0.5:
+                items.append((account.lines[0][0], "device", "QA test device charge", 9999.0))
+            invoice_id, amount = builder.invoice(account.account_id, cycle, items)
+            latest = month == closed[-1]
+            if account is caller:
                 facts["invoices"][month] = (invoice_id, amount)
                 if month == focal.duplicate_month:  # the billing run fired twice
-                    duplicate = builder.ids.new("INV")
-                    row = builder.rows["invoices"][-1]
-                    builder.rows["invoices"].append(
-                        (row[0], duplicate, *row[2:4], f"{month}-01T02:00:07", *row[5:])
-                    )
-                    builder.items(duplicate, items)  # the run billed every item again
-                    facts["duplicate_invoice"] = duplicate
-            last = month == months[-1]
-            ok = not (account == focal_account and last and focal.failed_payment)
-            builder.payment(account, invoice_id, month, amount, ok)
-        if account == focal_account:
-            credit = _money(-float(rng.uniform(10, 60)))
-            builder.add(
-                "credit_notes",
-                builder.ids.new("CN"),
-                account,
-                facts["invoices"][months[-3]][0] if months[-3] in facts["invoices"] else None,
-                f"{months[-3]}-12T09:00:00",
-                credit,
-                "Goodwill credit for a network outage",
-            )
-            facts["credit_note"] = credit
-    if focal.active_addon is not None:
-        addon = builder.addons[focal.active_addon]
-        # Active today, half used, with the days subscribe_addon gives (start + validity - 1):
-        # from the 5th of the month, two packs of three had ended before today and were
-        # still listed active (the gold chain cancelled one).
-        validity = addon["validity_days"]
-        start = dt.date.fromisoformat(TODAY) - dt.timedelta(days=validity // 2)
-        end = start + dt.timedelta(days=validity - 1)
-        subscription = builder.ids.new("LA")
-        builder.add(
-            "line_addons",
-            subscription,
-            focal_lines[0][0],
-            focal.active_addon,
-            start.isoformat(),
-            end.isoformat(),
-            "active",
-        )
-        facts["subscription_id"] = subscription
-    builder.instruments(end_month)  # last: every draw before it is the same
+                    facts["duplicate_invoice"] = _double_fired(builder, items)
+            if latest and account is disputing:
+                _dispute(builder, account, invoice_id, cycle)
+            elif not (latest and account.account_id in late):
+                fails = account is caller and latest and focal.failed_payment
+                builder.pay(account.account_id, invoice_id, cycle, amount, fails=fails)
+    _goodwill_credit(builder, caller, closed, facts)
+    builder.instruments(months[-1])  # last: every draw before it is the same
+    builder.statuses()
     builder.balances()
-    facts.update(_answers(builder.rows, focal, focal_account, [m for m, _ in focal_lines], facts))
-    return BssData(
-        builder.rows,
-        focal_customer,
-        focal_account,
-        [m for m, _ in focal_lines],
-        months,
-        facts,
+    msisdns = [m for m, _ in focal_lines]
+    facts.update(_answers(builder.rows, focal, caller.account_id, msisdns, closed, facts))
+    return BssData(builder.rows, caller.customer_id, caller.account_id, msisdns, months, facts)
+
+
+#: Closed billing cycles on record (their invoices and usage), before the open one.
+CLOSED_CYCLES = 12
+
+
+def _double_fired(builder: _Builder, items: list[tuple[str, str, str, float]]) -> str:
+    """The billing run fired twice for the invoice just made: the same invoice under a second
+    id, issued seconds later, every item billed again. Nothing collects it (autopay pays the
+    invoice of a cycle once)."""
+    duplicate = builder.ids.new("INV")
+    row = builder.rows["invoices"][-1]
+    issued = row[6].replace("T02:00:00", "T02:00:07")
+    builder.rows["invoices"].append((row[0], duplicate, *row[2:6], issued, *row[7:]))
+    builder.items(duplicate, items)
+    return duplicate
+
+
+def _dispute(builder: _Builder, account: _Account, invoice_id: str, cycle: billing.Cycle) -> None:
+    """The customer disputes the invoice: a billing_dispute ticket, opened a few days after it
+    was issued, names it (and nothing collects it meanwhile)."""
+    builder.disputed.add(invoice_id)
+    opened = cycle.issued_on + dt.timedelta(days=int(builder.rng.integers(1, 4)))
+    builder.add(
+        "tickets",
+        builder.ids.new("TK"),
+        account.customer_id,
+        "billing_dispute",
+        f"DISPUTE {invoice_id}: the customer does not recognise charges on this invoice.",
+        "open",
+        f"{min(opened, builder.today).isoformat()}T11:00:00",
     )
+
+
+def _goodwill_credit(
+    builder: _Builder, caller: _Account, closed: list[str], facts: dict[str, Any]
+) -> None:
+    """A goodwill credit note on the caller's invoice of three cycles ago (if it has one),
+    issued a few days after that invoice."""
+    month = closed[-3]
+    cycle = billing.cycle(month, caller.billing_day)
+    invoice = facts["invoices"].get(month)
+    issued = cycle.issued_on + dt.timedelta(days=int(builder.rng.integers(2, 20)))
+    credit = _money(-float(builder.rng.uniform(10, 60)))
+    builder.add(
+        "credit_notes",
+        builder.ids.new("CN"),
+        caller.account_id,
+        invoice[0] if invoice else None,
+        f"{issued.isoformat()}T09:00:00",
+        credit,
+        "Goodwill credit for a network outage",
+    )
+    facts["credit_note"] = credit
+
+
+def _active_addon(
+    builder: _Builder, caller: _Account, focal: Focal, facts: dict[str, Any]
+) -> list[tuple[dt.date, tuple[str, str, str, float]]]:
+    """The add-on active today on the caller's first line (to be cancelled), half used, with
+    the days subscribe_addon gives (start + validity - 1). Returns its bill item with its
+    start day for a postpaid line (billed in the cycle it started in; in the open cycle it is
+    an unbilled charge)."""
+    if focal.active_addon is None:
+        return []
+    addon = builder.addons[focal.active_addon]
+    msisdn, plan_id = caller.lines[0]
+    validity = addon["validity_days"]
+    start = builder.today - dt.timedelta(days=validity // 2)
+    end = start + dt.timedelta(days=validity - 1)
+    subscription = builder.ids.new("LA")
+    builder.add(
+        "line_addons",
+        subscription,
+        msisdn,
+        focal.active_addon,
+        start.isoformat(),
+        end.isoformat(),
+        "active",
+    )
+    facts["subscription_id"] = subscription
+    if builder.plans[plan_id]["payment"] != "postpaid":
+        return []
+    return [(start, (msisdn, "addon", addon["name"]["en"], float(addon["price"])))]
 
 
 def _answers(
@@ -659,11 +895,13 @@ def _answers(
     focal: Focal,
     account: str,
     msisdns: list[str],
+    closed: list[str],
     facts: dict[str, Any],
 ) -> dict[str, Any]:
     """The exact answers to the care questions about the focal customer, from the rows as
     generated (the careful reading: the duplicate counted once, credit notes negative, NULL
-    months skipped, internal accounts irrelevant)."""
+    months skipped, the open cycle's partial month left out of an average, internal accounts
+    irrelevant)."""
     answers: dict[str, Any] = {}
     if focal.duplicate_month in facts["invoices"]:
         answers["duplicate_amount"] = facts["invoices"][focal.duplicate_month][1]
@@ -671,7 +909,9 @@ def _answers(
     if failed:  # the reason stored on the caller's failed payment
         answers["failure_reason"] = failed[-1]
     collected = [
-        row[3] for row in rows["usage_records"] if row[1] == msisdns[0] and row[3] is not None
+        row[3]
+        for row in rows["usage_records"]
+        if row[1] == msisdns[0] and row[2] in closed and row[3] is not None
     ]
     answers["average_data_gb"] = _money(sum(collected) / len(collected))
     family: dict[str, float] = {}

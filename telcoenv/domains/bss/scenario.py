@@ -17,7 +17,9 @@ from typing import Any
 
 import numpy as np
 
+from telcoenv.domains.bss.catalogue import eligible
 from telcoenv.domains.bss.generator import (
+    CLOSED_CYCLES,
     UNLIMITED_SCALE_GB,
     BssData,
     Focal,
@@ -28,7 +30,7 @@ from telcoenv.domains.bss.models import CareBlueprint, CareCustomer
 from telcoenv.domains.bss.state import TODAY
 from telcoenv.phrases import pick
 
-END_MONTH = "2026-11"  # the latest billed month of every episode
+END_MONTH = "2026-10"  # the period of every account's latest closed (billed) cycle
 # Template fields a blueprint must plant: field -> the blueprint field that provides it.
 FACT_SOURCES: dict[str, str] = {
     "roaming_charge": "roaming_bill",
@@ -69,12 +71,6 @@ def _month_before(end: str, months: int) -> str:
     return f"{index // 12:04d}-{index % 12 + 1:02d}"
 
 
-def eligible(plan: dict[str, Any], age: int, segment: str) -> bool:
-    """The products' eligibility rule: the customer's segment and age."""
-    high = plan["max_age"]
-    return plan["segment"] == segment and plan["min_age"] <= age and (high is None or age <= high)
-
-
 def sample_scenario(blueprint: CareBlueprint, rng: np.random.Generator) -> Scenario:
     """Draw the focal customer and the blueprint's choices for one episode."""
     spec = blueprint.customer
@@ -101,6 +97,7 @@ def sample_scenario(blueprint: CareBlueprint, rng: np.random.Generator) -> Scena
         extras_month=period if blueprint.bill_extras else None,
         failed_payment=blueprint.failed_payment,
         active_addon=pick(blueprint.active_addons, rng) if blueprint.active_addons else None,
+        ran_out=blueprint.data_need_gb is not None,  # a top-up: the allowance is used up
     )
     plans = {p["plan_id"]: p for p in products()["plans"]}
     targets = [
@@ -189,7 +186,7 @@ def gold_values(scenario: Scenario, data: BssData) -> dict[str, Any]:
         "customer_id": data.customer_id,
         "account_id": data.account_id,
         "period": scenario.period,
-        "months": len(data.months),
+        "months": CLOSED_CYCLES,
         "plan_id": scenario.target_plan,
         "current_plan_id": focal.plan_id,
         "average_data_gb": facts["average_data_gb"],

@@ -2,14 +2,16 @@
 
 Every table is keyed by ``episode_id`` first (see :mod:`telcoenv.database`). Money is in the
 products' currency; ``amount`` columns are VAT-inclusive unless named ``_excl_vat``. Months are
-``YYYY-MM`` strings. The data is production-like on purpose (see ``generator.py``): a double-fired
-invoice, credit notes with negative amounts, internal test accounts, and usage that is ``NULL``
-where nothing was collected but ``0`` where the line used nothing.
+``YYYY-MM`` strings; an invoice's ``period`` and a usage record's ``month`` name a billing
+cycle, the one that starts on the account's billing day of that month (``billing.py``).
+The data is production-like on purpose (see ``generator.py``): a double-fired invoice,
+credit notes with negative amounts, internal test accounts, and usage that is ``NULL`` where
+nothing was collected but ``0`` where the line used nothing.
 
-Tables: ``customers``, ``accounts``, ``lines`` (subscriptions), ``rate_plans``, ``addons``
-(the products, per episode so queries can join it), ``line_addons``, ``invoices``,
-``invoice_items``, ``payments``, ``credit_notes``, ``usage_records``, ``family_groups``,
-``family_members`` and ``tickets``.
+Tables: ``customers``, ``accounts``, ``lines`` (subscriptions), ``plan_history``, ``rate_plans``
+and ``addons`` (the products, per episode so queries can join it), ``line_addons``,
+``invoices``, ``invoice_items``, ``payments``, ``credit_notes``, ``usage_records``,
+``family_groups``, ``family_members`` and ``tickets``.
 """
 
 from __future__ import annotations
@@ -89,6 +91,16 @@ def bss_metadata() -> MetaData:
         ),
         Column("activated_on", String(10), nullable=False),
     )
+    Table(  # which plan a line was on, when (a plan change ends one row and starts another)
+        "plan_history",
+        metadata,
+        _key("episode_id"),
+        _key("history_id"),
+        Column("msisdn", String(_ID), nullable=False),
+        Column("start_date", String(10), nullable=False),
+        Column("plan_id", String(_ID), nullable=False),
+        Column("end_date", String(10)),  # the last day on the plan; NULL: the current plan
+    )
     Table(
         "rate_plans",
         metadata,
@@ -139,12 +151,20 @@ def bss_metadata() -> MetaData:
         _key("episode_id"),
         _key("invoice_id"),
         Column("account_id", String(_ID), nullable=False),
-        Column("period", String(7), nullable=False),
+        Column("period", String(7), nullable=False),  # the billing cycle (billing.py)
+        Column("period_start", String(10), nullable=False),  # the cycle's first day
+        Column("period_end", String(10), nullable=False),  # and last day
         Column("issued_at", String(19), nullable=False),
+        Column("due_date", String(10), nullable=False),
         Column("amount_excl_vat", Float, nullable=False),
         Column("vat", Float, nullable=False),
         Column("amount", Float, nullable=False),
-        Column("status", String(20), nullable=False),
+        Column(
+            "status",
+            String(20),
+            CheckConstraint("status IN ('issued', 'paid', 'overdue', 'disputed', 'credited')"),
+            nullable=False,
+        ),
     )
     Table(
         "invoice_items",
@@ -153,7 +173,7 @@ def bss_metadata() -> MetaData:
         _key("item_id"),
         Column("invoice_id", String(_ID), nullable=False),
         Column("msisdn", String(_ID), nullable=False),
-        Column("kind", String(20), nullable=False),  # plan, addon, overage, roaming, device
+        Column("kind", String(20), nullable=False),  # plan, family, addon, overage, roaming, device
         Column("description", String(120), nullable=False),
         Column("amount_excl_vat", Float, nullable=False),
     )
@@ -207,7 +227,7 @@ def bss_metadata() -> MetaData:
         _key("episode_id"),
         _key("group_id"),
         Column("owner_account_id", String(_ID), nullable=False),
-        Column("shared_data_gb", Float, nullable=False),
+        Column("shared_data_gb", Float),  # the lines' plan allowances pooled; NULL: unlimited
     )
     Table(
         "family_members",

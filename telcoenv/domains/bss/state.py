@@ -21,7 +21,8 @@ from functools import cache
 from typing import Any
 
 from telcoenv.database import EpisodeDatabase, Query, Schema
-from telcoenv.domains.bss.generator import TODAY, BssData
+from telcoenv.domains.bss.billing import TODAY
+from telcoenv.domains.bss.generator import BssData
 from telcoenv.errors import ToolError
 
 __all__ = ["IDENTITY_ATTEMPTS", "TODAY", "BssState", "IdentityCheck", "IdentitySession"]
@@ -165,6 +166,13 @@ ACCOUNTS_OF_CUSTOMER = Query(
 _LINE_COLUMNS = ("msisdn", "account_id", "plan_id", "payment", "status", "activated_on")
 LINE = Query("lines", _LINE_COLUMNS, keys=("msisdn",))
 LINES_OF_ACCOUNT = Query("lines", _LINE_COLUMNS, keys=("account_id",), order=("msisdn",))
+PLANS_OF_LINE = Query(
+    "plan_history",
+    ("history_id", "start_date", "plan_id", "end_date"),
+    keys=("msisdn",),
+    order=("start_date",),
+)
+HISTORY_COUNT = Query("plan_history", count="history_id")
 _PLAN_COLUMNS = (
     "plan_id",
     "name_en",
@@ -213,7 +221,10 @@ _INVOICE_COLUMNS = (
     "invoice_id",
     "account_id",
     "period",
+    "period_start",
+    "period_end",
     "issued_at",
+    "due_date",
     "amount_excl_vat",
     "vat",
     "amount",
@@ -250,6 +261,7 @@ _CREDIT_COLUMNS = ("credit_note_id", "account_id", "invoice_id", "issued_at", "a
 CREDITS_OF_ACCOUNT = Query(
     "credit_notes", _CREDIT_COLUMNS, keys=("account_id",), order=("issued_at", "credit_note_id")
 )
+CREDITS = Query("credit_notes", _CREDIT_COLUMNS, order=("issued_at", "credit_note_id"))
 CREDITS_OF_INVOICE = Query("credit_notes", _CREDIT_COLUMNS, keys=("invoice_id",))
 CREDIT_COUNT = Query("credit_notes", count="credit_note_id")
 _USAGE_COLUMNS = ("month", "data_gb", "voice_min", "sms", "roaming_data_gb", "roaming_zone")

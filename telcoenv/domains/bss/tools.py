@@ -30,7 +30,9 @@ from typing import Any, Protocol
 
 from telcoenv.database import Query
 from telcoenv.datafiles import data_root
-from telcoenv.domains.bss.generator import arabic_name, products
+from telcoenv.domains.bss import billing
+from telcoenv.domains.bss.catalogue import products
+from telcoenv.domains.bss.generator import arabic_name
 from telcoenv.domains.bss.state import (
     ACCOUNT,
     ACCOUNT_COLUMNS,
@@ -38,11 +40,13 @@ from telcoenv.domains.bss.state import (
     ADDON,
     ADDONS,
     CREDIT_COUNT,
+    CREDITS,
     CREDITS_OF_ACCOUNT,
     CREDITS_OF_INVOICE,
     CUSTOMER,
     GROUP,
     GROUPS_OF_OWNER,
+    HISTORY_COUNT,
     IDENTITY_ATTEMPTS,
     INVOICE,
     INVOICES_OF_PERIOD,
@@ -53,6 +57,7 @@ from telcoenv.domains.bss.state import (
     PAYMENTS_OF_ACCOUNT,
     PLAN,
     PLANS,
+    PLANS_OF_LINE,
     SUBSCRIPTION,
     SUBSCRIPTION_COUNT,
     SUBSCRIPTIONS_OF_LINE,
@@ -68,7 +73,7 @@ from telcoenv.tooling import ToolRegistry, full_detail, truncated
 
 TOOLS = ToolRegistry()  # every BSS tool, by name (the domain binds them to their specs)
 
-CREDIT_LIMIT = 200.0  # most one apply_credit call may grant, VAT-inclusive
+_CREDIT_PREFIX = "CNC"  # the credit notes apply_credit makes (the conversation's)
 MAX_START_AHEAD_DAYS = 90  # how far ahead an add-on may be scheduled
 VAT_RATE: float = products()["vat_rate"]
 
@@ -108,7 +113,7 @@ _ID_PATTERN = re.compile(r"\^\(?([A-Z|]+)\)?\[0-9\]\{(\d+)\}\$")
 _HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Zl", "Zp"})
 BILL_ITEMS_IN_FULL = 8  # more line items in the month: a get_bill summary shows ...
 BILL_ITEMS = 5  # ... the largest of each invoice, about this many over the month's invoices
-PAYMENTS_IN_FULL = 6  # more payments (or credit notes): a get_payment_history summary shows ...
+PAYMENTS_IN_FULL = 5  # more payments (or credit notes): a get_payment_history summary shows ...
 PAYMENTS_SHOWN = 3  # ... the latest payments ...
 UNSETTLED_SHOWN = 6  # ... and those that did not settle, up to this many in all ...
 CREDIT_NOTES_SHOWN = 3  # ... and the latest credit notes
@@ -403,7 +408,9 @@ def get_bill(
     invoices = []
     for invoice in state.rows(INVOICES_OF_PERIOD, account_id, _period(period)):
         items = state.rows(ITEMS_OF_INVOICE, invoice["invoice_id"])
-        invoices.append({**invoice, "items": items})
+        # The account and period once, at the top: each invoice carries its own fields only.
+        own = {k: v for k, v in invoice.items() if k not in ("account_id", "period")}
+        invoices.append({**own, "items": items})
     output = {"account_id": account_id, "period": period, "invoices": invoices}
     total = sum(len(invoice["items"]) for invoice in invoices)
     if full or total <= BILL_ITEMS_IN_FULL:
@@ -436,16 +443,56 @@ def get_bill(
     return {**output, "invoices": shown, "truncated": truncated(count, total)}
 
 
+def _open_cycle(state: BssState, line: dict[str, Any]) -> billing.Cycle:
+    """The line's billing cycle that holds today (its account's billing day)."""
+    return billing.open_cycle(_account(state, line["account_id"])["billing_day"], state.today)
+
+
+def _plan_fees(state: BssState, line: dict[str, Any], cycle: billing.Cycle) -> list[dict[str, Any]]:
+    """The cycle's plan fees of a postpaid line: each plan it held in the cycle, for its days
+    (a plan changed today bills the old one until yesterday, the new one from today)."""
+    fees = []
+    for held in state.rows(PLANS_OF_LINE, line["msisdn"]):
+        first = dt.date.fromisoformat(held["start_date"])
+        last = dt.date.fromisoformat(held["end_date"]) if held["end_date"] else cycle.end
+        if last < cycle.start or first > cycle.end:
+            continue
+        plan = _plan(state, held["plan_id"])
+        start, end = max(first, cycle.start), min(last, cycle.end)
+        fees.append(
+            {
+                "description": f"{plan['name_en']} {start} to {end}",
+                "plan_id": plan["plan_id"],
+                "amount_excl_vat": billing.prorated(plan["price_excl_vat"], cycle, first, last),
+            }
+        )
+    return fees
+
+
+def _cycle_view(cycle: billing.Cycle, today: str) -> dict[str, Any]:
+    return {
+        "period": cycle.period,
+        "cycle_start": cycle.start.isoformat(),
+        "cycle_end": cycle.end.isoformat(),
+        "as_of": today,
+    }
+
+
 @TOOLS.tool
 def get_realtime_charges(ctx: BssContext, msisdn: str) -> dict[str, Any]:
-    """Unbilled charges of the current month: add-ons (not cancelled) starting in it, and the
-    month's usage collected so far (``null`` when none was collected)."""
+    """Unbilled charges of the open billing cycle: a postpaid line's plan fee for the days of
+    each plan it held (prorated after a change), the add-ons starting in it (one cancelled
+    before it started costs nothing), and the cycle's usage collected so far (``null`` when
+    none was collected)."""
     state = ctx.state
     line = _line(state, msisdn)
-    month = state.today[:7]
+    cycle = _open_cycle(state, line)
     charges = []
     for subscription in state.rows(SUBSCRIPTIONS_OF_LINE, msisdn):
-        if subscription["start_date"][:7] != month or subscription["status"] == "cancelled":
+        start = dt.date.fromisoformat(subscription["start_date"])
+        cancelled = subscription["status"] == "cancelled"
+        # A pack cancelled before it started costs nothing; one that started is charged.
+        if not cycle.holds(start) or (cancelled and str(start) > state.today):
             continue
         addon = _addon(state, subscription["addon_id"])
         charges.append(
@@ -455,12 +502,13 @@ def get_realtime_charges(ctx: BssContext, msisdn: str) -> dict[str, Any]:
                 "amount_excl_vat": addon["price_excl_vat"],
             }
         )
+    if line["payment"] == "postpaid":
+        charges = [*_plan_fees(state, line, cycle), *charges]
     net = _money(sum(c["amount_excl_vat"] for c in charges))
-    usage = state.rows(USAGE_OF_MONTH, msisdn, month)
+    usage = state.rows(USAGE_OF_MONTH, msisdn, cycle.period)
     return {
         "msisdn": msisdn,
-        "period": month,
-        "as_of": state.today,
+        **_cycle_view(cycle, state.today),
         "payment": line["payment"],
         "charges": charges,
         "total_excl_vat": net,
@@ -474,21 +522,32 @@ def get_realtime_charges(ctx: BssContext, msisdn: str) -> dict[str, Any]:
 def get_usage(
     ctx: BssContext, msisdn: str, period: str | None = None, months: int | None = None
 ) -> dict[str, Any]:
-    """Usage per month as stored (``null``: not collected, 0: not used), oldest first."""
+    """Usage per closed billing cycle as stored (``null``: not collected, 0: not used), oldest
+    first, and the open cycle's usage so far apart (``current_cycle``; not with ``months``,
+    which counts closed cycles)."""
     state = ctx.state
     line = _line(state, msisdn)
-    records = state.rows(USAGE_OF_LINE, msisdn)
     if period is not None and months is not None:
         raise ToolError("give period or months, not both", kind="bad_args")
+    cycle = _open_cycle(state, line)
+    records = state.rows(USAGE_OF_LINE, msisdn)
+    current = [r for r in records if r["month"] == cycle.period]
+    records = [r for r in records if r["month"] != cycle.period]
     if period is not None:
-        records = [r for r in records if r["month"] == _period(period)]
-    elif months is not None:
+        wanted = _period(period)
+        records = [r for r in records if r["month"] == wanted]
+        current = current if wanted == cycle.period else []
+    elif months is not None:  # the closed cycles asked for, and not the open one
         if isinstance(months, bool) or not isinstance(months, int) or not 1 <= months <= 12:
             raise ToolError(f"months must be an integer 1-12, got {months!r}", kind="bad_args")
-        records = records[-months:]
+        records, current = records[-months:], []
     plan = _plan(state, line["plan_id"])
     allowance = {k: plan[k] for k in ("data_gb", "voice_min", "sms")}
-    return {"msisdn": msisdn, "plan_allowance": allowance, "usage": records}
+    output = {"msisdn": msisdn, "plan_allowance": allowance, "usage": records}
+    if current:
+        so_far = {k: v for k, v in current[0].items() if k != "month"}
+        output["current_cycle"] = {**_cycle_view(cycle, state.today), "usage_so_far": so_far}
+    return output
 
 
 @TOOLS.tool
@@ -547,11 +606,14 @@ def get_family_usage(
     group_id: str | None = None,
     period: str | None = None,
 ) -> dict[str, Any]:
-    """Members' data use in ``period`` (default: current month) vs the shared allowance.
-    ``total_data_gb`` sums collected months only; ``not_collected`` lists the NULL members."""
+    """Members' data use in a billing cycle (default: the open one, so far) against the shared
+    allowance (the members' plan allowances pooled; ``null``: unlimited). ``total_data_gb``
+    sums collected members only; ``not_collected`` lists the NULL ones."""
     state = ctx.state
     group = _group(state, account_id, group_id)
-    month = _period(period) if period is not None else state.today[:7]
+    billing_day = _account(state, group["owner_account_id"])["billing_day"]
+    current = billing.open_cycle(billing_day, state.today)
+    month = _period(period) if period is not None else current.period
     members, missing, total = [], [], 0.0
     for member in state.rows(MEMBERS, group["group_id"]):
         usage = state.rows(USAGE_OF_MONTH, member["msisdn"], month)
@@ -562,14 +624,21 @@ def get_family_usage(
         else:
             total += data
     shared = group["shared_data_gb"]
-    return {
+    cycle = billing.cycle(month, billing_day)
+    output = {
         **group,
         "period": month,
+        "cycle_start": cycle.start.isoformat(),
+        "cycle_end": cycle.end.isoformat(),
+        "open": month == current.period,
         "members": members,
         "total_data_gb": _money(total),
         "not_collected": missing,
-        "remaining_shared_gb": _money(shared - total),
     }
+    if shared is not None:
+        output["remaining_shared_gb"] = _money(max(0.0, shared - total))
+        output["beyond_shared_gb"] = _money(max(0.0, total - shared))
+    return output
 
 
 @TOOLS.tool
@@ -584,7 +653,11 @@ def get_payment_history(
     state = ctx.state
     _account(state, account_id)
     payments = state.rows(PAYMENTS_OF_ACCOUNT, account_id)
-    credits = state.rows(CREDITS_OF_ACCOUNT, account_id)
+    # The account once, at the top: each credit note carries its own fields only.
+    credits = [
+        {k: v for k, v in c.items() if k != "account_id"}
+        for c in state.rows(CREDITS_OF_ACCOUNT, account_id)
+    ]
     output = {"account_id": account_id, "payments": payments, "credit_notes": credits}
     if full or (len(payments) <= PAYMENTS_IN_FULL and len(credits) <= CREDIT_NOTES_SHOWN):
         return output
@@ -711,7 +784,8 @@ def subscribe_addon(ctx: BssContext, msisdn: str, addon_id: str, start_date: str
 
 @TOOLS.tool
 def cancel_addon(ctx: BssContext, msisdn: str, subscription_id: str) -> dict[str, Any]:
-    """Cancel an active subscription of this line (no refund)."""
+    """Cancel an active subscription of this line: a pack that has started is charged in
+    full; one that has not costs nothing (a prepaid line gets its price back)."""
     state = ctx.state
     line = _line(state, msisdn)
     owner = _owner(state, line)
@@ -728,9 +802,24 @@ def cancel_addon(ctx: BssContext, msisdn: str, subscription_id: str) -> dict[str
         )
     _refuse_internal(owner)
     _require_active(line)
+    addon = _addon(state, subscription["addon_id"])
+    started = subscription["start_date"] <= state.today
+    refund = 0.0 if started else addon["price"]
     with state.db.change():
         state.update("line_addons", "subscription_id", subscription_id, status="cancelled")
-    return {"subscription_id": subscription_id, "msisdn": msisdn, "status": "cancelled"}
+        if refund and line["payment"] == "prepaid":  # paid from the balance: paid back
+            balance = _account(state, line["account_id"])["balance"]
+            state.update(
+                "accounts", "account_id", line["account_id"], balance=_money(balance + refund)
+            )
+    return {
+        "subscription_id": subscription_id,
+        "msisdn": msisdn,
+        "status": "cancelled",
+        # The operator's rule (products.yaml, policy): a started pack is charged in full.
+        "charge": "in full: the pack had started" if started else "none: it had not started",
+        "refund": refund if line["payment"] == "prepaid" else 0.0,
+    }
 
 
 def _check_plan_change(
@@ -762,6 +851,25 @@ def _check_plan_change(
         )
 
 
+def _plan_from_today(state: BssState, msisdn: str, plan_id: str) -> None:
+    """The line's plan history: the current plan ends yesterday and ``plan_id`` starts today
+    (a second change today replaces today's)."""
+    current = state.rows(PLANS_OF_LINE, msisdn)[-1]
+    if current["start_date"] == state.today:
+        state.update("plan_history", "history_id", current["history_id"], plan_id=plan_id)
+        return
+    yesterday = dt.date.fromisoformat(state.today) - dt.timedelta(days=1)
+    state.update("plan_history", "history_id", current["history_id"], end_date=str(yesterday))
+    state.insert(
+        "plan_history",
+        history_id=_next_id(state, HISTORY_COUNT, "PHC"),
+        msisdn=msisdn,
+        start_date=state.today,
+        plan_id=plan_id,
+        end_date=None,
+    )
+
+
 @TOOLS.tool
 def change_plan(ctx: BssContext, msisdn: str, plan_id: str) -> dict[str, Any]:
     """Move the line to ``plan_id`` today, if the customer is eligible."""
@@ -776,25 +884,25 @@ def change_plan(ctx: BssContext, msisdn: str, plan_id: str) -> dict[str, Any]:
     old = _plan(state, line["plan_id"])
     with state.db.change():
         state.update("lines", "msisdn", msisdn, plan_id=plan_id)
-    return {
+        _plan_from_today(state, msisdn, plan_id)
+    output = {
         "msisdn": msisdn,
         "old_plan_id": old["plan_id"],
         "new_plan_id": plan_id,
         "effective": state.today,
         "monthly_price_change": _money(plan["price"] - old["price"]),
     }
+    if line["payment"] == "postpaid":  # the open cycle bills each plan for its days
+        output["this_cycle"] = _plan_fees(state, line, _open_cycle(state, line))
+    return output
 
 
 def _credit_amount(amount: float) -> float:
-    """A positive amount of at most :data:`CREDIT_LIMIT` with at most two decimals."""
+    """A positive amount with at most two decimals."""
     if isinstance(amount, bool) or not isinstance(amount, (int, float)):
         raise ToolError(f"amount must be a number, got {amount!r}", kind="bad_args")
-    if not 0 < amount <= CREDIT_LIMIT:
-        raise ToolError(
-            f"credit amount {amount} must be above 0 and at most {CREDIT_LIMIT:.2f}; "
-            "a larger credit needs a billing_dispute ticket",
-            kind="rejected",
-        )
+    if amount <= 0:
+        raise ToolError(f"credit amount {amount} must be above 0", kind="rejected")
     cents = round(amount, 2)
     if abs(cents - amount) > 1e-9:
         raise ToolError(f"amount {amount} has more than two decimals", kind="bad_args")
@@ -805,22 +913,30 @@ def _credit_amount(amount: float) -> float:
     return cents
 
 
-def _check_goodwill_credit(state: BssState, account_id: str, value: float) -> None:
-    """Credits on no invoice stay within :data:`CREDIT_LIMIT` a day for an account: the limit
-    holds for the total, not per call (six calls of 200.00 would credit 1,200.00)."""
-    today = str(state.today)
-    given = -sum(
-        c["amount"]
-        for c in state.rows(CREDITS_OF_ACCOUNT, account_id)
-        if c["invoice_id"] is None and c["issued_at"].startswith(today)
+def _check_authority(state: BssState, value: float) -> None:
+    """The conversation's credits stay within the agent's credit authority in total, over every
+    call, invoice and account (six calls of 200.00 credited 1,200.00 before): the credit notes
+    this conversation made are the ones numbered by ``apply_credit``."""
+    authority = billing.credit_authority()
+    granted = -sum(
+        c["amount"] for c in state.rows(CREDITS) if c["credit_note_id"].startswith(_CREDIT_PREFIX)
     )
-    if value + given > CREDIT_LIMIT + 1e-9:
+    if value + granted > authority + 1e-9:
         raise ToolError(
-            f"account {account_id} has had {given:.2f} of credit on no invoice today; "
-            f"{value:.2f} more would pass the {CREDIT_LIMIT:.2f} limit: a larger credit needs "
-            "a billing_dispute ticket",
+            f"this conversation has credited {granted:.2f}; {value:.2f} more would pass your "
+            f"credit authority of {authority:.2f}: open a billing_dispute ticket for a "
+            "supervisor to decide on the rest",
             kind="rejected",
         )
+
+
+def _credited(state: BssState, invoice_id: str) -> float:
+    """What the invoice's credit notes credit (a positive amount)."""
+    return -sum(c["amount"] for c in state.rows(CREDITS_OF_INVOICE, invoice_id))
+
+
+def _invoice_amount(state: BssState, invoice_id: str) -> float:
+    return _known(state, INVOICE, "invoice_id", invoice_id)["amount"]
 
 
 def _check_invoice_credit(state: BssState, account_id: str, invoice_id: str, value: float) -> None:
@@ -831,7 +947,7 @@ def _check_invoice_credit(state: BssState, account_id: str, invoice_id: str, val
             f"invoice {invoice_id} belongs to account {invoice['account_id']}, not {account_id}",
             kind="rejected",
         )
-    credited = -sum(c["amount"] for c in state.rows(CREDITS_OF_INVOICE, invoice_id))
+    credited = _credited(state, invoice_id)
     if value + credited > invoice["amount"] + 1e-9:
         raise ToolError(
             f"invoice {invoice_id} is {invoice['amount']:.2f} and already credited "
@@ -844,9 +960,8 @@ def _check_invoice_credit(state: BssState, account_id: str, invoice_id: str, val
 def apply_credit(
     ctx: BssContext, account_id: str, amount: float, reason: str, invoice_id: str | None = None
 ) -> dict[str, Any]:
-    """Insert a credit note of ``-amount`` (``amount`` > 0, at most :data:`CREDIT_LIMIT`; with
-    ``invoice_id``, the invoice's credits stay within its amount; without, the day's credits on
-    no invoice stay within the limit)."""
+    """Insert a credit note of ``-amount`` (``amount`` > 0; with ``invoice_id``, the invoice's
+    credits stay within its amount; the conversation's credits within the agent's authority)."""
     state = ctx.state
     account = _account(state, account_id)
     value = _credit_amount(amount)
@@ -857,9 +972,8 @@ def apply_credit(
     _refuse_internal(customer)
     if invoice_id is not None:
         _check_invoice_credit(state, account_id, invoice_id, value)
-    else:
-        _check_goodwill_credit(state, account_id, value)
-    credit_note_id = _next_id(state, CREDIT_COUNT, "CNC")
+    _check_authority(state, value)
+    credit_note_id = _next_id(state, CREDIT_COUNT, _CREDIT_PREFIX)
     with state.db.change():
         state.insert(
             "credit_notes",
@@ -870,6 +984,17 @@ def apply_credit(
             amount=-value,
             reason=reason,
         )
+        # The ledger nets the credit note: the balance falls, a wholly credited invoice is so.
+        prepaid = any(
+            line["payment"] == "prepaid" for line in state.rows(LINES_OF_ACCOUNT, account_id)
+        )  # a prepaid balance is credit left: the note adds to it
+        balance = account["balance"] + (value if prepaid else -value)
+        state.update("accounts", "account_id", account_id, balance=_money(balance))
+        if (
+            invoice_id is not None
+            and _credited(state, invoice_id) >= _invoice_amount(state, invoice_id) - 0.005
+        ):
+            state.update("invoices", "invoice_id", invoice_id, status="credited")
     return {"credit_note_id": credit_note_id, "account_id": account_id, "amount": -value}
 
 

@@ -1,0 +1,109 @@
+"""The operator's billing calendar: cycles, invoice dates and what a cycle's bill may charge.
+
+Every account has a billing day (1-28). The cycle *of a period* ``YYYY-MM`` starts on the billing
+day of that month and ends the day before the billing day of the next month. A cycle is *closed*
+once its last day is before today: its invoice is issued the day after (the next billing day)
+and is due :data:`PAYMENT_TERMS_DAYS` later. The cycle that holds today is *open*: its usage and
+add-on purchases so far are unbilled (``get_realtime_charges``). Every tool, the generator and
+the ledger checker (``ledger.py``) read the calendar from here; the numbers are the products
+file's (``billing`` in ``products.yaml``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from telcoenv.domains.bss.catalogue import products
+
+TODAY = "2026-11-30"  # the episode's date: the last day of the open cycle's month
+
+#: Invoice statuses: issued (not yet due), paid, overdue (unpaid after its due date), disputed
+#: (a billing dispute is open on it), credited (credit notes cover its whole amount).
+INVOICE_STATUSES = ("issued", "paid", "overdue", "disputed", "credited")
+
+
+@cache
+def _billing() -> dict[str, Any]:
+    return products()["billing"]
+
+
+def payment_terms_days() -> int:
+    """Days from an invoice's issue to its due date."""
+    return int(_billing()["payment_terms_days"])
+
+
+def family_fee() -> float:
+    """The monthly fee of each family member line beyond the owner's, VAT-exclusive."""
+    return float(_billing()["family_member_fee"])
+
+
+def credit_authority() -> float:
+    """What an agent may credit in one conversation, in total, VAT-inclusive."""
+    return float(products()["policy"]["credit_authority"])
+
+
+@dataclass(frozen=True, slots=True)
+class Cycle:
+    """One billing cycle of an account: its period label and its first and last days."""
+
+    period: str
+    start: dt.date
+    end: dt.date
+
+    @property
+    def issued_on(self) -> dt.date:
+        """The day its invoice is issued: the day after it ends."""
+        return self.end + dt.timedelta(days=1)
+
+    @property
+    def due_on(self) -> dt.date:
+        return self.issued_on + dt.timedelta(days=payment_terms_days())
+
+    def closed(self, today: str = TODAY) -> bool:
+        return self.end < dt.date.fromisoformat(today)
+
+    def holds(self, day: dt.date) -> bool:
+        return self.start <= day <= self.end
+
+    @property
+    def days(self) -> int:
+        return (self.end - self.start).days + 1
+
+
+def prorated(fee: float, cycle: Cycle, first: dt.date, last: dt.date) -> float:
+    """A cycle's ``fee`` for the days ``first``..``last`` of it (a plan held part of a cycle)."""
+    start, end = max(first, cycle.start), min(last, cycle.end)
+    days = max(0, (end - start).days + 1)
+    return round(fee * days / cycle.days + 1e-9, 2)
+
+
+def _shift(period: str, months: int) -> str:
+    year, month = map(int, period.split("-"))
+    index = year * 12 + month - 1 + months
+    return f"{index // 12:04d}-{index % 12 + 1:02d}"
+
+
+def cycle(period: str, billing_day: int) -> Cycle:
+    """The cycle of ``period`` for an account billed on ``billing_day``."""
+    start = dt.date.fromisoformat(f"{period}-{billing_day:02d}")
+    following = dt.date.fromisoformat(f"{_shift(period, 1)}-{billing_day:02d}")
+    return Cycle(period, start, following - dt.timedelta(days=1))
+
+
+def open_cycle(billing_day: int, today: str = TODAY) -> Cycle:
+    """The cycle that holds ``today``."""
+    day = dt.date.fromisoformat(today)
+    period = today[:7] if day.day >= billing_day else _shift(today[:7], -1)
+    return cycle(period, billing_day)
+
+
+def periods(count: int, today: str = TODAY) -> list[str]:
+    """The periods of the last ``count`` closed cycles and the open one, oldest first, the same
+    for every account: today is on or after every billing day of its month (1-28)."""
+    if int(today[8:]) < 28:
+        raise ValueError(f"today {today} is before some billing days of its month (1-28)")
+    last = today[:7]
+    return [_shift(last, -offset) for offset in range(count, -1, -1)]
