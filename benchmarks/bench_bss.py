@@ -12,7 +12,8 @@ Run with ``python benchmarks/bench_bss.py`` (``--json``: the figures as one JSON
   (which replays the gold writes on the episode's own database and undoes them) and the
   scoring.
 
-Medians over every care blueprint x ``--samples`` samples, cycling through the blueprints.
+Medians over every care blueprint x ``--samples`` samples, cycling through the blueprints; and
+the memory of one more care environment after a reset (Python objects, resident memory).
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ import argparse
 import json
 import statistics
 import time
+
+from bench_core import bytes_per_extra_env
 
 from telcoenv.agents import OracleAgent
 from telcoenv.domains.bss import bss_domain
@@ -77,6 +80,12 @@ def main(samples: int = 12, as_json: bool = False) -> dict[str, float]:
         "oracle_episode_ms_median": _ms(episodes),
         **{f"read_ms_median.{name}": _ms(times) for name, times in sorted(calls.items())},
     }
+    # Memory of one more care environment after a reset (bench_core's measure).
+    result.update(
+        bytes_per_extra_env(
+            30, lambda: TelcoEnv("contact_update", domain="bss", embedder=None), ".care"
+        )
+    )
     print(json.dumps(result) if as_json else json.dumps(result, indent=2))
     return result
 

@@ -15,6 +15,8 @@ import subprocess
 import sys
 import time
 import tracemalloc
+from collections.abc import Callable
+from typing import Any
 
 REPEATS = 5
 EPISODES = 400
@@ -123,18 +125,23 @@ def _rss_bytes() -> int:
         return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
-def bytes_per_extra_env(count: int = 50) -> dict[str, float]:
+def bytes_per_extra_env(
+    count: int = 50, make: Callable[[], Any] | None = None, tag: str = ""
+) -> dict[str, float]:
     """Memory of one more environment after a reset: Python objects (tracemalloc) and the
-    process's resident memory, which also counts the SQLite database (tracemalloc does not)."""
+    process's resident memory, which also counts the SQLite database (tracemalloc does not).
+    ``make``: builds one environment (default: the network's ``beam_misalignment``); ``tag``
+    ends the figures' names."""
     from telcoenv.env import TelcoEnv
 
-    first = TelcoEnv("beam_misalignment")  # loads the shared catalogue and domain
+    make = make or (lambda: TelcoEnv("beam_misalignment"))
+    first = make()  # loads the shared catalogue and domain
     first.reset(seed=0)
     gc.collect()
     rss = _rss_bytes()
     tracemalloc.start()
     before = tracemalloc.take_snapshot()
-    envs = [TelcoEnv("beam_misalignment") for _ in range(count)]
+    envs = [make() for _ in range(count)]
     for i, env in enumerate(envs):
         env.reset(seed=i)
     gc.collect()
@@ -142,14 +149,14 @@ def bytes_per_extra_env(count: int = 50) -> dict[str, float]:
     tracemalloc.stop()
     grown = sum(stat.size_diff for stat in after.compare_to(before, "filename"))
     # Resident memory is measured in a second batch without tracemalloc's own overhead.
-    more = [TelcoEnv("beam_misalignment") for _ in range(count)]
+    more = [make() for _ in range(count)]
     for i, env in enumerate(more):
         env.reset(seed=i)
     gc.collect()
     resident = (_rss_bytes() - rss) / (2 * count)
     return {
-        "python_bytes_per_extra_env": round(grown / count),
-        "resident_bytes_per_extra_env": round(resident),
+        f"python_bytes_per_extra_env{tag}": round(grown / count),
+        f"resident_bytes_per_extra_env{tag}": round(resident),
     }
 
 

@@ -10,7 +10,7 @@ a change the schema's constraints refuse becomes a ``rejected`` :class:`~telcoen
 naming the system (the schema's ``info["system"]``, e.g. "the network"), which the toolbox
 turns into an error observation.
 
-With ``shared=True`` (the network domain) the environments of a process share one in-memory
+With ``shared=True`` (the packaged domains) the environments of a process share one in-memory
 database instead, each episode under its own row id: the schema, SQLite's page overhead and its
 prepared statements are paid once per process, not per environment (an extra environment then
 costs its rows and Python objects). A reset commits what the environments changed since the last

@@ -92,8 +92,9 @@ class TelcoEnv(gymnasium.Env[str, Any]):
             short instructions: under 2,000 tokens with the intent list, for small models with
             short contexts; calls are still checked against the full specs).
         domain: the domain to simulate, by name or as a ``Domain`` (default: ``"network"``).
-        database_url: where the episodes' state lives. ``None`` (default): a private in-memory
-            SQLite database, reset per episode by a rollback. Any SQLAlchemy URL
+        database_url: where the episodes' state lives. ``None`` (default): in memory, in the
+            SQLite database the process's environments of the domain share (each episode
+            under its own row id, deleted at the next reset). Any SQLAlchemy URL
             (``sqlite:///network.sqlite``, PostgreSQL): every episode is committed and kept
             under its own id (``info["database_episode_id"]``) for inspection.
         render_mode: ``"ansi"`` to render the transcript as text.

@@ -160,8 +160,9 @@ class BssDomain:
         return load_care_catalog(intents, blueprints, tools)
 
     def connect(self, url: str | None = None) -> EpisodeDatabase:
-        """A BSS database for one environment: private and in memory unless ``url``."""
-        return EpisodeDatabase(bss_schema(), url)
+        """A BSS database for one environment: in memory, shared with the process's other
+        environments (each episode under its own row id), unless ``url``."""
+        return EpisodeDatabase(bss_schema(), url, shared=True)
 
     def start_episode(
         self,

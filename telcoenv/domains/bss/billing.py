@@ -63,7 +63,7 @@ class Cycle:
         return self.issued_on + dt.timedelta(days=payment_terms_days())
 
     def closed(self, today: str = TODAY) -> bool:
-        return self.end < dt.date.fromisoformat(today)
+        return self.end < _day(today)
 
     def holds(self, day: dt.date) -> bool:
         return self.start <= day <= self.end
@@ -86,6 +86,12 @@ def _shift(period: str, months: int) -> str:
     return f"{index // 12:04d}-{index % 12 + 1:02d}"
 
 
+@cache
+def _day(text: str) -> dt.date:
+    return dt.date.fromisoformat(text)
+
+
+@cache  # a few hundred distinct cycles; a reset asks for them some 300 times
 def cycle(period: str, billing_day: int) -> Cycle:
     """The cycle of ``period`` for an account billed on ``billing_day``."""
     start = dt.date.fromisoformat(f"{period}-{billing_day:02d}")
@@ -93,9 +99,16 @@ def cycle(period: str, billing_day: int) -> Cycle:
     return Cycle(period, start, following - dt.timedelta(days=1))
 
 
+@cache
+def invoice_dates(cycle: Cycle) -> tuple[str, str, str, str]:
+    """The cycle's first and last day, its invoice's issue time and due date, as stored."""
+    issued = f"{cycle.issued_on.isoformat()}T02:00:00"
+    return cycle.start.isoformat(), cycle.end.isoformat(), issued, cycle.due_on.isoformat()
+
+
 def open_cycle(billing_day: int, today: str = TODAY) -> Cycle:
     """The cycle that holds ``today``."""
-    day = dt.date.fromisoformat(today)
+    day = _day(today)
     period = today[:7] if day.day >= billing_day else _shift(today[:7], -1)
     return cycle(period, billing_day)
 

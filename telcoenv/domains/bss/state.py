@@ -81,7 +81,7 @@ class BssState:
             for table, rows in data.rows.items():
                 db.insert_values(table, rows)
 
-        db.start_episode(load)
+        db.start_episode(load, episode_id)
 
     def rows(self, query: Query, *keys: Any) -> list[dict[str, Any]]:
         """The rows of ``query`` for this episode (``keys``: the query's key values, bound)."""
