@@ -321,3 +321,19 @@ def test_snapshots_restore_a_care_episode():
     twin = env.clone()
     assert twin.trace.actions[0].observation == env.trace.actions[0].observation
     assert twin.episode.setup.state.rows_json() == env.episode.setup.state.rows_json()
+
+
+def test_the_callers_stored_language_is_the_one_they_speak():
+    """The record's preferred language agrees with the conversation (it was drawn apart from
+    it); once verified, get_customer shows it. The rest of the data is the same in both."""
+    rows = {}
+    for spoken in ("en", "ar"):
+        env = care_env("average_data_use", lang=spoken)
+        _, info = env.reset(seed=12)
+        values = info["privileged"]["values"]
+        profile = json.loads(env.step(tool_call("get_customer", msisdn=values["msisdn"]))[0])
+        assert profile["customer"]["language"] == spoken
+        rows[spoken] = env.unwrapped.episode.setup.truth.rows["customers"]
+    english, arabic = rows["en"], rows["ar"]
+    changed = [(a, b) for a, b in zip(english, arabic, strict=True) if a[1:] != b[1:]]
+    assert len(changed) <= 1 and all(a[5] != b[5] for a, b in changed)

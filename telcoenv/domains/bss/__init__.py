@@ -101,6 +101,16 @@ def _answerable_draw(
     raise ValueError(f"{blueprint.blueprint_id}: no answerable episode in {_DRAWS} draws")
 
 
+def _stored_language(data: BssData, lang: Language) -> None:
+    """The caller's preferred language on record is the one they speak in the episode (it was
+    drawn apart from it, so the record could contradict the conversation). Set after every
+    draw: the rest of the data is the same in both languages."""
+    customers = data.rows["customers"]
+    index = next(i for i, row in enumerate(customers) if row[1] == data.customer_id)
+    row = customers[index]
+    customers[index] = (*row[:5], lang, *row[6:])
+
+
 class BssDomain:
     """Seeded BSS data, BSS tools and the bilingual customer for a care catalogue."""
 
@@ -179,6 +189,7 @@ class BssDomain:
                 f"difficulty {difficulty!r}; the bss domain offers {self.difficulties}"
             )
         scenario, data, values = _answerable_draw(intent, blueprint, rng, episode_id)
+        _stored_language(data, lang)
         # Drawn only where the blueprint plants impostors: other episodes keep their draws.
         if blueprint.impostor_share and rng.random() < blueprint.impostor_share:
             values = impostor_claim(values, rng)
