@@ -28,6 +28,7 @@ from telcoenv.domains.bss import billing
 from telcoenv.domains.bss.billing import TODAY
 from telcoenv.domains.bss.catalogue import eligible, products
 from telcoenv.domains.bss.generator import (  # the billing run's rates and descriptions
+    CLOSED_CYCLES,
     FAMILY_FEE_ITEM,
     LINE_OVERAGE,
     OVERAGE_PER_GB,
@@ -244,7 +245,9 @@ def _usage(lg: _Ledger) -> Iterator[Violation]:
             continue
         day, activated = account["billing_day"], dt.date.fromisoformat(line["activated_on"])
         months = [
-            m for m in billing.periods(12, lg.today_text) if billing.cycle(m, day).end >= activated
+            m
+            for m in billing.periods(CLOSED_CYCLES, lg.today_text)
+            if billing.cycle(m, day).end >= activated
         ]
         stored = sorted(m for (msisdn, m) in lg.usage if msisdn == line["msisdn"])
         if stored != months:
