@@ -687,7 +687,7 @@ def _bill_lines(
         allowance = plan["data_gb"] + coupon_gb.get(msisdn, 0.0)
         items += _overage_item(msisdn, used, allowance, LINE_OVERAGE)
     if account.family and lines:
-        pool = _pool([p for _, p in lines], builder.plans)
+        pool = family_pool([p for _, p in lines], builder.plans)
         if pool is not None:
             used = sum(usage[m].get(cycle.period) or 0.0 for m, _ in lines)
             allowance = pool + sum(coupon_gb.values())
@@ -695,7 +695,7 @@ def _bill_lines(
     return items
 
 
-def _pool(plan_ids: list[str], plans: dict[str, dict[str, Any]]) -> float | None:
+def family_pool(plan_ids: list[str], plans: dict[str, dict[str, Any]]) -> float | None:
     """A family group's shared data: its lines' plan allowances pooled (None: unlimited)."""
     allowances = [plans[p]["data_gb"] for p in plan_ids]
     return None if None in allowances else float(sum(allowances))
@@ -737,7 +737,7 @@ def generate(
     focal_lines = caller.lines
     if caller.family:
         group_id = builder.ids.new("FG")
-        shared = _pool([p for _, p in focal_lines], builder.plans)
+        shared = family_pool([p for _, p in focal_lines], builder.plans)
         builder.add("family_groups", group_id, caller.account_id, shared)
         for position, (msisdn, _) in enumerate(focal_lines):
             builder.add("family_members", group_id, msisdn, "owner" if position == 0 else "member")

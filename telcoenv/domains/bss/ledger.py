@@ -34,6 +34,7 @@ from telcoenv.domains.bss.generator import (  # the billing run's rates and desc
     OVERAGE_PER_GB,
     ROAMING_PER_GB,
     SHARED_OVERAGE,
+    family_pool,
     generate,
 )
 from telcoenv.domains.bss.scenario import sample_scenario
@@ -480,8 +481,7 @@ def _families(lg: _Ledger) -> Iterator[Violation]:
         ):
             yield _v("family_groups", key, "one owner, members on the owner's account", "")
             continue
-        allowances = [lg.plans[line["plan_id"]]["data_gb"] for line in lines if line]
-        pool = None if None in allowances else float(sum(allowances))
+        pool = family_pool([line["plan_id"] for line in lines if line], lg.plans)
         if group["shared_data_gb"] != pool:
             yield _v("family_groups", key, "shared data is the plans' pooled", str(pool))
 
