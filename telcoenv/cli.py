@@ -615,7 +615,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--tool-format",
         default="full",
         choices=["full", "compact"],
-        help="compact: short tool specs and instructions (under 2,000 tokens) for small models",
+        help="compact: short tool specs and instructions (under 2,250 tokens) for small models",
     )
     evaluate.add_argument(
         "--timeout", type=float, default=300.0, help="seconds before an episode fails (0: none)"

@@ -89,7 +89,7 @@ class TelcoEnv(gymnasium.Env[str, Any]):
             care: ``"symptom"``, only what the customer sees). Recorded in the trace.
         tool_format: how the tools and the system prompt are offered: ``"full"`` (default: the
             specs as written) or ``"compact"`` (each tool's summary and a minimal schema, and
-            short instructions: under 2,000 tokens with the intent list, for small models with
+            short instructions: under 2,250 tokens with the intent list, for small models with
             short contexts; calls are still checked against the full specs).
         domain: the domain to simulate, by name or as a ``Domain`` (default: ``"network"``).
         database_url: where the episodes' state lives. ``None`` (default): in memory, in the

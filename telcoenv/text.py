@@ -95,6 +95,9 @@ _CHANGE = keyword_pattern(
         *("enable", "disable", "turn on", "turn off", "re-enable", "reset", "reboot", "restart"),
         *("tweak", "correct", "realign", "re-align", "re-aim", "rotate", "shift", "reassign"),
         *("release", "free up", "lift", "bump", "retune", "re-tune", "tune"),
+        # A payment taken or a card replaced ("may I explain the charge?" is no change).
+        *("retry", "take a payment", "take the payment", "collect", "charge your", "replace"),
+        *("pay the", "pay your", "سداد", "تحصيل", "خصم المبلغ", "استبدال"),
         *("تطبيق", "اطبق", "نطبق", "تعديل", "اعدل", "تغيير", "اغير", "تنفيذ", "انفذ", "المتابعه"),
         *("اتابع", "نتابع", "اصلاح", "ضبط", "اضبط", "اعاده", "استعاده", "اضافه", "اضيف"),
         *("اشترك", "اشتراك", "الغاء", "الغي", "نقل", "تحديث", "احدث", "تفعيل", "افعل"),

@@ -59,11 +59,10 @@ Decision rules
   balance, ...) an outstanding balance. When the opening says neither, the customer is asked
   to say again what they need, and their words are read again. ``get_payment_history``: a
   *payment failure*'s answer is the stored ``failure_reason`` of the latest payment that did
-  not settle, word for word. An *outstanding balance* is the invoices that no settled payment
-  paid, counted once per month (a month's double-fired copy, same amount, is one invoice:
-  ``get_bill`` of the latest unpaid month shows its invoices as billed), plus the credit notes
-  (negative amounts: they reduce what is owed); a summarised history that left out a credit
-  note or an unsettled payment is read again in full.
+  not settle, word for word. An *outstanding balance* is the history's open invoices (issued,
+  overdue or disputed), a month's double-fired copy (same amount) counted once, plus the credit
+  notes (negative amounts: they reduce what is owed); a summarised history that left out a
+  credit note is read again in full.
 * **Data that will not cover the need** (data top-up or roaming pack): the customer is asked
   whether they travel. A trip (destination and date) is a *roaming pack*: the destination's
   zone is GCC for a GCC member state, EUROPE for a European country, WORLD otherwise (the zones
@@ -903,29 +902,12 @@ class CareInvestigatorAgent(GeneratorAgent):
                 self.answer = str(latest["failure_reason"])
                 self._summary.update(answer=self.answer, payment=latest.get("payment_id", "-"))
             return
-        settled = {p.get("invoice_id") for p in payments if p.get("status") == "settled"}
-        unpaid: dict[str, float] = {}  # month -> the amount of its unpaid invoice
-        for payment in unsettled:
-            amount = _number(payment.get("amount"))
-            if payment.get("invoice_id") in settled or amount is None:
-                continue
-            unpaid[str(payment.get("paid_at", ""))[:7]] = amount
-        for month in sorted(unpaid, reverse=True)[:1]:  # the latest: its invoices as billed
-            if not self._room(1):
-                break
-            bill = yield from self._call(
-                "get_bill", {"account_id": self._account_id, "period": month}
-            )
-            invoices = [_dict(i) for i in _list(_dict(bill).get("invoices"))]
-            amounts = {cents(a) for a in (_number(i.get("amount")) for i in invoices) if a}
-            if len(amounts) == 1:  # one invoice, or a double-fired copy of it: once
-                unpaid[month] = amounts.pop()
-            elif amounts:  # several different invoices: each is owed, unless paid
-                unpaid[month] = sum(
-                    _number(i.get("amount")) or 0.0
-                    for i in invoices
-                    if i.get("invoice_id") not in settled
-                )
+        # The invoices still open, a period's double-fired copy (same amount) counted once.
+        unpaid: dict[tuple[str, float], float] = {}
+        for invoice in (_dict(i) for i in _list(history.get("open_invoices"))):
+            amount = _number(invoice.get("amount"))
+            if amount is not None:
+                unpaid[(str(invoice.get("period")), cents(amount))] = amount
         credits = sum(
             _number(_dict(c).get("amount")) or 0.0 for c in _list(history.get("credit_notes"))
         )

@@ -180,7 +180,7 @@ def test_a_payment_history_summary_keeps_the_latest_and_the_unsettled(large_fami
     assert unsettled  # the failed payment, with its reason
     kept = sorted({*latest, *unsettled})[-UNSETTLED_SHOWN:]
     assert summary["payments"] == [payments[i] for i in kept]
-    assert any(p["failure_reason"] for p in summary["payments"])
+    assert any(p.get("failure_reason") for p in summary["payments"])
     assert summary["credit_notes"] == credits[-CREDIT_NOTES_SHOWN:]
     by_status = {}
     for payment in payments:
@@ -227,7 +227,7 @@ def test_a_plan_list_summary_shows_every_plan_with_its_key_fields():
 
 def test_the_answers_stay_in_the_summaries():
     """What the care questions ask for is in the default outputs: the failure reason of a failed
-    payment, the credit notes and the failed invoice of an outstanding balance."""
+    payment, the credit notes and the failed invoice (if any) of an outstanding balance."""
     for intent in ("payment_failure", "outstanding_balance"):
         env = _care_env(intent)
         for seed in range(4):
@@ -238,11 +238,12 @@ def test_the_answers_stay_in_the_summaries():
                 env.step(tool_call("get_payment_history", account_id=account, detail="full"))[0]
             )
             failed = [p for p in full["payments"] if p["status"] != "settled"]
-            assert failed and all(p in summary["payments"] for p in failed)
+            assert all(p in summary["payments"] for p in failed)
+            assert failed or intent == "outstanding_balance"  # or two bills left unpaid
             assert summary["credit_notes"] == full["credit_notes"]
             answer = info["privileged"]["gold_answer"]
             if intent == "payment_failure":
-                assert any(p["failure_reason"] == answer for p in summary["payments"])
+                assert any(p.get("failure_reason") == answer for p in summary["payments"])
 
 
 # --- detail="full", errors, determinism, the spec, argument accuracy ----------------------------
@@ -254,7 +255,13 @@ def test_full_detail_returns_every_row_as_before(large_family):
     assert set(bill) == {"account_id", "period", "invoices"}
     assert all("amount_excl_vat_by_kind" not in invoice for invoice in bill["invoices"])
     history = TOOLS["get_payment_history"](ctx, account_id=data.account_id, detail="full")
-    assert set(history) == {"account_id", "payments", "credit_notes"}
+    assert set(history) == {
+        "account_id",
+        "method_on_file",
+        "open_invoices",
+        "payments",
+        "credit_notes",
+    }
     stored = [r for r in data.rows["payments"] if r[2] == data.account_id]
     assert len(history["payments"]) == len(stored) >= len(data.months) - 2
     plans = TOOLS["list_plans"](ctx, detail="full")

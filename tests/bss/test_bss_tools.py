@@ -746,6 +746,12 @@ FORMATTED_CALLS = {
         "invoice_id": "INV999999",
     },
     "open_care_ticket": {"customer_id": "{customer}", "category": "other", "summary": "a note"},
+    "retry_payment": {"account_id": "{account}", "invoice_id": "INV999999"},
+    "update_payment_card": {
+        "account_id": "{account}",
+        "card_last4": "4821",
+        "card_expiry": "2029-04",
+    },
     "verify_identity": {
         "customer_id": "{customer}",
         "full_name": "Nobody Known",
@@ -769,6 +775,8 @@ NEAR_MISSES = {
     "invoice_id": ["INV12345", "inv123456", "IN123456", "INV1234567", "INV-123456"],
     "subscription_id": ["SUB999", "SUB-999999", "LA12345", "sub999999", "XX999999"],
     "group_id": ["FG12345", "fg123456", "G123456", "FG 123456", "{account}"],
+    "card_last4": ["482", "48210", "48a1", "4821\n", "\uff14821"],
+    "card_expiry": ["04/29", "2029-4", "2029-13", "29-04", "2029-04-01", "2029-04\n"],
 }
 
 

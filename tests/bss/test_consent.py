@@ -10,7 +10,7 @@ import pytest
 
 import telcoenv
 from telcoenv.domains.bss import bss_domain
-from telcoenv.domains.bss.consent import described
+from telcoenv.domains.bss.consent import Consent, described
 from telcoenv.domains.bss.customer import phrases
 from telcoenv.domains.bss.generator import products
 from tests.conftest import error_of, tool_call
@@ -243,3 +243,36 @@ def test_a_customer_who_asked_for_a_fix_agrees_to_its_follow_up_and_nothing_more
     assert _agreed(env.step("Shall I open a ticket to dispute the duplicate?")[0])
     reply = env.step(f"Shall I switch you to POST-PLUS at {_price('POST-PLUS')} SAR?")[0]
     assert _objection(reply, "no_change")
+
+
+def test_a_payment_is_approved_with_its_amount_and_a_card_with_its_digits():
+    """A customer who asked a question takes no payment; a yes allows a payment of the amount
+    the invoice still owes, told, and a card replaced by the one whose last digits were told."""
+    env = telcoenv.make("outstanding_balance", privileged=True, require_approval=True)
+    env.reset(seed=0, options={"blueprint": "outstanding_balance_suspended"})
+    state = env.unwrapped.episode.setup.state
+    account = env.unwrapped.episode.setup.gold_values["account_id"]
+    history = json.loads(env.step(tool_call("get_payment_history", account_id=account))[0])
+    invoice = history["open_invoices"][0]
+    amount = invoice["amount"]
+    reply = env.step(f"May I take a payment of {amount} SAR for the bill now?")[0]
+    assert _objection(reply, "no_change") and not _agreed(reply)
+    retry = tool_call("retry_payment", account_id=account, invoice_id=invoice["invoice_id"])
+    assert error_of(env.step(retry)[0])["type"] == "approval_required"
+    # What a yes would allow: the amount the invoice still owes, and no other.
+    call = {"account_id": account, "invoice_id": invoice["invoice_id"]}
+    told = Consent(described(f"May I retry the payment of {amount} SAR?"), None, state)
+    assert told.covers("retry_payment", call) is None
+    wrong = Consent(described("May I retry the payment of 10.00 SAR?"), None, state)
+    assert "is not what invoice" in wrong.covers("retry_payment", call)
+    card = {"account_id": account, "card_last4": "4821", "card_expiry": "2029-04"}
+    named = Consent(described("May I put your new card ending 4821 on file?"), None, state)
+    assert named.covers("update_payment_card", card) is None
+    other = Consent(described("May I put your new card ending 1111 on file?"), None, state)
+    assert "no card ending 4821" in other.covers("update_payment_card", card)
+    # A payment or a card is a change; a credit for a payment's trouble is not.
+    assert described(f"May I retry the payment of {amount} SAR?").payment
+    assert not described("May I apply a goodwill credit of 20 SAR for the failed payment?").payment
+    assert described("هل توافق على سداد الفاتورة بمبلغ 367.25 ريال؟").payment
+    assert not described("هل توافق على رصيد 20 ريال بسبب فشل عملية الدفع؟").payment
+    env.close()

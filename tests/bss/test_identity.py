@@ -71,7 +71,17 @@ def _write_calls(data) -> dict[str, dict]:
             "start_date": "2026-11-30",
         },
         "update_contact": {"customer_id": data.customer_id, "email": "new@mail.example.sa"},
+        "retry_payment": {"account_id": data.account_id, "invoice_id": _latest_invoice(data)},
+        "update_payment_card": {
+            "account_id": data.account_id,
+            "card_last4": "4821",
+            "card_expiry": "2029-04",
+        },
     }
+
+
+def _latest_invoice(data) -> str:
+    return max((r[6], r[1]) for r in data.rows["invoices"] if r[2] == data.account_id)[1]
 
 
 # --- the tools -------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ file's (``billing`` in ``products.yaml``).
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -38,6 +39,51 @@ def payment_terms_days() -> int:
 def family_fee() -> float:
     """The monthly fee of each family member line beyond the owner's, VAT-exclusive."""
     return float(_billing()["family_member_fee"])
+
+
+def suspend_after_days() -> int:
+    """Days after its due date that an unpaid invoice suspends its account (dunning)."""
+    return int(_billing()["suspend_after_days"])
+
+
+def suspended_on(due_date: str) -> dt.date:
+    """The day an invoice due on ``due_date`` suspends its account if still unpaid."""
+    return _day(due_date) + dt.timedelta(days=suspend_after_days())
+
+
+def held_copies(invoices: Iterable[Mapping[str, Any]]) -> set[str]:
+    """The invoices (of one account) held from collection: a second invoice of a period with
+    the first one's amount, a double-fired billing run's copy."""
+    held: set[str] = set()
+    amounts: dict[str, float] = {}  # each period's first invoice's amount
+    for invoice in sorted(invoices, key=lambda i: (i["issued_at"], i["invoice_id"])):
+        if amounts.get(invoice["period"]) == invoice["amount"]:
+            held.add(invoice["invoice_id"])
+        amounts.setdefault(invoice["period"], invoice["amount"])
+    return held
+
+
+def suspending(invoices: Iterable[Mapping[str, Any]], today: str = TODAY) -> list[str]:
+    """The invoices (of one account) that suspend it today: overdue (unpaid, not disputed, not
+    credited) since at least :func:`suspend_after_days` after their due date. A double-fired
+    copy (:func:`held_copies`) is held from collection, so from dunning too."""
+    held = held_copies(invoices)
+    return [
+        i["invoice_id"]
+        for i in invoices
+        if i["invoice_id"] not in held
+        and i["status"] == "overdue"
+        and suspended_on(i["due_date"]) <= _day(today)
+    ]
+
+
+def payment_attempts() -> int:
+    """The payments an agent may attempt on one invoice in one conversation."""
+    return int(products()["policy"]["payment_attempts"])
+
+
+#: The channel of a payment customer care takes on a call (``retry_payment``).
+CARE_CHANNEL = "care"
 
 
 def credit_authority() -> float:

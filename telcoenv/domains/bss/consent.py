@@ -9,9 +9,9 @@ change when the message names nothing, and what it costs when a plan or an add-o
 a price; they refuse another plan than the one they named, a pack for the wrong zone or one too
 small for the data they need, another email than their new one, another add-on than theirs, a
 line that is not theirs, and any change when they only asked a question (a credit to their
-account excepted). They judge with what they know (their request, their trip, their need), not
-with the answer the agent must find: a pack larger than needed is agreed to, and the
-verification then finds it is not the cheapest.
+account excepted; a payment taken or a card replaced is a change). They judge with what they
+know (their request, their trip, their need), not with the answer the agent must find: a pack
+larger than needed is agreed to, and the verification then finds it is not the cheapest.
 
 A yes allows one write: the one it describes (:meth:`Consent.covers`). The call's plan,
 add-on, subscription, email or amount must be the one named, a line named must be the call's,
@@ -28,12 +28,27 @@ from functools import cache, lru_cache
 from typing import Any
 
 from telcoenv.domains.bss.generator import answer_vocabulary, products
-from telcoenv.domains.bss.state import ADDON, PLAN, SUBSCRIPTION, BssState
+from telcoenv.domains.bss.state import (
+    ADDON,
+    INVOICE,
+    PLAN,
+    SUBSCRIPTION,
+    BssState,
+)
 
 _LINE = re.compile(r"(?<![\d+-])\d{9,15}(?![\d-])")  # a line number, as 9665...
 _PHONE = re.compile(r"\+\d{8,15}\b")  # a contact phone, E.164 as update_contact takes it
 _EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}")
 _SUBSCRIPTION = re.compile(r"\b(?:SUB|LA)\d{6}\b")
+# A payment taken or a card replaced (retry_payment, update_payment_card), not a credit given.
+_PAYMENT = re.compile(
+    r"\b(?:take|collect|retry|process|make|charge)\w* (?:a |the |your )?(?:payment|card)"
+    r"|\bpay (?:your|the|this|that) (?:bill|invoice|balance)|\b(?:new|replace\w*|update\w*) "
+    r"(?:the |your )?card|\bcard ending"
+    r"|إعادة محاولة الدفع|سداد الفاتورة|تحصيل|خصم المبلغ|بطاقة جديدة|تحديث البطاقة"
+    r"|البطاقة المنتهية ب",
+    re.IGNORECASE,
+)
 # An amount: digits with an optional decimal part, not part of an id, a date or a line number,
 # and not a quantity of data or days.
 _AMOUNT = re.compile(
@@ -56,6 +71,7 @@ class Described:
     emails: frozenset[str]
     subscriptions: frozenset[str]
     amounts: tuple[float, ...]
+    payment: bool = False  # a payment to take or a card to replace
 
     @property
     def items(self) -> frozenset[str]:
@@ -83,6 +99,7 @@ def described(message: str) -> Described:
         emails=emails,
         subscriptions=frozenset(_SUBSCRIPTION.findall(text)),
         amounts=amounts,
+        payment=_PAYMENT.search(text) is not None,
     )
 
 
@@ -138,7 +155,27 @@ class Consent:
             if isinstance(amount, (int, float)) and _told(float(amount), change.amounts):
                 return None
             return f"the customer approved a credit of {_listed(map(str, change.amounts))}"
+        if tool == "retry_payment":
+            return self._payment(str(arguments.get("invoice_id")))
+        if tool == "update_payment_card":
+            last4 = str(arguments.get("card_last4"))
+            if last4.isdigit() and _told(float(last4), change.amounts):
+                return None
+            return f"the customer approved no card ending {last4}: name the card's last 4 digits"
         return None
+
+    def _payment(self, invoice_id: str) -> str | None:
+        """A payment is approved with its amount: what the invoice still owes."""
+        rows = self.state.rows(INVOICE, invoice_id)
+        if not rows:
+            return None  # the tool refuses the unknown invoice itself
+        due = self.state.amount_due(rows[0])
+        if _told(due, self.change.amounts):
+            return None
+        return (
+            f"the amount told ({_listed(map(str, self.change.amounts))} SAR) is not what invoice "
+            f"{invoice_id} still owes ({due:.2f} SAR): tell the customer and ask again"
+        )
 
     def _item(self, what: str, value: Any, named: frozenset[str], query: Any) -> str | None:
         if value not in named:
@@ -181,7 +218,8 @@ def _objection(change: Described, wants: Mapping[str, Any], own: frozenset[str])
         return "not_my_line"
     tool = wants.get("tool")
     if tool in (None, "open_care_ticket"):  # a question, or a fix by the back office
-        if change.items or change.emails:  # no product or contact change was asked for
+        # No product, contact or payment change was asked for.
+        if change.items or change.emails or change.payment:
             return "no_change"
         # Money back is welcome; a follow-up is what a customer who asked for a fix wants.
         return None if change.amounts or tool is not None else "what"

@@ -28,6 +28,7 @@ _OWNER_COLUMN = {
     "lines": ("account_id", "account"),
     "invoices": ("account_id", "account"),
     "payments": ("account_id", "account"),
+    "payment_methods": ("account_id", "account"),
     "credit_notes": ("account_id", "account"),
     "family_groups": ("owner_account_id", "account"),
     "line_addons": ("msisdn", "line"),

@@ -82,6 +82,9 @@ class PaymentFailure(FrozenModel):
     methods: tuple[str, ...]
     channels: tuple[str, ...]
     card_expired: bool = False  # the card's expiry month is before the payment's
+    # A retry with the same card or account can go through (the failure was the moment's or
+    # the session's); otherwise it fails again, for the same reason, until the method changes.
+    transient: bool = False
     forms: Phrasings
 
 
@@ -160,6 +163,7 @@ class Focal:
     duplicate_month: str | None = None  # the month whose invoice was double-fired
     extras_month: str | None = None  # a month whose bill carries coupons bought and roaming
     failed_payment: bool = False  # the last payment failed (its reason drawn)
+    arrears: bool = False  # the last two bills unpaid: the account is suspended (dunning)
     active_addon: str | None = None  # an add-on active on the first line (to be cancelled)
     ran_out: bool = False  # the first line has used its whole data allowance this cycle
 
@@ -272,9 +276,11 @@ def _billing_day_from(day: dt.date, billing_day: int) -> dt.date:
     return following
 
 
-#: Share of other customers who have not paid their latest bill (it goes overdue), and the
-#: chance that one of them disputes their latest bill (a billing_dispute ticket is open on it).
-LATE_PAYER_P, DISPUTE_P = 0.05, 0.25
+#: Share of other customers who have not paid their latest bill (it goes overdue), the share
+#: (of all, among them) who have not paid the one before either (in arrears: suspended once it
+#: is long enough overdue), and the chance that one of them disputes their latest bill (a
+#: billing_dispute ticket is open on it).
+LATE_PAYER_P, ARREARS_P, DISPUTE_P = 0.05, 0.02, 0.25
 
 
 class _Builder:
@@ -543,6 +549,25 @@ class _Builder:
                 status = "overdue" if row[7] < TODAY else "issued"
             invoices[index] = (*row[:11], status)
 
+    def suspensions(self) -> None:
+        """Dunning: an account with an invoice overdue since :func:`billing.suspended_on` is
+        suspended, with its postpaid lines."""
+        fields = ("invoice_id", "account_id", "period", "issued_at", "due_date", "amount")
+        of: dict[str, list[dict[str, Any]]] = {}
+        for row in self.rows["invoices"]:
+            invoice = dict(zip(fields, (*row[1:4], row[6], row[7], row[10]), strict=True))
+            of.setdefault(row[2], []).append({**invoice, "status": row[11]})
+        suspended = {a for a, invoices in of.items() if billing.suspending(invoices, TODAY)}
+        if not suspended:
+            return
+        accounts, lines = self.rows["accounts"], self.rows["lines"]
+        for index, row in enumerate(accounts):
+            if row[1] in suspended:
+                accounts[index] = (*row[:6], "suspended")
+        for index, row in enumerate(lines):
+            if row[2] in suspended and row[4] == "postpaid":
+                lines[index] = (*row[:5], "suspended", *row[6:])
+
     def balances(self) -> None:
         """Each account's balance as its ledger has it. A postpaid account owes every invoice
         issued to it (a double-fired one too: nothing has credited it yet) plus its credit notes
@@ -565,23 +590,29 @@ class _Builder:
             else:
                 accounts[index] = (*row[:4], _money(owed.get(row[1], 0.0)), *row[5:])
 
-    def instruments(self, end_month: str) -> None:
-        """Each paying account's method, channel and card, and the reason of its failed payment
-        (if any), consistent with them: an expired card's expiry month is the one before the
-        failed payment's. Drawn from a stream of their own, jumped from the generator's state
-        (which stays as it is), after every other draw of the data: the rest of the data and
-        every later draw of the episode (its opening) are what they were before payments had
-        them."""
+    def instruments(self, end_month: str, unpaid: set[str]) -> None:
+        """Each postpaid account's method on file (method, channel and card), which its payments
+        used, and the reason of its failed payment (if any), consistent with them: an expired
+        card's expiry month is the one before the failed payment's. Drawn from a stream of their
+        own, jumped from the generator's state (which stays as it is), after every other draw of
+        the data: the rest of the data and every later draw of the episode (its opening) are
+        what they were before payments had them. An account that left a bill unpaid (``unpaid``)
+        pays online, by card: autopay would have tried it."""
         jumped = getattr(self.rng.bit_generator, "jumped", None)  # PCG64's; others: the same
         rng = np.random.Generator(jumped()) if jumped else self.rng
         rows, failures = self.rows["payments"], payment_failures()
-        by_account: dict[str, list[int]] = {}
+        postpaid = {row[2] for row in self.rows["lines"] if row[4] == "postpaid"}
+        by_account: dict[str, list[int]] = {
+            row[1]: [] for row in self.rows["accounts"] if row[1] in postpaid
+        }
         for index, row in enumerate(rows):
-            by_account.setdefault(row[2], []).append(index)
-        for indices in by_account.values():
+            by_account[row[2]].append(index)
+        for account_id, indices in by_account.items():
             failed = [i for i in indices if rows[i][7] == "failed"]
             failure = failures[int(rng.integers(len(failures)))] if failed else None
             pairs = _instruments(failure)
+            if account_id in unpaid:
+                pairs = [(m, c) for m, c in pairs if c != "autopay"] or pairs
             method, channel = pairs[int(rng.integers(len(pairs)))]
             last4 = expiry = None
             if method == CARD:
@@ -593,6 +624,7 @@ class _Builder:
             for i in indices:
                 reason = failure.reason if failure is not None and i in failed else None
                 rows[i] = (*rows[i][:6], method, rows[i][7], reason, channel, last4, expiry)
+            self.add("payment_methods", account_id, method, channel, last4, expiry, None)
 
 
 #: How many data coupons the account bought in a month whose bill must be read (0, 1, 2), and
@@ -714,10 +746,10 @@ def generate(
     builder = _Builder(rng, episode_id, months)
     builder.product_rows()
     # A failed payment is the latest bill's, in a month after the bill before was paid (within
-    # its terms, by the end of October): a card that expired in between fails it.
-    caller = builder.customer(
-        focal.segment, focal.age, last_billing_day=17 if focal.failed_payment else 28
-    )
+    # its terms, by the end of October): a card that expired in between fails it. A caller in
+    # arrears is billed early enough in the month for the bill before to suspend them today.
+    last_billing_day = 16 if focal.arrears else 17 if focal.failed_payment else 28
+    caller = builder.customer(focal.segment, focal.age, last_billing_day=last_billing_day)
     caller.share, caller.family = focal.data_use, focal.family_size > 1
     for _ in range(focal.family_size):
         builder.line(caller, focal.plan_id)
@@ -758,7 +790,12 @@ def generate(
             )
     facts: dict[str, Any] = {"invoices": {}}
     bought = _active_addon(builder, caller, focal, facts)
-    late = {a.account_id for a in population[1:] if rng.random() < LATE_PAYER_P}
+    draws = {a.account_id: rng.random() for a in population[1:]}
+    late = {a for a, u in draws.items() if u < LATE_PAYER_P}
+    arrears = {a for a, u in draws.items() if u < ARREARS_P}
+    if focal.arrears:
+        late |= {caller.account_id}
+        arrears |= {caller.account_id}
     disputing = None
     if customers > 1 and rng.random() < DISPUTE_P:
         disputing = population[1 + int(rng.integers(customers - 1))]
@@ -791,12 +828,15 @@ def generate(
                     facts["duplicate_invoice"] = _double_fired(builder, items)
             if latest and account is disputing:
                 _dispute(builder, account, invoice_id, cycle)
-            elif not (latest and account.account_id in late):
+            elif not (latest and account.account_id in late) and not (
+                month == closed[-2] and account.account_id in arrears
+            ):
                 fails = account is caller and latest and focal.failed_payment
                 builder.pay(account.account_id, invoice_id, cycle, amount, fails=fails)
     _goodwill_credit(builder, caller, closed, facts)
-    builder.instruments(months[-1])  # last: every draw before it is the same
+    builder.instruments(months[-1], late)  # last: every draw before it is the same
     builder.statuses()
+    builder.suspensions()
     builder.balances()
     msisdns = [m for m, _ in focal_lines]
     facts.update(_answers(builder.rows, focal, caller.account_id, msisdns, closed, facts))

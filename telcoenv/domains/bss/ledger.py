@@ -3,7 +3,8 @@ of any BSS extract in this schema), checked row by row.
 
 :func:`check` reads the rows of one episode (as :func:`generator.generate` returns them, or as
 a database holds them) and returns every :class:`Violation`: sums and VAT, dates against the
-billing calendar (``billing.py``), statuses against payments, credits and disputes, balances
+billing calendar (``billing.py``), statuses against payments, credits and disputes, suspensions
+against overdue invoices (dunning), balances
 against the ledger, usage against every charge (plan fees, family fees, overage, roaming,
 add-ons), eligibility, and internal accounts kept apart. The tests run it over thousands of
 generated customers; ``telcoenv validate --domain bss --data`` runs it from the command line.
@@ -425,10 +426,17 @@ def _payments(lg: _Ledger) -> Iterator[Violation]:
         if inv is None or inv["account_id"] != p["account_id"]:
             yield _v("payments", key, "pays an invoice of its account", str(p["invoice_id"]))
             continue
-        if not inv["issued_at"] <= p["paid_at"] < lg.today_text:
-            yield _v("payments", key, "made after the invoice, before today", p["paid_at"])
-        if abs(p["amount"] - inv["amount"]) > CENT:
+        care = p["channel"] == billing.CARE_CHANNEL  # taken by an agent today (retry_payment)
+        if not inv["issued_at"] <= p["paid_at"] <= f"{lg.today_text}T23:59:59":
+            yield _v("payments", key, "made after the invoice, by today", p["paid_at"])
+        if not (care or p["paid_at"] < lg.today_text):
+            yield _v("payments", key, "only care takes a payment today", p["paid_at"])
+        # An agent collects what is left (credits and payments before it deducted).
+        if abs(p["amount"] - inv["amount"]) > CENT and not (care and p["amount"] <= inv["amount"]):
             yield _v("payments", key, "the invoice's amount", str(p["amount"]))
+        channels = products()["payment_methods"].get(p["method"], ())
+        if not (care or p["channel"] in channels):
+            yield _v("payments", key, "a channel of its method", p["channel"])
         if (p["status"] == "failed") != (p["failure_reason"] is not None):
             yield _v("payments", key, "a failed payment has a reason, only it", str(p))
         card = p["method"] == "card"
@@ -438,6 +446,70 @@ def _payments(lg: _Ledger) -> Iterator[Violation]:
             yield _v("payments", key, "a card is valid when it pays", str(p))
         if p["failure_reason"] == "card expired" and not p["card_expiry"] < p["paid_at"][:7]:
             yield _v("payments", key, "an expired card's expiry is before the payment", str(p))
+
+
+_INSTRUMENT = ("method", "channel", "card_last4", "card_expiry")
+
+
+def _payment_methods(lg: _Ledger) -> Iterator[Violation]:
+    """Every postpaid account has one method on file, a prepaid one none; a card carries its
+    last digits and expiry; the account's payments used it (those before it was replaced,
+    the one it replaced)."""
+    on_file = {m["account_id"]: m for m in lg.t["payment_methods"]}
+    for a in lg.t["accounts"]:
+        key, method = a["account_id"], on_file.get(a["account_id"])
+        if (method is None) != lg.prepaid(key):
+            yield _v("payment_methods", key, "a method on file for postpaid accounts only", "")
+        if method is None:
+            continue
+        card = method["method"] == "card"
+        if card != (method["card_last4"] is not None and method["card_expiry"] is not None):
+            yield _v("payment_methods", key, "card details for a card only", str(method))
+        replaced = method["updated_on"]
+        used = {
+            tuple(p[k] for k in _INSTRUMENT)
+            for p in lg.t["payments"]
+            if p["account_id"] == key and p["channel"] != billing.CARE_CHANNEL
+        }
+        if replaced is None and used - {tuple(method[k] for k in _INSTRUMENT)}:
+            yield _v("payment_methods", key, "the account's payments used it", str(used))
+        if replaced is not None and len(used) > 1:
+            yield _v("payment_methods", key, "one method before it was replaced", str(used))
+
+
+def _autopay(lg: _Ledger) -> Iterator[Violation]:
+    """Autopay charges every invoice by its due date: an autopay account's invoice past due
+    has a payment attempt, unless it is disputed, credited or a held double-fired copy."""
+    autopay = {m["account_id"] for m in lg.t["payment_methods"] if m["channel"] == "autopay"}
+    attempted = {p["invoice_id"] for p in lg.t["payments"]}
+    of: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for inv in lg.t["invoices"]:
+        of[inv["account_id"]].append(inv)
+    for account_id in autopay:
+        held = billing.held_copies(of[account_id])
+        for inv in of[account_id]:
+            due = inv["due_date"] < lg.today_text and _status(lg, inv) in ("overdue", "paid")
+            if due and inv["invoice_id"] not in attempted | held:
+                yield _v("invoices", inv["invoice_id"], "autopay attempted it when due", "")
+
+
+def _dunning(lg: _Ledger) -> Iterator[Violation]:
+    """An account is suspended, with its postpaid lines, exactly when one of its invoices is
+    overdue past the dunning limit (``billing.suspending``); prepaid lines are never."""
+    of: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for inv in lg.t["invoices"]:
+        of[inv["account_id"]].append({**inv, "status": _status(lg, inv)})
+    suspended = {a for a, invoices in of.items() if billing.suspending(invoices, lg.today_text)}
+    for a in lg.t["accounts"]:
+        expected = "suspended" if a["account_id"] in suspended else "active"
+        if a["status"] != expected:
+            rule = "suspended when long overdue, only then"
+            yield _v("accounts", a["account_id"], rule, expected)
+    for line in lg.t["lines"]:
+        postpaid = line["payment"] == "postpaid"
+        expected = "suspended" if postpaid and line["account_id"] in suspended else "active"
+        if line["status"] != expected:
+            yield _v("lines", line["msisdn"], "suspended with its account (postpaid)", expected)
 
 
 def _credit_notes(lg: _Ledger) -> Iterator[Violation]:
@@ -494,6 +566,9 @@ _RULES = (
     _usage,
     _invoices,
     _payments,
+    _payment_methods,
+    _autopay,
+    _dunning,
     _credit_notes,
     _subscriptions,
     _families,

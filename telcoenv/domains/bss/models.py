@@ -67,6 +67,9 @@ class CareBlueprint(BlueprintModel):
     # its amount is not the plan fees (a duplicate charge's answer must be read from it).
     bill_extras: bool = False
     failed_payment: bool = False  # the latest payment failed
+    # The latest two bills are unpaid and the one before is long overdue: the account and its
+    # postpaid lines are suspended (dunning, products.yaml's billing.suspend_after_days).
+    arrears: bool = False
     active_addons: tuple[str, ...] = ()  # one of them is active on the line
     data_need_gb: tuple[int, int] | None = None  # extra data the customer asks for
     budget: tuple[int, int] | None = None  # the caller's monthly budget incl. VAT, SAR

@@ -96,6 +96,7 @@ def sample_scenario(blueprint: CareBlueprint, rng: np.random.Generator) -> Scena
         duplicate_month=period if blueprint.duplicate_invoice else None,
         extras_month=period if blueprint.bill_extras else None,
         failed_payment=blueprint.failed_payment,
+        arrears=blueprint.arrears,
         active_addon=pick(blueprint.active_addons, rng) if blueprint.active_addons else None,
         ran_out=blueprint.data_need_gb is not None,  # a top-up: the allowance is used up
     )

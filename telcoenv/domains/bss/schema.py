@@ -198,6 +198,17 @@ def bss_metadata() -> MetaData:
         Column("card_last4", String(4)),  # NULL: not a card (a direct debit)
         Column("card_expiry", String(7)),  # YYYY-MM, the card's last valid month; NULL: no card
     )
+    Table(  # how an account pays: the method on file (postpaid accounts; prepaid ones top up)
+        "payment_methods",
+        metadata,
+        _key("episode_id"),
+        _key("account_id"),
+        Column("method", String(20), nullable=False),  # card or direct_debit
+        Column("channel", String(20), nullable=False),  # autopay or online
+        Column("card_last4", String(4)),  # NULL: not a card
+        Column("card_expiry", String(7)),  # YYYY-MM; NULL: not a card
+        Column("updated_on", String(10)),  # the day it was last replaced; NULL: since opening
+    )
     Table(
         "credit_notes",
         metadata,

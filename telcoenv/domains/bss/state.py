@@ -95,6 +95,17 @@ class BssState:
             raise ToolError(missing, kind="not_found")
         return found[0]
 
+    def amount_due(self, invoice: dict[str, Any]) -> float:
+        """What an invoice still owes: its amount less its credit notes and settled payments."""
+        invoice_id = invoice["invoice_id"]
+        paid = sum(
+            p["amount"]
+            for p in self.rows(PAYMENTS_OF_INVOICE, invoice_id)
+            if p["status"] == "settled"
+        )
+        credited = -sum(c["amount"] for c in self.rows(CREDITS_OF_INVOICE, invoice_id))
+        return round(invoice["amount"] - credited - paid + 1e-9, 2)
+
     def insert(self, table: str, **values: Any) -> None:
         """Insert one row (the episode id is added); use inside ``db.change()``."""
         columns = self.db.columns(table)
@@ -256,6 +267,21 @@ PAYMENTS_OF_ACCOUNT = Query(
     ),
     keys=("account_id",),
     order=("paid_at", "payment_id"),
+)
+PAYMENTS_OF_INVOICE = Query(
+    "payments",
+    ("payment_id", "amount", "method", "card_last4", "card_expiry", "status", "failure_reason"),
+    keys=("invoice_id",),
+    order=("paid_at", "payment_id"),
+)
+PAYMENT_COUNT = Query("payments", count="payment_id")
+INVOICES_OF_ACCOUNT = Query(
+    "invoices", _INVOICE_COLUMNS, keys=("account_id",), order=("issued_at", "invoice_id")
+)
+PAYMENT_METHOD = Query(
+    "payment_methods",
+    ("account_id", "method", "channel", "card_last4", "card_expiry", "updated_on"),
+    keys=("account_id",),
 )
 _CREDIT_COLUMNS = ("credit_note_id", "account_id", "invoice_id", "issued_at", "amount", "reason")
 CREDITS_OF_ACCOUNT = Query(

@@ -32,7 +32,7 @@ from telcoenv.database import Query
 from telcoenv.datafiles import data_root
 from telcoenv.domains.bss import billing
 from telcoenv.domains.bss.catalogue import products
-from telcoenv.domains.bss.generator import arabic_name
+from telcoenv.domains.bss.generator import arabic_name, payment_failures
 from telcoenv.domains.bss.state import (
     ACCOUNT,
     ACCOUNT_COLUMNS,
@@ -49,12 +49,16 @@ from telcoenv.domains.bss.state import (
     HISTORY_COUNT,
     IDENTITY_ATTEMPTS,
     INVOICE,
+    INVOICES_OF_ACCOUNT,
     INVOICES_OF_PERIOD,
     ITEMS_OF_INVOICE,
     LINE,
     LINES_OF_ACCOUNT,
     MEMBERS,
+    PAYMENT_COUNT,
+    PAYMENT_METHOD,
     PAYMENTS_OF_ACCOUNT,
+    PAYMENTS_OF_INVOICE,
     PLAN,
     PLANS,
     PLANS_OF_LINE,
@@ -74,6 +78,7 @@ from telcoenv.tooling import ToolRegistry, full_detail, truncated
 TOOLS = ToolRegistry()  # every BSS tool, by name (the domain binds them to their specs)
 
 _CREDIT_PREFIX = "CNC"  # the credit notes apply_credit makes (the conversation's)
+_PAYMENT_PREFIX = "PAYC"  # the payments retry_payment makes (the conversation's)
 MAX_START_AHEAD_DAYS = 90  # how far ahead an add-on may be scheduled
 VAT_RATE: float = products()["vat_rate"]
 
@@ -94,6 +99,8 @@ _DATE = spec_pattern("subscribe_addon", "start_date")
 _EMAIL = spec_pattern("update_contact", "email")
 _PHONE = spec_pattern("update_contact", "phone")
 _BIRTH_DATE = spec_pattern("verify_identity", "birth_date")
+_CARD_LAST4 = spec_pattern("update_payment_card", "card_last4")
+_CARD_EXPIRY = spec_pattern("update_payment_card", "card_expiry")
 # Generated ids: a prefix and six digits. A value of another form is refused as malformed
 # before any lookup, saying where the id comes from (small models invent "1234567890").
 _ID_FORMS = {  # argument: (its spec pattern, the tool whose output lists it)
@@ -247,6 +254,14 @@ def _refuse_internal(customer: dict[str, Any]) -> None:
 
 def _require_active(line: dict[str, Any]) -> None:
     """Only an active line may be changed (suspended and terminated lines are refused)."""
+    if line["status"] == "suspended":
+        raise ToolError(
+            f"line {line['msisdn']} is suspended for non-payment: account "
+            f"{line['account_id']} has an invoice over {billing.suspend_after_days()} days "
+            "past its due date. No change until it is paid (retry_payment, or the customer "
+            "pays in the app); the payment restores the line",
+            kind="rejected",
+        )
     if line["status"] != "active":
         raise ToolError(
             f"line {line['msisdn']} is {line['status']}; only an active line can be changed",
@@ -641,24 +656,49 @@ def get_family_usage(
     return output
 
 
+_OPEN_STATUSES = ("issued", "overdue", "disputed")  # an invoice not yet paid or credited
+_OPEN_INVOICE_FIELDS = ("invoice_id", "period", "amount", "due_date", "status")
+
+
 @TOOLS.tool
 def get_payment_history(
     ctx: BssContext, account_id: str, detail: str | None = None
 ) -> dict[str, Any]:
-    """Payments (failed ones with their reason; each with its method, channel and card) and
-    credit notes (negative), oldest first.
+    """The method on file, the invoices still open (issued, overdue or disputed), payments
+    (failed ones with their reason; each with its method, channel and card) and credit notes
+    (negative), oldest first.
     The summary shows the latest payments and every one that did not settle, the latest
     credit notes, and the count and amount of the payments per status."""
     full = full_detail(detail)
     state = ctx.state
     _account(state, account_id)
-    payments = state.rows(PAYMENTS_OF_ACCOUNT, account_id)
+    # A payment's set fields only: a settled one has no failure reason, a direct debit no card.
+    payments = [
+        {k: v for k, v in p.items() if v is not None}
+        for p in state.rows(PAYMENTS_OF_ACCOUNT, account_id)
+    ]
     # The account once, at the top: each credit note carries its own fields only.
     credits = [
         {k: v for k, v in c.items() if k != "account_id"}
         for c in state.rows(CREDITS_OF_ACCOUNT, account_id)
     ]
-    output = {"account_id": account_id, "payments": payments, "credit_notes": credits}
+    method = state.rows(PAYMENT_METHOD, account_id)
+    output = {
+        "account_id": account_id,
+        # The method's set fields (a direct debit has no card; a card never replaced no date).
+        "method_on_file": {
+            k: v for k, v in method[0].items() if k != "account_id" and v is not None
+        }
+        if method
+        else None,
+        "open_invoices": [
+            {k: i[k] for k in _OPEN_INVOICE_FIELDS}
+            for i in state.rows(INVOICES_OF_ACCOUNT, account_id)
+            if i["status"] in _OPEN_STATUSES
+        ],
+        "payments": payments,
+        "credit_notes": credits,
+    }
     if full or (len(payments) <= PAYMENTS_IN_FULL and len(credits) <= CREDIT_NOTES_SHOWN):
         return output
     latest = range(max(0, len(payments) - PAYMENTS_SHOWN), len(payments))
@@ -995,7 +1035,192 @@ def apply_credit(
             and _credited(state, invoice_id) >= _invoice_amount(state, invoice_id) - 0.005
         ):
             state.update("invoices", "invoice_id", invoice_id, status="credited")
+            _lift_suspension(state, account_id)
     return {"credit_note_id": credit_note_id, "account_id": account_id, "amount": -value}
+
+
+# --- payments ------------------------------------------------------------------------------------
+
+
+def _payment_method(state: BssState, account_id: str) -> dict[str, Any]:
+    """The account's payment method on file (a prepaid account has none: it tops up)."""
+    found = state.rows(PAYMENT_METHOD, account_id)
+    if not found:
+        raise ToolError(
+            f"account {account_id} has no payment method on file: it is prepaid (its lines top "
+            "up), and nothing is collected from it",
+            kind="rejected",
+        )
+    return found[0]
+
+
+def _same_instrument(payment: dict[str, Any], method: dict[str, Any]) -> bool:
+    return all(payment[k] == method[k] for k in ("method", "card_last4", "card_expiry"))
+
+
+def _decline(state: BssState, method: dict[str, Any], invoice_id: str) -> str | None:
+    """Why the gateway refuses a payment from the method on file (None: it goes through): a
+    card past its expiry month; or the invoice's last failure, unless it was a passing one
+    (``transient`` in products.yaml) or the method on file has changed since."""
+    if method["method"] == "card" and method["card_expiry"] < state.today[:7]:
+        return "card expired"
+    failed = [p for p in state.rows(PAYMENTS_OF_INVOICE, invoice_id) if p["status"] == "failed"]
+    if not failed or not _same_instrument(failed[-1], method):
+        return None
+    reason = failed[-1]["failure_reason"]
+    transient = {f.reason for f in payment_failures() if f.transient}
+    return None if reason in transient else reason
+
+
+def _lift_suspension(state: BssState, account_id: str) -> list[str]:
+    """Restore a suspended account and its suspended lines once none of its invoices is long
+    overdue (dunning, ``billing.suspending``); the lines restored."""
+    account = _account(state, account_id)
+    if account["status"] != "suspended" or billing.suspending(
+        state.rows(INVOICES_OF_ACCOUNT, account_id), state.today
+    ):
+        return []
+    restored = [
+        line["msisdn"]
+        for line in state.rows(LINES_OF_ACCOUNT, account_id)
+        if line["status"] == "suspended"
+    ]
+    state.update("accounts", "account_id", account_id, status="active")
+    for msisdn in restored:
+        state.update("lines", "msisdn", msisdn, status="active")
+    return restored
+
+
+def _check_collectable(state: BssState, account_id: str, invoice: dict[str, Any]) -> float:
+    """The amount an agent may collect on the invoice now (its amount due), or a refusal."""
+    invoice_id, status = invoice["invoice_id"], invoice["status"]
+    if invoice["account_id"] != account_id:
+        raise ToolError(
+            f"invoice {invoice_id} belongs to account {invoice['account_id']}, not {account_id}",
+            kind="rejected",
+        )
+    if status == "disputed":
+        raise ToolError(
+            f"invoice {invoice_id} is disputed (a billing_dispute ticket is open on it): it is "
+            "not collected until the dispute is closed",
+            kind="rejected",
+        )
+    due = state.amount_due(invoice)
+    if status in ("paid", "credited") or due < 0.005:
+        raise ToolError(f"invoice {invoice_id} is {status}: nothing is due on it", kind="rejected")
+    attempts = [
+        p
+        for p in state.rows(PAYMENTS_OF_INVOICE, invoice_id)
+        if p["payment_id"].startswith(_PAYMENT_PREFIX)
+    ]
+    if len(attempts) >= billing.payment_attempts():
+        raise ToolError(
+            f"{len(attempts)} payments were attempted on invoice {invoice_id} in this "
+            "conversation, the most allowed: the customer can pay it in the app once their "
+            "bank or card is sorted",
+            kind="rejected",
+        )
+    return due
+
+
+@TOOLS.tool
+def retry_payment(ctx: BssContext, account_id: str, invoice_id: str) -> dict[str, Any]:
+    """Charge the method on file for what the invoice still owes; a settled payment marks it
+    paid, lowers the balance and lifts a suspension it ends; a failed one is stored with the
+    gateway's reason (:func:`_decline`)."""
+    state = ctx.state
+    account = _account(state, account_id)
+    invoice = _known(state, INVOICE, "invoice_id", invoice_id)
+    customer = _customer(state, account["customer_id"])
+    _require_verified(state, customer)
+    _refuse_internal(customer)
+    method = _payment_method(state, account_id)
+    due = _check_collectable(state, account_id, invoice)
+    reason = _decline(state, method, invoice_id)
+    payment_id = _next_id(state, PAYMENT_COUNT, _PAYMENT_PREFIX)
+    restored: list[str] = []
+    with state.db.change():
+        state.insert(
+            "payments",
+            payment_id=payment_id,
+            account_id=account_id,
+            invoice_id=invoice_id,
+            paid_at=f"{state.today}T12:00:00",
+            amount=due,
+            method=method["method"],
+            status="failed" if reason else "settled",
+            failure_reason=reason,
+            channel=billing.CARE_CHANNEL,
+            card_last4=method["card_last4"],
+            card_expiry=method["card_expiry"],
+        )
+        if reason is None:
+            state.update("invoices", "invoice_id", invoice_id, status="paid")
+            balance = _money(account["balance"] - due)
+            state.update("accounts", "account_id", account_id, balance=balance)
+            restored = _lift_suspension(state, account_id)
+    output: dict[str, Any] = {
+        "payment_id": payment_id,
+        "invoice_id": invoice_id,
+        "amount": due,
+        "status": "failed" if reason else "settled",
+    }
+    if reason:
+        return {
+            **output,
+            "failure_reason": reason,
+            "note": "nothing was collected: a new attempt with the same card or account fails "
+            "again unless the method on file changes (update_payment_card)"
+            if reason not in {f.reason for f in payment_failures() if f.transient}
+            else "nothing was collected: the failure may pass; one more attempt is allowed",
+        }
+    return {**output, "invoice_status": "paid", "lines_restored": restored}
+
+
+@TOOLS.tool
+def update_payment_card(
+    ctx: BssContext, account_id: str, card_last4: str, card_expiry: str
+) -> dict[str, Any]:
+    """Put the customer's card on file for the account (its last digits and expiry month)."""
+    state = ctx.state
+    account = _account(state, account_id)
+    _formatted(card_last4, _CARD_LAST4, f"card_last4 must be 4 digits, got {card_last4!r}")
+    problem = f"card_expiry must be the expiry month as YYYY-MM, e.g. 2029-04, got {card_expiry!r}"
+    expiry = _formatted(card_expiry, _CARD_EXPIRY, problem)
+    customer = _customer(state, account["customer_id"])
+    _require_verified(state, customer)
+    _refuse_internal(customer)
+    old = _payment_method(state, account_id)
+    this_month = state.today[:7]
+    if expiry < this_month:
+        raise ToolError(
+            f"a card that expired in {expiry} cannot pay: ask for a card valid in {this_month} "
+            "or later",
+            kind="rejected",
+        )
+    if (old["card_last4"], old["card_expiry"]) == (card_last4, expiry):
+        raise ToolError(
+            f"the card ending {card_last4}, expiring {expiry}, is already on file", kind="rejected"
+        )
+    with state.db.change():
+        state.update(
+            "payment_methods",
+            "account_id",
+            account_id,
+            method="card",
+            card_last4=card_last4,
+            card_expiry=expiry,
+            updated_on=state.today,
+        )
+    replaced = {k: old[k] for k in ("method", "card_last4", "card_expiry")}
+    return {
+        "account_id": account_id,
+        "method": "card",
+        "channel": old["channel"],
+        "card_last4": card_last4,
+        "card_expiry": expiry,
+        "replaced": replaced,
+    }
 
 
 @TOOLS.tool
