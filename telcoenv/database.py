@@ -503,6 +503,20 @@ class EpisodeDatabase:
         prepared = self.statement(f"update:{table}:{key}:{column}", build)
         return self.execute(prepared, {"episode_id": episode_id, "key": key_value, "value": value})
 
+    def delete_row(self, table: str, *, episode_id: str, key: str, key_value: Any) -> int:
+        """Delete the episode's rows whose ``key`` is ``key_value``; the number deleted."""
+
+        def build() -> ClauseElement:
+            from sqlalchemy import bindparam, delete
+
+            t = self.metadata.tables[table]
+            return delete(t).where(
+                t.c.episode_id == bindparam("episode_id"), t.c[key] == bindparam("key")
+            )
+
+        prepared = self.statement(f"delete:{table}:{key}", build)
+        return self.execute(prepared, {"episode_id": episode_id, "key": key_value})
+
     def insert(self, table: str, rows: Sequence[Mapping[str, Any]]) -> None:
         """Insert rows given as mappings of column names to values."""
         if rows:

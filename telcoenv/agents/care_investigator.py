@@ -75,7 +75,9 @@ Decision rules
   (cancel, remove, no longer need) or of another plan decide; when neither, an active add-on on
   the caller's line makes it a *cancellation* and none a *plan change*. A cancellation cancels
   the line's active add-on (the subscription ``get_customer`` lists). A plan change reads the
-  plan the customer named (``get_plan``) and moves the line to it (``change_plan``).
+  plan the customer named with the move's quote for the line (``get_plan`` with ``msisdn``: an
+  early-change fee while a commitment runs, told with the price) and moves the line to it
+  (``change_plan``).
 * **Data use** (average, family, recommendation), told apart by the question: *average*
   (average), *family* (family, together, every line), *recommendation* (cheapest, budget);
   when the opening asks none of them, the customer is asked to say again what they need.
@@ -466,6 +468,7 @@ PHRASES: dict[str, dict[str, str]] = {
         "approve_cancel_addon": "May I cancel the add-on {subscription_id} on your line?",
         "approve_change_plan": "May I switch your line {msisdn} to the {plan_id} plan{cost}?",
         "cost": ", at {price} SAR incl. VAT",
+        "fee": ", with an early change fee of {fee} SAR incl. VAT",
         "approve_update_contact": "May I update your email address to {email}?",
         "approve_apply_credit": "May I apply a credit to your account?",
     },
@@ -488,6 +491,7 @@ PHRASES: dict[str, dict[str, str]] = {
         "approve_cancel_addon": "هل توافق على إلغاء الخدمة الإضافية {subscription_id} على خطك؟",
         "approve_change_plan": "هل توافق على نقل خطك {msisdn} إلى باقة {plan_id}{cost}؟",
         "cost": " بسعر {price} ريال شاملاً الضريبة",
+        "fee": " مع رسوم تغيير مبكر قدرها {fee} ريال شاملة الضريبة",
         "approve_update_contact": "هل توافق على تحديث بريدك الإلكتروني إلى {email}؟",
         "approve_apply_credit": "هل توافق على إضافة رصيد دائن إلى حسابك؟",
     },
@@ -655,6 +659,7 @@ class CareInvestigatorAgent(GeneratorAgent):
         self._line: dict[str, Any] = {}
         self._verified: bool | None = None  # the identity check: not made yet, passed, failed
         self._prices: dict[str, float] = {}  # plans' and add-ons' prices incl. VAT, as read
+        self._fees: dict[str, float] = {}  # early-change fees incl. VAT quoted, by plan
         self._start_play()
 
     def _room(self, steps: int) -> bool:
@@ -762,8 +767,10 @@ class CareInvestigatorAgent(GeneratorAgent):
     def _approval_request(self, tool: str, arguments: dict[str, Any]) -> str:
         """The change described as the customer must hear it: what, on which line, at what
         price (when it costs money and the outputs gave it)."""
-        price = self._prices.get(arguments.get("addon_id") or arguments.get("plan_id") or "")
+        item = arguments.get("addon_id") or arguments.get("plan_id") or ""
+        price, fee = self._prices.get(item), self._fees.get(item)
         cost = "" if price is None else self._phrase("cost", price=figure(price))
+        cost += "" if fee is None else self._phrase("fee", fee=figure(fee))
         return self._phrase(f"approve_{tool}", cost=cost, **arguments)
 
     def _verify(self) -> Generator[Action, str, bool]:
@@ -1012,10 +1019,17 @@ class CareInvestigatorAgent(GeneratorAgent):
             return
         self._summary["plan_id"] = plan_id
         if self._room(3 if self._approval else 2):  # the read, the approval, the change
-            plan = yield from self._call("get_plan", {"plan_id": plan_id})
+            plan = yield from self._call(
+                "get_plan", {"plan_id": plan_id, "msisdn": self.facts.msisdn}
+            )
             price = _number(_dict(_dict(plan).get("plan")).get("price"))
             if price is not None:
                 self._prices[plan_id] = price
+            # A running commitment: a cheaper plan costs an early-change fee, told with it.
+            move = _dict(_dict(plan).get("change_for_line"))
+            fee = _number(_dict(move.get("early_change_fee")).get("amount"))
+            if fee:
+                self._fees[plan_id] = fee
         yield from self._change("change_plan", {"msisdn": self.facts.msisdn, "plan_id": plan_id})
 
     # --- data use ------------------------------------------------------------------------------

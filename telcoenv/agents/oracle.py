@@ -29,6 +29,7 @@ class OracleAgent:
     def __init__(self) -> None:
         self._plan: list[dict[str, Any]] = []
         self._prices: dict[str, float] = {}
+        self._fees: dict[str, float] = {}  # early-change fees quoted, by plan id
         self._label = ""
         self._summary = ""
         self._notes: list[str] = []
@@ -44,6 +45,7 @@ class OracleAgent:
         ]
         self._language = info["language"]
         self._prices: dict[str, float] = {}
+        self._fees: dict[str, float] = {}  # early-change fees quoted, by plan id
         self._label = privileged["label"][self._language]
         self._answer = privileged.get("gold_answer")
         self._notes = []
@@ -106,7 +108,10 @@ class OracleAgent:
         arguments = action["arguments"]
         named = [str(arguments[k]) for k in _NAMED if k in arguments]
         price = next((self._prices[n] for n in named if n in self._prices), None)
-        what = " ".join([action["name"], *named, *([f"({price:.2f} SAR)"] if price else [])])
+        fee = next((self._fees[n] for n in named if n in self._fees), None)
+        told = [f"({price:.2f} SAR)"] if price else []
+        told += [f"(early change fee {fee:.2f} SAR)"] if fee else []
+        what = " ".join([action["name"], *named, *told])
         target = next(
             (
                 arguments[k]
@@ -145,6 +150,10 @@ class OracleAgent:
                 key = item.get("plan_id") or item.get("addon_id")
                 if isinstance(key, str) and isinstance(item.get("price"), (int, float)):
                     self._prices[key] = float(item["price"])
+                # A quote for moving a line to the plan: its early-change fee, if any.
+                fee = (item.get("change_for_line") or {}).get("early_change_fee")
+                if isinstance(fee, dict) and isinstance(item.get("plan"), dict):
+                    self._fees[str(item["plan"].get("plan_id"))] = float(fee["amount"])
                 pending.extend(item.values())
             elif isinstance(item, list):
                 pending.extend(item)

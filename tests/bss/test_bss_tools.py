@@ -298,7 +298,7 @@ def test_subscribe_cancel_and_realtime_charges(env):
     assert [c.get("subscription_id") for c in charges["charges"]] == [None, sub["subscription_id"]]
     assert charges["total"] == 286.35  # (120.00 + 129.00) with VAT
     line = call(ctx, "get_customer", msisdn=msisdn)["accounts"][0]["lines"]
-    active = next(x for x in line if x["msisdn"] == msisdn)["active_addons"]
+    active = next(x for x in line if x["msisdn"] == msisdn).get("active_addons", [])
     assert [a["addon_id"] for a in active] == ["ROAM-EU-14"]
     refused_roaming_pack(ctx, msisdn, "2026-12-05")
     other = data.msisdns[1]
@@ -731,6 +731,7 @@ FORMATTED_CALLS = {
     "get_realtime_charges": {"msisdn": "{line}"},
     "get_device_offers": {"msisdn": "{line}"},
     "change_plan": {"msisdn": "{line}", "plan_id": "POST-PLUS"},
+    "get_plan": {"plan_id": "POST-PLUS", "msisdn": "{line}"},
     "subscribe_addon": {"msisdn": "{line}", "addon_id": "DATA-1GB", "start_date": "2026-12-01"},
     "cancel_addon": {"msisdn": "{line}", "subscription_id": "SUB999999"},
     "update_contact": {

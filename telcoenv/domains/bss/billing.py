@@ -82,8 +82,38 @@ def payment_attempts() -> int:
     return int(products()["policy"]["payment_attempts"])
 
 
+def commitment_terms() -> tuple[float, tuple[int, ...]]:
+    """The share of postpaid lines on a commitment, and the commitments' lengths in months."""
+    terms = products()["policy"]["commitment"]
+    return float(terms["share"]), tuple(int(m) for m in terms["months"])
+
+
+def months_left(commitment_end: str, today: str = TODAY) -> int:
+    """The months of a commitment left from ``today`` to its last day, a started month counted
+    whole (0: it has ended)."""
+    end, day = _day(commitment_end), _day(today)
+    if end < day:
+        return 0
+    return (end.year - day.year) * 12 + end.month - day.month + (end.day >= day.day)
+
+
+def early_change_fee(
+    old_fee: float, new_fee: float, commitment_end: str | None, today: str = TODAY
+) -> tuple[float, int] | None:
+    """The early-change fee (VAT-exclusive) and the months it counts for a move from a plan at
+    ``old_fee`` to one at ``new_fee`` a month, both VAT-exclusive: the difference for each
+    month left of the commitment; None when the move is free (no commitment running, or a
+    plan at the same or a higher fee)."""
+    left = months_left(commitment_end, today) if commitment_end else 0
+    if not left or new_fee >= old_fee:
+        return None
+    return round((old_fee - new_fee) * left + 1e-9, 2), left
+
+
 #: The channel of a payment customer care takes on a call (``retry_payment``).
 CARE_CHANNEL = "care"
+#: The kind of the one-off charge an early plan change makes (``charges``).
+EARLY_CHANGE_FEE = "early_change_fee"
 
 
 def credit_authority() -> float:

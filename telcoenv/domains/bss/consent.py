@@ -31,6 +31,7 @@ from telcoenv.domains.bss.generator import answer_vocabulary, products
 from telcoenv.domains.bss.state import (
     ADDON,
     INVOICE,
+    LINE,
     PLAN,
     SUBSCRIPTION,
     BssState,
@@ -132,7 +133,8 @@ class Consent:
         if line is not None and change.lines and line not in change.lines:
             return f"the customer approved a change on line {', '.join(sorted(change.lines))}"
         if tool == "change_plan":
-            return self._item("plan", arguments.get("plan_id"), change.plans, PLAN)
+            plan_id = arguments.get("plan_id")
+            return self._item("plan", plan_id, change.plans, PLAN, line=arguments.get("msisdn"))
         if tool == "subscribe_addon":
             return self._item("add-on", arguments.get("addon_id"), change.addons, ADDON)
         if tool == "cancel_addon":
@@ -177,7 +179,9 @@ class Consent:
             f"{invoice_id} still owes ({due:.2f} SAR): tell the customer and ask again"
         )
 
-    def _item(self, what: str, value: Any, named: frozenset[str], query: Any) -> str | None:
+    def _item(
+        self, what: str, value: Any, named: frozenset[str], query: Any, line: Any = None
+    ) -> str | None:
         if value not in named:
             return f"the customer approved the {what} {_listed(named)}, not {value}"
         rows = self.state.rows(query, value)
@@ -187,6 +191,15 @@ class Consent:
                 f"{value}'s ({rows[0]['price']:.2f} SAR incl. VAT): tell the customer the "
                 "price and ask again"
             )
+        lines = self.state.rows(LINE, line) if rows and query is PLAN else []
+        fee = self.state.early_change_fee(lines[0], rows[0]) if lines else None
+        if fee is not None:
+            with_vat = round(fee[0] * (1 + products()["vat_rate"]) + 1e-9, 2)
+            if not (_told(fee[0], self.change.amounts) or _told(with_vat, self.change.amounts)):
+                return (
+                    f"the customer was not told the early-change fee ({with_vat:.2f} SAR incl. "
+                    f"VAT, {fee[1]} months of commitment left): tell them and ask again"
+                )
         return None
 
 

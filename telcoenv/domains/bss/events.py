@@ -32,6 +32,7 @@ _OWNER_COLUMN = {
     "credit_notes": ("account_id", "account"),
     "family_groups": ("owner_account_id", "account"),
     "line_addons": ("msisdn", "line"),
+    "charges": ("msisdn", "line"),
     "usage_records": ("msisdn", "line"),
     "invoice_items": ("invoice_id", "invoice"),
     "family_members": ("group_id", "group"),

@@ -267,6 +267,12 @@ def _years_after(born: dt.date, years: int) -> dt.date:
         return born.replace(year=born.year + years, day=28)
 
 
+def _months_after(day: dt.date, months: int) -> dt.date:
+    """The same day of the month ``months`` later (a billing day, 1-28, always exists)."""
+    index = day.year * 12 + day.month - 1 + months
+    return day.replace(year=index // 12, month=index % 12 + 1)
+
+
 def _billing_day_from(day: dt.date, billing_day: int) -> dt.date:
     """The first billing day on or after ``day``."""
     same = day.replace(day=billing_day)
@@ -377,6 +383,7 @@ class _Builder:
             plan["payment"],
             "active",
             activated.isoformat(),
+            None,  # a commitment is drawn at the end (commitments)
         )
         history = self.ids.new("PH")
         self.add("plan_history", history, msisdn, activated.isoformat(), plan_id, None)
@@ -589,6 +596,31 @@ class _Builder:
                 accounts[index] = (*row[:5], 0.0, *row[6:])
             else:
                 accounts[index] = (*row[:4], _money(owed.get(row[1], 0.0)), *row[5:])
+
+    def commitments(self) -> None:
+        """A share of postpaid lines (internal ones aside) on a 12- or 24-month commitment,
+        signed on a billing day from their activation (or a renewal) to today, most still
+        running. Drawn from a stream of their own (two jumps from the generator's state), so
+        every other draw is the same as without them."""
+        jumped = getattr(self.rng.bit_generator, "jumped", None)
+        rng = np.random.Generator(jumped(2)) if jumped else self.rng
+        share, lengths = billing.commitment_terms()
+        internal = {r[1] for r in self.rows["customers"] if r[4] == "internal"}
+        holder = {r[1]: r[2] for r in self.rows["accounts"]}
+        lines = self.rows["lines"]
+        for index, row in enumerate(lines):
+            if row[4] != "postpaid" or holder[row[2]] in internal:
+                continue
+            if rng.random() >= share:
+                continue
+            months = lengths[int(rng.integers(len(lengths)))]
+            activated = dt.date.fromisoformat(row[6])
+            earliest = max(_month_index(row[6][:7]), _month_index(TODAY[:7]) - months)
+            signed = _month(int(rng.integers(earliest, _month_index(TODAY[:7]) + 1)))
+            # A billing day (the activation's day) from the activation's month to this month's.
+            start = dt.date.fromisoformat(f"{signed}-{activated.day:02d}")
+            end = _months_after(start, months) - dt.timedelta(days=1)
+            lines[index] = (*row[:7], end.isoformat())
 
     def instruments(self, end_month: str, unpaid: set[str]) -> None:
         """Each postpaid account's method on file (method, channel and card), which its payments
@@ -835,6 +867,7 @@ def generate(
                 builder.pay(account.account_id, invoice_id, cycle, amount, fails=fails)
     _goodwill_credit(builder, caller, closed, facts)
     builder.instruments(months[-1], late)  # last: every draw before it is the same
+    builder.commitments()
     builder.statuses()
     builder.suspensions()
     builder.balances()

@@ -21,6 +21,7 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -477,6 +478,62 @@ def _payment_methods(lg: _Ledger) -> Iterator[Violation]:
             yield _v("payment_methods", key, "one method before it was replaced", str(used))
 
 
+def _commitments(lg: _Ledger) -> Iterator[Violation]:
+    """A commitment is a postpaid line's (internal accounts aside), of a length the policy
+    offers, signed on a billing day from its activation to today."""
+    _, lengths = billing.commitment_terms()
+    for line in lg.t["lines"]:
+        end = line["commitment_end"]
+        if end is None:
+            continue
+        account = lg.accounts[line["account_id"]]
+        last = dt.date.fromisoformat(end)
+        starts = [_months_before(last + dt.timedelta(days=1), months) for months in lengths]
+        signed = [
+            s
+            for s in starts
+            if line["activated_on"] <= s.isoformat() <= lg.today_text
+            and s.day == account["billing_day"]
+        ]
+        if (
+            line["payment"] != "postpaid"
+            or lg.holder(line["account_id"])["segment"] == "internal"
+            or not signed
+        ):
+            yield _v("lines", line["msisdn"], "a commitment the policy offers", end)
+
+
+def _months_before(day: dt.date, months: int) -> dt.date:
+    index = day.year * 12 + day.month - 1 - months
+    return day.replace(year=index // 12, month=index % 12 + 1)
+
+
+def _early_change_fees(lg: _Ledger) -> Iterator[Violation]:
+    """Every move to a cheaper plan while a commitment ran has its early-change fee, charged
+    on the day of the move, of the amount the policy gives; no other charge is made."""
+    expected: dict[tuple[str, str], float] = {}
+    for msisdn, rows in lg.history.items():
+        end = lg.lines[msisdn]["commitment_end"] if msisdn in lg.lines else None
+        for before, after in pairwise(rows):
+            old, new = lg.plans.get(before["plan_id"]), lg.plans.get(after["plan_id"])
+            if old is None or new is None:
+                continue
+            fee = billing.early_change_fee(old["price"], new["price"], end, after["start_date"])
+            if fee is not None:
+                expected[(msisdn, after["start_date"])] = fee[0]
+    charged: dict[tuple[str, str], float] = {}
+    for charge in lg.t["charges"]:
+        key = (charge["msisdn"], charge["charged_on"])
+        charged[key] = charged.get(key, 0.0) + charge["amount_excl_vat"]
+        if charge["kind"] != billing.EARLY_CHANGE_FEE or charge["charged_on"] > lg.today_text:
+            yield _v("charges", charge["charge_id"], "an early-change fee, by today", str(charge))
+    for key in sorted(set(expected) | set(charged)):
+        if abs(expected.get(key, 0.0) - charged.get(key, 0.0)) > CENT:
+            yield _v(
+                "charges", " ".join(key), "the early-change fee of a move", str(expected.get(key))
+            )
+
+
 def _autopay(lg: _Ledger) -> Iterator[Violation]:
     """Autopay charges every invoice by its due date: an autopay account's invoice past due
     has a payment attempt, unless it is disputed, credited or a held double-fired copy."""
@@ -569,6 +626,8 @@ _RULES = (
     _payment_methods,
     _autopay,
     _dunning,
+    _commitments,
+    _early_change_fees,
     _credit_notes,
     _subscriptions,
     _families,

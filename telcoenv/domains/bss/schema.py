@@ -90,6 +90,18 @@ def bss_metadata() -> MetaData:
             nullable=False,
         ),
         Column("activated_on", String(10), nullable=False),
+        Column("commitment_end", String(10)),  # a commitment's last day; NULL: none signed
+    )
+    Table(  # one-off charges of the open cycle (an early-change fee), billed when it closes
+        "charges",
+        metadata,
+        _key("episode_id"),
+        _key("charge_id"),
+        Column("msisdn", String(_ID), nullable=False),
+        Column("charged_on", String(10), nullable=False),
+        Column("kind", String(20), nullable=False),
+        Column("description", String(120), nullable=False),
+        Column("amount_excl_vat", Float, nullable=False),
     )
     Table(  # which plan a line was on, when (a plan change ends one row and starts another)
         "plan_history",

@@ -21,6 +21,7 @@ from functools import cache
 from typing import Any
 
 from telcoenv.database import EpisodeDatabase, Query, Schema
+from telcoenv.domains.bss import billing
 from telcoenv.domains.bss.billing import TODAY
 from telcoenv.domains.bss.generator import BssData
 from telcoenv.errors import ToolError
@@ -106,6 +107,19 @@ class BssState:
         credited = -sum(c["amount"] for c in self.rows(CREDITS_OF_INVOICE, invoice_id))
         return round(invoice["amount"] - credited - paid + 1e-9, 2)
 
+    def early_change_fee(
+        self, line: dict[str, Any], plan: dict[str, Any]
+    ) -> tuple[float, int] | None:
+        """The early-change fee (VAT-exclusive) and its months of a move of ``line`` to ``plan``
+        today (``billing.early_change_fee``), from the plan it held before today (a second
+        change today is priced from the same plan as the first)."""
+        held = self.rows(PLANS_OF_LINE, line["msisdn"])
+        before = held[-2] if held[-1]["start_date"] == self.today and len(held) > 1 else held[-1]
+        old = self.rows(PLAN, before["plan_id"])[0]
+        return billing.early_change_fee(
+            old["price_excl_vat"], plan["price_excl_vat"], line["commitment_end"], self.today
+        )
+
     def insert(self, table: str, **values: Any) -> None:
         """Insert one row (the episode id is added); use inside ``db.change()``."""
         columns = self.db.columns(table)
@@ -123,6 +137,11 @@ class BssState:
             for name, value in values.items()
         )
         return max(changed, default=0)
+
+    def delete(self, table: str, key: str, key_value: Any) -> int:
+        """Delete the row whose ``key`` is ``key_value``; use inside ``db.change()``."""
+        self._written(table)
+        return self.db.delete_row(table, episode_id=self.episode_id, key=key, key_value=key_value)
 
     def _written(self, table: str) -> None:
         self.written.add(table)
@@ -174,7 +193,15 @@ ACCOUNT = Query("accounts", ACCOUNT_COLUMNS, keys=("account_id",))
 ACCOUNTS_OF_CUSTOMER = Query(
     "accounts", ACCOUNT_COLUMNS, keys=("customer_id",), order=("account_id",)
 )
-_LINE_COLUMNS = ("msisdn", "account_id", "plan_id", "payment", "status", "activated_on")
+_LINE_COLUMNS = (
+    "msisdn",
+    "account_id",
+    "plan_id",
+    "payment",
+    "status",
+    "activated_on",
+    "commitment_end",
+)
 LINE = Query("lines", _LINE_COLUMNS, keys=("msisdn",))
 LINES_OF_ACCOUNT = Query("lines", _LINE_COLUMNS, keys=("account_id",), order=("msisdn",))
 PLANS_OF_LINE = Query(
@@ -275,6 +302,13 @@ PAYMENTS_OF_INVOICE = Query(
     order=("paid_at", "payment_id"),
 )
 PAYMENT_COUNT = Query("payments", count="payment_id")
+CHARGES_OF_LINE = Query(
+    "charges",
+    ("charge_id", "charged_on", "kind", "description", "amount_excl_vat"),
+    keys=("msisdn",),
+    order=("charged_on", "charge_id"),
+)
+CHARGE_COUNT = Query("charges", count="charge_id")
 INVOICES_OF_ACCOUNT = Query(
     "invoices", _INVOICE_COLUMNS, keys=("account_id",), order=("issued_at", "invoice_id")
 )

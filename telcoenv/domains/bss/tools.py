@@ -39,6 +39,8 @@ from telcoenv.domains.bss.state import (
     ACCOUNTS_OF_CUSTOMER,
     ADDON,
     ADDONS,
+    CHARGE_COUNT,
+    CHARGES_OF_LINE,
     CREDIT_COUNT,
     CREDITS,
     CREDITS_OF_ACCOUNT,
@@ -383,14 +385,21 @@ def verify_identity(
 
 def _line_view(state: BssState, line: dict[str, Any]) -> dict[str, Any]:
     plan = _plan(state, line["plan_id"])
-    return {
+    view = {
         "msisdn": line["msisdn"],
         "payment": line["payment"],
         "status": line["status"],
         "activated_on": line["activated_on"],
         "plan": {k: plan[k] for k in ("plan_id", "name_en", "price", "data_gb", "voice_min")},
-        "active_addons": _active_subscriptions(state, line["msisdn"]),
     }
+    # A commitment's last day and the active add-ons, where a line has them (a five-line
+    # family's profile stays within the output bound).
+    if line["commitment_end"]:
+        view["commitment_end"] = line["commitment_end"]
+    active = _active_subscriptions(state, line["msisdn"])
+    if active:
+        view["active_addons"] = active
+    return view
 
 
 @TOOLS.tool
@@ -518,7 +527,12 @@ def get_realtime_charges(ctx: BssContext, msisdn: str) -> dict[str, Any]:
             }
         )
     if line["payment"] == "postpaid":
-        charges = [*_plan_fees(state, line, cycle), *charges]
+        one_off = [
+            {k: c[k] for k in ("charge_id", "description", "amount_excl_vat")}
+            for c in state.rows(CHARGES_OF_LINE, msisdn)
+            if cycle.holds(dt.date.fromisoformat(c["charged_on"]))
+        ]
+        charges = [*_plan_fees(state, line, cycle), *one_off, *charges]
     net = _money(sum(c["amount_excl_vat"] for c in charges))
     usage = state.rows(USAGE_OF_MONTH, msisdn, cycle.period)
     return {
@@ -590,9 +604,23 @@ def list_plans(
 
 
 @TOOLS.tool
-def get_plan(ctx: BssContext, plan_id: str) -> dict[str, Any]:
-    """One catalogue plan."""
-    return {"plan": _plan(ctx.state, plan_id)}
+def get_plan(ctx: BssContext, plan_id: str, msisdn: str | None = None) -> dict[str, Any]:
+    """One catalogue plan; with ``msisdn``, what moving that line to it today costs: the change
+    in the monthly fee and the early-change fee of a running commitment (VAT included)."""
+    state = ctx.state
+    plan = _plan(state, plan_id)
+    if msisdn is None:
+        return {"plan": plan}
+    line = _line(state, msisdn)
+    fee = state.early_change_fee(line, plan)
+    move = {
+        "msisdn": msisdn,
+        "from_plan_id": line["plan_id"],
+        "monthly_price_change": _money(plan["price"] - _plan(state, line["plan_id"])["price"]),
+        "commitment_end": line["commitment_end"],
+        "early_change_fee": _fee_view(fee),
+    }
+    return {"plan": plan, "change_for_line": move}
 
 
 @TOOLS.tool
@@ -910,9 +938,36 @@ def _plan_from_today(state: BssState, msisdn: str, plan_id: str) -> None:
     )
 
 
+def _fee_view(fee: tuple[float, int] | None) -> dict[str, Any] | None:
+    if fee is None:
+        return None
+    net, months = fee
+    return {"months_left": months, "amount_excl_vat": net, "amount": _money(net * (1 + VAT_RATE))}
+
+
+def _charge_fee(state: BssState, msisdn: str, fee: tuple[float, int] | None) -> None:
+    """Today's early-change fee of the line, as the open cycle will bill it (a second change
+    today replaces the first one's)."""
+    for charge in state.rows(CHARGES_OF_LINE, msisdn):
+        if charge["charged_on"] == state.today and charge["kind"] == billing.EARLY_CHANGE_FEE:
+            state.delete("charges", "charge_id", charge["charge_id"])
+    if fee is None:
+        return
+    state.insert(
+        "charges",
+        charge_id=_next_id(state, CHARGE_COUNT, "CHC"),
+        msisdn=msisdn,
+        charged_on=state.today,
+        kind=billing.EARLY_CHANGE_FEE,
+        description=f"Early change fee, {fee[1]} months of commitment left",
+        amount_excl_vat=fee[0],
+    )
+
+
 @TOOLS.tool
 def change_plan(ctx: BssContext, msisdn: str, plan_id: str) -> dict[str, Any]:
-    """Move the line to ``plan_id`` today, if the customer is eligible."""
+    """Move the line to ``plan_id`` today, if the customer is eligible; a move to a cheaper
+    plan while a commitment runs charges the early-change fee."""
     state = ctx.state
     line = _line(state, msisdn)
     plan = _plan(state, plan_id)
@@ -922,15 +977,18 @@ def change_plan(ctx: BssContext, msisdn: str, plan_id: str) -> dict[str, Any]:
     _require_active(line)
     _check_plan_change(customer, line, plan, state.today)
     old = _plan(state, line["plan_id"])
+    fee = state.early_change_fee(line, plan)
     with state.db.change():
         state.update("lines", "msisdn", msisdn, plan_id=plan_id)
         _plan_from_today(state, msisdn, plan_id)
+        _charge_fee(state, msisdn, fee)
     output = {
         "msisdn": msisdn,
         "old_plan_id": old["plan_id"],
         "new_plan_id": plan_id,
         "effective": state.today,
         "monthly_price_change": _money(plan["price"] - old["price"]),
+        "early_change_fee": _fee_view(fee),
     }
     if line["payment"] == "postpaid":  # the open cycle bills each plan for its days
         output["this_cycle"] = _plan_fees(state, line, _open_cycle(state, line))
