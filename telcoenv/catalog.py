@@ -14,16 +14,17 @@ import json
 import string
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import orjson
 from pydantic import ValidationError
 
 from telcoenv.datafiles import read_json, read_yaml
 from telcoenv.errors import CatalogError, UnknownIntentError
-from telcoenv.specs import ToolFormat, ToolSpec
+from telcoenv.specs import TOOL_FORMATS, ToolFormat, ToolSpec
 
 if TYPE_CHECKING:
     import jsonschema
@@ -114,6 +115,15 @@ class Catalog:
         """All tool specs (core, distractor and submit_resolution) in OpenAI format, by name,
         ``full`` or ``compact``."""
         return [self.tools[name].openai(tool_format) for name in sorted(self.tools)]
+
+    def openai_tools_json(self, tool_format: ToolFormat = "full") -> bytes:
+        """:meth:`openai_tools` as JSON, encoded once per format and shared by every
+        environment of the catalogue (each reset decodes a fresh copy from it)."""
+        return self._tools_json[tool_format]
+
+    @cached_property
+    def _tools_json(self) -> dict[str, bytes]:
+        return {f: orjson.dumps(self.openai_tools(f)) for f in TOOL_FORMATS}
 
 
 def load_tools(tools_dir: Path, domain: str = "network") -> dict[str, ToolSpec]:

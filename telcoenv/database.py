@@ -49,7 +49,7 @@ import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext, suppress
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cache, cached_property
 from typing import TYPE_CHECKING, Any
 
 from telcoenv.datafiles import cached_build, load_cached, store_cached
@@ -352,6 +352,15 @@ def _shared_memory(plan: SchemaPlan) -> _SharedMemory:
         return _SHARED[plan.sqlite_ddl]
 
 
+@cache
+def _statement_caches(
+    namespace: str, dialect: tuple[str, ...]
+) -> tuple[dict[str, Prepared], dict[Query, Prepared], dict[tuple[str, int], str]]:
+    """The compiled statements of one schema in one dialect: by key, by query, and the SQL of
+    multi-row inserts by table and row count."""
+    return {}, {}, {}
+
+
 class EpisodeDatabase:
     """The database of one environment with the tables of ``schema`` (a :class:`Schema`, or a
     SQLAlchemy ``MetaData``): private and in memory, ``shared`` in memory with the process's
@@ -393,10 +402,12 @@ class EpisodeDatabase:
             self.integrity_error = dialect.loaded_dbapi.IntegrityError
         self._lock = self._shared.lock if self._shared is not None else nullcontext()
         self._sqlite = self._dialect_names[0] == "sqlite"
-        self._prepared: dict[str, Prepared] = {}
-        # Keyed by the query object, which the dict keeps alive (its id cannot be reused).
-        self._queries: dict[Query, Prepared] = {}
-        self._multi_sql: dict[tuple[str, int], str] = {}
+        # Statements compiled for this schema and dialect, shared by every database of them
+        # (each environment kept its own copies: 20 KB of SQL text per care environment).
+        # The queries are keyed by the query object, which the dict keeps alive.
+        self._prepared, self._queries, self._multi_sql = _statement_caches(
+            self._namespace, self._dialect_names
+        )
         # With a positional paramstyle a multi-row insert repeats one compiled row group.
         self._row_group = paramstyle in ("qmark", "format") or None
         #: What a refused change's message calls the system the tables hold.

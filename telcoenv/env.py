@@ -162,7 +162,8 @@ class TelcoEnv(gymnasium.Env[str, Any]):
         self.action_space = ToolCallSpace(catalog.tools)
         self.tools = catalog.openai_tools(settings.tool_format)
         # Every reset hands out a fresh copy; decoding this is ten times faster than deepcopy.
-        self._tools_json = orjson.dumps(self.tools)
+        # The encoded specs are the catalogue's, shared by its environments (30 KB each).
+        self._tools_json = catalog.openai_tools_json(settings.tool_format)
         self._instructions: dict[tuple[str, bool], str] = {}
         self._episode: Episode | None = None
         self._start: EpisodeStart | None = None

@@ -137,3 +137,21 @@ def test_environments_stepped_from_threads_give_the_sequential_transcripts():
         thread.join()
     assert not errors, errors
     assert got == expected
+
+
+def test_environments_share_the_encoded_tools_and_the_compiled_statements():
+    """What is the same for every environment of a domain is held once: the encoded tool specs
+    (about 30 KB) and the compiled SQL (about 20 KB of multi-row inserts for a care episode);
+    each reset still hands out its own copy of the tools."""
+    first = TelcoEnv("contact_update", domain="bss", embedder=None)
+    second = TelcoEnv("contact_update", domain="bss", embedder=None)
+    _, one = first.reset(seed=0)
+    _, two = second.reset(seed=1)
+    assert first._tools_json is second._tools_json
+    assert first.database._multi_sql is second.database._multi_sql
+    assert first.database._multi_sql  # the reset's inserts were compiled there
+    assert one["tools"] == two["tools"] == first.tools and one["tools"] is not two["tools"]
+    one["tools"][0]["function"]["name"] = "changed"
+    assert second.reset(seed=2)[1]["tools"] == first.tools
+    first.close()
+    second.close()
