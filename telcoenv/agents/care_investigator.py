@@ -274,7 +274,6 @@ MSISDN = re.compile(r"(?<![\d-])\d{9,15}(?![\d-])")
 DATE = re.compile(r"\b(\d{4}-\d{2}-\d{2})\b")
 MONTH = re.compile(r"(?<![\d-])(\d{4}-\d{2})(?![\d-])")
 EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}")
-PLAN_ID = re.compile(r"\b([A-Z]{3,}-[A-Z0-9]+(?:-[A-Z0-9]+)*)\b")
 GIGABYTES = re.compile(r"(\d+(?:\.\d+)?)\s*(?:GB|gb|Gb|gigabytes?|جيجا)")
 RIYALS = re.compile(r"(\d+(?:\.\d+)?)\s*(?:SAR|sar|riyals?|ريال|ر\.س)")
 
@@ -372,9 +371,10 @@ class Facts:
         month = MONTH.search(text)
         if month and self.period is None:
             self.period = month.group(1)
-        plan = PLAN_ID.search(text)
-        if plan:
-            self.plan_id = plan.group(1)
+        # A plan named by its id or display name, English or Arabic (the catalogue's names).
+        plans = get_domain("bss").answer_vocabulary.named(text, "plan")
+        if len(plans) == 1:
+            self.plan_id = next(iter(plans))
         country = find_country(text)
         if country:
             self.country = country

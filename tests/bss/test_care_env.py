@@ -337,3 +337,23 @@ def test_the_callers_stored_language_is_the_one_they_speak():
     english, arabic = rows["en"], rows["ar"]
     changed = [(a, b) for a, b in zip(english, arabic, strict=True) if a[1:] != b[1:]]
     assert len(changed) <= 1 and all(a[5] != b[5] for a, b in changed)
+
+
+def test_an_arabic_customer_names_their_plan_in_arabic_never_by_its_id():
+    """The plan a customer asks for is said by its Arabic name in Arabic (its internal id in an
+    Arabic sentence is no way a customer speaks), in the opening and when asked again; the
+    honest baseline and the consent still read it."""
+    from telcoenv.agents.care_investigator import CareInvestigatorAgent
+    from telcoenv.domains.bss.catalogue import products
+
+    ids = [p["plan_id"] for p in products()["plans"]]
+    env = care_env("plan_change", lang="ar", require_approval=True)
+    for seed in range(6):
+        opening, info = env.reset(seed=seed)
+        plan = info["privileged"]["values"]["plan_id"]
+        name = next(p["name"]["ar"] for p in products()["plans"] if p["plan_id"] == plan)
+        assert name in opening and not [i for i in ids if i in opening], opening
+        again = env.step("ما الباقة التي تريدها؟")[0]
+        assert name in again and not [i for i in ids if i in again], again
+        resolved = run_episode(env, CareInvestigatorAgent(), seed=seed)[1]["resolved"]
+        assert resolved is True

@@ -37,6 +37,7 @@ import numpy as np
 from telcoenv.catalog import template_fields
 from telcoenv.datafiles import parse_yaml
 from telcoenv.domains.bss import symptoms
+from telcoenv.domains.bss.catalogue import products
 from telcoenv.domains.bss.generator import answer_vocabulary, arabic_name
 from telcoenv.domains.bss.models import CareIntent
 from telcoenv.metrics.answers import answers_match
@@ -123,15 +124,23 @@ def symptom_opening(
 
 
 def _in_lang(values: Mapping[str, Any], lang: Language) -> Mapping[str, Any]:
-    """The values as the customer says them: an Arabic speaker names the country and
-    themselves in Arabic; a birth date as people say it (``15 March 1988``, ``15/03/1988``)."""
+    """The values as the customer says them: an Arabic speaker names the country, the plan
+    (by its Arabic name, never its internal id) and themselves in Arabic; a birth date as
+    people say it (``15 March 1988``, ``15/03/1988``)."""
     said = dict(values)
     destination = values.get("destination")
     if lang == "ar" and destination:
         said["destination"] = phrases()["destinations_ar"][destination]
+    if lang == "ar" and values.get("plan_id") in _arabic_plan_names():
+        said["plan_id"] = _arabic_plan_names()[values["plan_id"]]
     if values.get("full_name") and values.get("birth_date"):
         said |= _identity_forms(values["full_name"], values["birth_date"], lang)
     return said
+
+
+@cache
+def _arabic_plan_names() -> dict[str, str]:
+    return {p["plan_id"]: p["name"]["ar"] for p in products()["plans"]}
 
 
 def _identity_forms(name: str, birth_date: str, lang: Language) -> dict[str, str]:
