@@ -254,6 +254,14 @@ def _refuse_internal(customer: dict[str, Any]) -> None:
         )
 
 
+def _check_holder(state: BssState, account: dict[str, Any]) -> None:
+    """A change to an account: the caller proved to be its holder, a customer (not an
+    internal test account)."""
+    customer = _customer(state, account["customer_id"])
+    _require_verified(state, customer)
+    _refuse_internal(customer)
+
+
 def _require_active(line: dict[str, Any]) -> None:
     """Only an active line may be changed (suspended and terminated lines are refused)."""
     if line["status"] == "suspended":
@@ -1065,9 +1073,7 @@ def apply_credit(
     value = _credit_amount(amount)
     if not isinstance(reason, str) or not 3 <= len(reason.strip()) <= 120:
         raise ToolError("reason must be 3-120 characters", kind="bad_args")
-    customer = _customer(state, account["customer_id"])
-    _require_verified(state, customer)
-    _refuse_internal(customer)
+    _check_holder(state, account)
     if invoice_id is not None:
         _check_invoice_credit(state, account_id, invoice_id, value)
     _check_authority(state, value)
@@ -1189,9 +1195,7 @@ def retry_payment(ctx: BssContext, account_id: str, invoice_id: str) -> dict[str
     state = ctx.state
     account = _account(state, account_id)
     invoice = _known(state, INVOICE, "invoice_id", invoice_id)
-    customer = _customer(state, account["customer_id"])
-    _require_verified(state, customer)
-    _refuse_internal(customer)
+    _check_holder(state, account)
     method = _payment_method(state, account_id)
     due = _check_collectable(state, account_id, invoice)
     reason = _decline(state, method, invoice_id)
@@ -1245,9 +1249,7 @@ def update_payment_card(
     _formatted(card_last4, _CARD_LAST4, f"card_last4 must be 4 digits, got {card_last4!r}")
     problem = f"card_expiry must be the expiry month as YYYY-MM, e.g. 2029-04, got {card_expiry!r}"
     expiry = _formatted(card_expiry, _CARD_EXPIRY, problem)
-    customer = _customer(state, account["customer_id"])
-    _require_verified(state, customer)
-    _refuse_internal(customer)
+    _check_holder(state, account)
     old = _payment_method(state, account_id)
     this_month = state.today[:7]
     if expiry < this_month:
