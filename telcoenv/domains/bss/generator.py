@@ -559,11 +559,20 @@ class _Builder:
     def suspensions(self) -> None:
         """Dunning: an account with an invoice overdue since :func:`billing.suspended_on` is
         suspended, with its postpaid lines."""
+        # Only the accounts with an invoice overdue that long can be (most episodes have none).
+        behind = {
+            row[2]
+            for row in self.rows["invoices"]
+            if row[11] == "overdue" and billing.suspended_on(row[7]) <= self.today
+        }
+        if not behind:
+            return
         fields = ("invoice_id", "account_id", "period", "issued_at", "due_date", "amount")
         of: dict[str, list[dict[str, Any]]] = {}
         for row in self.rows["invoices"]:
-            invoice = dict(zip(fields, (*row[1:4], row[6], row[7], row[10]), strict=True))
-            of.setdefault(row[2], []).append({**invoice, "status": row[11]})
+            if row[2] in behind:
+                invoice = dict(zip(fields, (*row[1:4], row[6], row[7], row[10]), strict=True))
+                of.setdefault(row[2], []).append({**invoice, "status": row[11]})
         suspended = {a for a, invoices in of.items() if billing.suspending(invoices, TODAY)}
         if not suspended:
             return
