@@ -325,3 +325,18 @@ def test_autopay_attempts_every_bill_when_due():
     kept["payments"] = [r for r in kept["payments"] if r[1] != dropped["payment_id"]]
     rules = {v.rule for v in check(kept)}
     assert "autopay attempted it when due" in rules
+
+
+def test_a_partly_credited_bill_is_paid_by_what_is_left():
+    """A credit on the overdue bill, then a payment of the rest: the payment is the amount
+    still owed, the bill is paid, the balance is zero of it, and the ledger holds."""
+    db, ctx, data = _open(Focal(arrears=True, plan_id="POST-PLUS"), 5)
+    older, _ = _unpaid(data)
+    balance = _caller(ctx, data)["balance"]
+    args = {"account_id": data.account_id, "invoice_id": older["invoice_id"]}
+    call(ctx, "apply_credit", **args, amount=50.0, reason="Outage in September")
+    paid = call(ctx, "retry_payment", **args)
+    assert paid["amount"] == round(older["amount"] - 50.0, 2) and paid["invoice_status"] == "paid"
+    assert _caller(ctx, data)["balance"] == round(balance - older["amount"], 2)
+    assert check(_ledger_rows(ctx)) == []
+    db.close()

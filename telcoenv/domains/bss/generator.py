@@ -562,7 +562,7 @@ class _Builder:
             invoice_id, amount = row[1], row[10]
             if credited.get(invoice_id, 0.0) >= amount - 0.005:
                 status = "credited"
-            elif paid.get(invoice_id, 0.0) >= amount - 0.005:
+            elif paid.get(invoice_id, 0.0) + credited.get(invoice_id, 0.0) >= amount - 0.005:
                 status = "paid"
             elif invoice_id in disputed:
                 status = "disputed"

@@ -329,7 +329,8 @@ def _status(lg: _Ledger, inv: dict[str, Any]) -> str:
     key, amount = inv["invoice_id"], inv["amount"]
     if lg.credited.get(key, 0.0) >= amount - CENT:
         return "credited"
-    if lg.paid.get(key, 0.0) >= amount - CENT:
+    # Paid: its payments cover what its credits left (a care payment collects the rest).
+    if lg.paid.get(key, 0.0) + lg.credited.get(key, 0.0) >= amount - CENT:
         return "paid"
     if inv["status"] == "disputed" and key in lg.disputed:
         return "disputed"
