@@ -173,6 +173,9 @@ def test_an_expired_card_fails_until_it_is_replaced():
         **{**card, "card_last4": "48210"},
         card_expiry="2029-04",
     )
+    refused(
+        ctx, "update_payment_card", "rejected", "at most 10 years", **card, card_expiry="2037-01"
+    )
     updated = call(ctx, "update_payment_card", **card, card_expiry="2029-04")
     assert (updated["card_last4"], updated["card_expiry"]) == ("4821", "2029-04")
     assert updated["replaced"]["card_expiry"] < "2026-11"

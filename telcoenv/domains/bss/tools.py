@@ -81,6 +81,7 @@ TOOLS = ToolRegistry()  # every BSS tool, by name (the domain binds them to thei
 
 _CREDIT_PREFIX = "CNC"  # the credit notes apply_credit makes (the conversation's)
 _PAYMENT_PREFIX = "PAYC"  # the payments retry_payment makes (the conversation's)
+CARD_YEARS = 10  # the longest a payment card is valid for
 MAX_START_AHEAD_DAYS = 90  # how far ahead an add-on may be scheduled
 VAT_RATE: float = products()["vat_rate"]
 
@@ -1256,6 +1257,13 @@ def update_payment_card(
         raise ToolError(
             f"a card that expired in {expiry} cannot pay: ask for a card valid in {this_month} "
             "or later",
+            kind="rejected",
+        )
+    latest = f"{int(this_month[:4]) + CARD_YEARS}{this_month[4:]}"
+    if expiry > latest:
+        raise ToolError(
+            f"no card is valid until {expiry}: cards are issued for at most {CARD_YEARS} years "
+            f"(expiry {latest} at the latest); ask the customer to read it again",
             kind="rejected",
         )
     if (old["card_last4"], old["card_expiry"]) == (card_last4, expiry):
