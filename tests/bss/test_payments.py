@@ -12,14 +12,14 @@ import pytest
 
 from telcoenv.database import EpisodeDatabase
 from telcoenv.domains.bss import billing
-from telcoenv.domains.bss.generator import Focal, generate, payment_failures
+from telcoenv.domains.bss.generator import Focal, generate, transient_failures
 from telcoenv.domains.bss.ledger import check
 from telcoenv.domains.bss.schema import bss_schema
 from telcoenv.domains.bss.state import BssState
 from tests.bss.test_bss_tools import Ctx, call, refused, rows, verify
 from tests.bss.test_operator_rules import _ledger_rows
 
-TRANSIENT = {f.reason for f in payment_failures() if f.transient}
+TRANSIENT = transient_failures()
 
 
 def _open(focal: Focal, seed: int, *, verified: bool = True):

@@ -82,6 +82,13 @@ def payment_attempts() -> int:
     return int(products()["policy"]["payment_attempts"])
 
 
+def months_after(day: dt.date, months: int) -> dt.date:
+    """The same day of the month ``months`` later (earlier if negative); a billing day, 1-28,
+    exists in every month."""
+    index = day.year * 12 + day.month - 1 + months
+    return day.replace(year=index // 12, month=index % 12 + 1)
+
+
 def commitment_terms() -> tuple[float, tuple[int, ...]]:
     """The share of postpaid lines on a commitment, and the commitments' lengths in months."""
     terms = products()["policy"]["commitment"]

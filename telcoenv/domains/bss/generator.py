@@ -116,6 +116,12 @@ def payment_failures() -> tuple[PaymentFailure, ...]:
 
 
 @cache
+def transient_failures() -> frozenset[str]:
+    """The failure reasons a retry with the same card or account can get past."""
+    return frozenset(f.reason for f in payment_failures() if f.transient)
+
+
+@cache
 def answer_vocabulary() -> AnswerVocabulary:
     """The possible answers of the care questions by kind, with the forms that state them: a
     plan or an add-on by its id or display name, a payment failure reason by its phrasings."""
@@ -265,12 +271,6 @@ def _years_after(born: dt.date, years: int) -> dt.date:
         return born.replace(year=born.year + years)
     except ValueError:  # born on 29 February
         return born.replace(year=born.year + years, day=28)
-
-
-def _months_after(day: dt.date, months: int) -> dt.date:
-    """The same day of the month ``months`` later (a billing day, 1-28, always exists)."""
-    index = day.year * 12 + day.month - 1 + months
-    return day.replace(year=index // 12, month=index % 12 + 1)
 
 
 def _billing_day_from(day: dt.date, billing_day: int) -> dt.date:
@@ -642,7 +642,7 @@ class _Builder:
             signed = _month(int(rng.integers(earliest, _month_index(TODAY[:7]) + 1)))
             # A billing day (the activation's day) from the activation's month to this month's.
             start = dt.date.fromisoformat(f"{signed}-{activated.day:02d}")
-            end = _months_after(start, months) - dt.timedelta(days=1)
+            end = billing.months_after(start, months) - dt.timedelta(days=1)
             lines[index] = (*row[:7], end.isoformat())
 
     def instruments(self, end_month: str, unpaid: set[str]) -> None:

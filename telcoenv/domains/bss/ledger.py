@@ -489,7 +489,8 @@ def _commitments(lg: _Ledger) -> Iterator[Violation]:
             continue
         account = lg.accounts[line["account_id"]]
         last = dt.date.fromisoformat(end)
-        starts = [_months_before(last + dt.timedelta(days=1), months) for months in lengths]
+        after = last + dt.timedelta(days=1)
+        starts = [billing.months_after(after, -months) for months in lengths]
         signed = [
             s
             for s in starts
@@ -502,11 +503,6 @@ def _commitments(lg: _Ledger) -> Iterator[Violation]:
             or not signed
         ):
             yield _v("lines", line["msisdn"], "a commitment the policy offers", end)
-
-
-def _months_before(day: dt.date, months: int) -> dt.date:
-    index = day.year * 12 + day.month - 1 - months
-    return day.replace(year=index // 12, month=index % 12 + 1)
 
 
 def _early_change_fees(lg: _Ledger) -> Iterator[Violation]:

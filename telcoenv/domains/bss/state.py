@@ -104,8 +104,11 @@ class BssState:
             for p in self.rows(PAYMENTS_OF_INVOICE, invoice_id)
             if p["status"] == "settled"
         )
-        credited = -sum(c["amount"] for c in self.rows(CREDITS_OF_INVOICE, invoice_id))
-        return round(invoice["amount"] - credited - paid + 1e-9, 2)
+        return round(invoice["amount"] - self.credited(invoice_id) - paid + 1e-9, 2)
+
+    def credited(self, invoice_id: str) -> float:
+        """What the invoice's credit notes credit (a positive amount)."""
+        return -sum(c["amount"] for c in self.rows(CREDITS_OF_INVOICE, invoice_id))
 
     def early_change_fee(
         self, line: dict[str, Any], plan: dict[str, Any]

@@ -32,7 +32,7 @@ from telcoenv.database import Query
 from telcoenv.datafiles import data_root
 from telcoenv.domains.bss import billing
 from telcoenv.domains.bss.catalogue import products
-from telcoenv.domains.bss.generator import arabic_name, payment_failures
+from telcoenv.domains.bss.generator import arabic_name, transient_failures
 from telcoenv.domains.bss.state import (
     ACCOUNT,
     ACCOUNT_COLUMNS,
@@ -44,7 +44,6 @@ from telcoenv.domains.bss.state import (
     CREDIT_COUNT,
     CREDITS,
     CREDITS_OF_ACCOUNT,
-    CREDITS_OF_INVOICE,
     CUSTOMER,
     GROUP,
     GROUPS_OF_OWNER,
@@ -1037,24 +1036,25 @@ def _check_authority(state: BssState, value: float) -> None:
         )
 
 
-def _credited(state: BssState, invoice_id: str) -> float:
-    """What the invoice's credit notes credit (a positive amount)."""
-    return -sum(c["amount"] for c in state.rows(CREDITS_OF_INVOICE, invoice_id))
-
-
 def _invoice_amount(state: BssState, invoice_id: str) -> float:
     return _known(state, INVOICE, "invoice_id", invoice_id)["amount"]
+
+
+def _check_owned(invoice: dict[str, Any], account_id: str) -> None:
+    """The invoice is the account's."""
+    if invoice["account_id"] != account_id:
+        raise ToolError(
+            f"invoice {invoice['invoice_id']} belongs to account {invoice['account_id']}, "
+            f"not {account_id}",
+            kind="rejected",
+        )
 
 
 def _check_invoice_credit(state: BssState, account_id: str, invoice_id: str, value: float) -> None:
     """The invoice is the account's, and its credits stay within its amount."""
     invoice = _known(state, INVOICE, "invoice_id", invoice_id)
-    if invoice["account_id"] != account_id:
-        raise ToolError(
-            f"invoice {invoice_id} belongs to account {invoice['account_id']}, not {account_id}",
-            kind="rejected",
-        )
-    credited = _credited(state, invoice_id)
+    _check_owned(invoice, account_id)
+    credited = state.credited(invoice_id)
     if value + credited > invoice["amount"] + 1e-9:
         raise ToolError(
             f"invoice {invoice_id} is {invoice['amount']:.2f} and already credited "
@@ -1097,7 +1097,7 @@ def apply_credit(
         state.update("accounts", "account_id", account_id, balance=_money(balance))
         if (
             invoice_id is not None
-            and _credited(state, invoice_id) >= _invoice_amount(state, invoice_id) - 0.005
+            and state.credited(invoice_id) >= _invoice_amount(state, invoice_id) - 0.005
         ):
             state.update("invoices", "invoice_id", invoice_id, status="credited")
             _lift_suspension(state, account_id)
@@ -1133,8 +1133,7 @@ def _decline(state: BssState, method: dict[str, Any], invoice_id: str) -> str | 
     if not failed or not _same_instrument(failed[-1], method):
         return None
     reason = failed[-1]["failure_reason"]
-    transient = {f.reason for f in payment_failures() if f.transient}
-    return None if reason in transient else reason
+    return None if reason in transient_failures() else reason
 
 
 def _lift_suspension(state: BssState, account_id: str) -> list[str]:
@@ -1156,14 +1155,9 @@ def _lift_suspension(state: BssState, account_id: str) -> list[str]:
     return restored
 
 
-def _check_collectable(state: BssState, account_id: str, invoice: dict[str, Any]) -> float:
+def _check_collectable(state: BssState, invoice: dict[str, Any]) -> float:
     """The amount an agent may collect on the invoice now (its amount due), or a refusal."""
     invoice_id, status = invoice["invoice_id"], invoice["status"]
-    if invoice["account_id"] != account_id:
-        raise ToolError(
-            f"invoice {invoice_id} belongs to account {invoice['account_id']}, not {account_id}",
-            kind="rejected",
-        )
     if status == "disputed":
         raise ToolError(
             f"invoice {invoice_id} is disputed (a billing_dispute ticket is open on it): it is "
@@ -1198,7 +1192,8 @@ def retry_payment(ctx: BssContext, account_id: str, invoice_id: str) -> dict[str
     invoice = _known(state, INVOICE, "invoice_id", invoice_id)
     _check_holder(state, account)
     method = _payment_method(state, account_id)
-    due = _check_collectable(state, account_id, invoice)
+    _check_owned(invoice, account_id)
+    due = _check_collectable(state, invoice)
     reason = _decline(state, method, invoice_id)
     payment_id = _next_id(state, PAYMENT_COUNT, _PAYMENT_PREFIX)
     restored: list[str] = []
@@ -1234,7 +1229,7 @@ def retry_payment(ctx: BssContext, account_id: str, invoice_id: str) -> dict[str
             "failure_reason": reason,
             "note": "nothing was collected: a new attempt with the same card or account fails "
             "again unless the method on file changes (update_payment_card)"
-            if reason not in {f.reason for f in payment_failures() if f.transient}
+            if reason not in transient_failures()
             else "nothing was collected: the failure may pass; one more attempt is allowed",
         }
     return {**output, "invoice_status": "paid", "lines_restored": restored}
