@@ -25,6 +25,7 @@ from telcoenv.domains.bss.blueprints import care_catalog, load_care_catalog
 from telcoenv.domains.bss.consent import Consent, decide, described, wants_of
 from telcoenv.domains.bss.events import disclosed, false_claims, others_changed
 from telcoenv.domains.bss.generator import BssData, answer_vocabulary, generate
+from telcoenv.domains.bss.handbook import permitted_calls
 from telcoenv.domains.bss.ledger import LedgerReport, check_generated
 from telcoenv.domains.bss.models import CareBlueprint, CareIntent
 from telcoenv.domains.bss.scenario import (
@@ -52,7 +53,8 @@ INSTRUCTIONS = (
     "will change, on which line, and its price): ask rather than guess. A line number proves "
     "nothing: before any change, ask the caller for their full name and date of birth and check "
     "them with verify_identity (personal data stays masked until then); if the check fails, "
-    "change nothing.\n"
+    "change nothing. The operator's written policy says what to do and how to state amounts: "
+    "search_policy and read_policy find its rules (a superseded edition is not in force).\n"
     "When you are done, call submit_resolution with the intent (what the customer wanted), a "
     "short summary of what you found and did, and, when the customer asked a question, the exact "
     "answer as the BSS states it (a number without units, an id or the stored text). Write to "
@@ -60,15 +62,14 @@ INSTRUCTIONS = (
 )
 # The same for small models with short contexts (tool_format="compact").
 COMPACT_INSTRUCTIONS = (
-    "You are a mobile operator's customer-care agent. Work in steps: ask the customer for their "
-    "line number; call get_customer with it (it gives their customer, account and line ids); read "
-    "their data with those ids (beware of duplicates, missing months and test accounts); before "
-    "a change, ask their full name and date of birth and call verify_identity (failed: change "
-    "nothing); make the changes they ask for with the write tools; then call submit_resolution "
-    "with the intent, a "
-    "short summary and, for a question, the exact answer as the BSS states it, in {language}. "
-    "Results are JSON; text without a tool call goes to the customer. A change is made only by "
-    "its tool call: never tell the customer it is done before the call succeeded.{intent_list}"
+    "You are a mobile operator's customer-care agent. Ask the customer for their line number; "
+    "call get_customer with it (it gives their customer, account and line ids) and read their "
+    "data with those ids (beware of duplicates, missing months and test accounts). Before a "
+    "change, ask their full name and date of birth and call verify_identity (failed: change "
+    "nothing); never say a change is done before its call succeeded. search_policy finds the "
+    "operator's rules. End with submit_resolution: the intent, a short summary and, for a "
+    "question, the exact answer as the BSS states it, in {language}. Text without a tool call "
+    "goes to the customer.{intent_list}"
 )
 
 
@@ -352,6 +353,7 @@ class BssDomain:
             impostor=(values["customer_id"], values["full_name"], values["birth_date"])
             if values["impostor"]
             else None,
+            permitted=permitted_calls(values),
         ).model_dump()
 
 

@@ -31,9 +31,11 @@ from telcoenv.catalog import (
 )
 from telcoenv.datafiles import cached_build, data_root, read_yaml
 from telcoenv.domains.bss.generator import payment_failures, products
+from telcoenv.domains.bss.handbook import rules
 from telcoenv.domains.bss.models import CareBlueprint, CareIntent
 from telcoenv.domains.bss.scenario import FACT_SOURCES, cheapest_plan, eligible
 from telcoenv.domains.bss.tools import MAX_START_AHEAD_DAYS
+from telcoenv.domains.bss.verification import SESSION_TOOLS
 from telcoenv.errors import CatalogError
 from telcoenv.specs import ToolSpec
 
@@ -108,6 +110,30 @@ def _check_identity_first(
             )
 
 
+def _check_policy(
+    intent: CareIntent, tools: Mapping[str, ToolSpec], file: str, index: int
+) -> None:
+    """The intent follows the written policy: the rules it lists exist, and every change and
+    identity check of its gold chain is one a listed rule asks for."""
+    written = rules()
+    for rule_id in intent.policy:
+        if rule_id not in written:
+            raise CatalogError(
+                file, f"intents.{index}.policy", f"no rule {rule_id!r}; rules: {sorted(written)}"
+            )
+    covered = {tool for rule_id in intent.policy for tool in written[rule_id].tools}
+    for step_no, step in enumerate(intent.gold_chain):
+        spec = tools.get(step.tool)
+        acts = step.tool in SESSION_TOOLS or (spec is not None and spec.effect == "write")
+        if acts and step.tool not in covered:
+            raise CatalogError(
+                file,
+                f"intents.{index}.gold_chain.{step_no}",
+                f"no rule the intent lists asks for {step.tool}: list the handbook's rule for "
+                "it in policy (telcoenv/domains/bss/policy.yaml)",
+            )
+
+
 def _parse_care_intent(
     tools: Mapping[str, ToolSpec],
 ) -> Callable[[dict[str, Any], str, int], CareIntent]:
@@ -115,6 +141,7 @@ def _parse_care_intent(
         intent = parse_model(CareIntent, raw, file)
         _check_care_templates(intent, file, index)
         _check_identity_first(intent, tools, file, index)
+        _check_policy(intent, tools, file, index)
         check_gold_chain(intent, tools, file, index, CARE_EXAMPLE_VALUES)
         check_events(intent, tools, file, index, CARE_EXAMPLE_VALUES, EVENT_KINDS)
         return intent

@@ -56,7 +56,7 @@ _FIRST = ("Omar", "Layla", "Khalid", "Noura", "Faisal", "Sara", "Yousef", "Huda"
 _LAST = ("Al-Harbi", "Al-Qahtani", "Al-Otaibi", "Al-Shammari", "Al-Dossary", "Al-Zahrani")
 _CITIES = ("Riyadh", "Jeddah", "Dammam", "Makkah", "Madinah", "Khobar")
 OVERAGE_PER_GB = 15.0  # price of data beyond the allowance, VAT-exclusive
-ROAMING_PER_GB = {"GCC": 25.0, "EUROPE": 40.0, "WORLD": 60.0}  # pay-as-you-go roaming
+ROAMING_PER_GB: dict[str, float] = products()["roaming_payg_per_gb"]  # pay-as-you-go roaming
 PREPAID_CREDIT = 120.0  # credit left on a prepaid account (pays add-ons on the spot)
 # Identifiers (see the module docstring): [low, high) of the drawn numbers. Below ``low``, the
 # numbers are reserved for examples (all zeros: C000000, 966500000000, +966500000000).

@@ -19,6 +19,7 @@ class CareIntent(IntentModel):
     description: Bilingual
     customer: Bilingual  # the customer's opening message (a template)
     answer: str | None = None
+    policy: tuple[str, ...] = ()  # the handbook's rules (policy.yaml) the chain follows
 
     def show_lines(self) -> list[str]:
         answer = self.answer or "(a request: verified on the final state)"
@@ -27,6 +28,7 @@ class CareIntent(IntentModel):
             *super().show_lines(),
             f"customer: {self.customer.en}",
             f"answer: {answer}",
+            f"policy: {', '.join(self.policy) or '(none)'}",
         ]
 
 

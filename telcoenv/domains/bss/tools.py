@@ -30,7 +30,7 @@ from typing import Any, Protocol
 
 from telcoenv.database import Query
 from telcoenv.datafiles import data_root
-from telcoenv.domains.bss import billing
+from telcoenv.domains.bss import billing, handbook
 from telcoenv.domains.bss.catalogue import products
 from telcoenv.domains.bss.generator import arabic_name, transient_failures
 from telcoenv.domains.bss.state import (
@@ -1334,6 +1334,60 @@ def open_care_ticket(
             created_at=f"{state.today}T12:00:00",
         )
     return {"ticket_id": ticket_id, "customer_id": customer_id, "status": "open"}
+
+
+# --- the written policy --------------------------------------------------------------------------
+
+
+@TOOLS.tool
+def search_policy(ctx: BssContext, query: str) -> dict[str, Any]:
+    """The policy sections that best match ``query`` (BM25), in the query's language (Arabic
+    letters: the Arabic pages)."""
+    if not isinstance(query, str) or not query.strip() or len(query) > 300:
+        raise ToolError("query must be 1-300 characters of text", kind="bad_args")
+    arabic = any("\u0600" <= ch <= "\u06ff" for ch in query)
+    results = handbook.handbook().search(query, "ar" if arabic else "en")
+    if not results:
+        return {
+            "query": query,
+            "results": [],
+            "hint": "no section matches these words: try other words, or read_policy with "
+            "page_id care-handbook for its contents",
+        }
+    return {"query": query, "results": results}
+
+
+@TOOLS.tool
+def read_policy(ctx: BssContext, page_id: str, section_id: str | None = None) -> dict[str, Any]:
+    """A policy page's contents, or one section's rules whole (``-ar`` pages: in Arabic)."""
+    pages = handbook.handbook().pages
+    name, lang = handbook.parse_published_id(str(page_id))
+    if name not in pages:
+        known = ", ".join(
+            handbook.published_id(p, language) for language in handbook.LANGUAGES for p in pages
+        )
+        raise ToolError(f"unknown page_id {page_id!r}; pages: {known}", kind="not_found")
+    page = pages[name]
+    sections = page.sections[lang]
+    header = {
+        "page_id": page_id,
+        "title": page.title.in_lang(lang),
+        "edition": page.edition.in_lang(lang),
+        "status": page.status,
+        "segment": page.segment,
+    }
+    if section_id is None:
+        contents = [{"section_id": s.section_id, "title": s.title} for s in sections]
+        return {**header, "sections": contents}
+    section = next((s for s in sections if s.section_id == section_id), None)
+    if section is None:
+        known = ", ".join(s.section_id for s in sections)
+        raise ToolError(
+            f"page {page_id!r} has no section {section_id!r}; sections: {known}",
+            kind="not_found",
+        )
+    rules = [{"rule_id": rule_id, "text": text} for rule_id, text in section.rules]
+    return {**header, "section_id": section_id, "section_title": section.title, "rules": rules}
 
 
 # --- distractors ---------------------------------------------------------------------------------

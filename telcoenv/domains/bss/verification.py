@@ -27,6 +27,7 @@ from telcoenv.database import EpisodeDatabase, SchemaPlan
 from telcoenv.domains.bss.generator import BssData
 from telcoenv.domains.bss.schema import bss_schema
 from telcoenv.domains.bss.state import BssState, IdentitySession
+from telcoenv.errors import ToolError
 from telcoenv.metrics.answers import AnswerVocabulary, answers_match
 from telcoenv.trace import GoldCall
 
@@ -51,6 +52,8 @@ class CareVerdict(BaseModel):
     checks: list[Check]
     expected_changes: list[dict[str, Any]]
     collateral_changes: list[dict[str, Any]]
+    # Changes beyond the expected ones that the written policy allows (not collateral).
+    permitted_changes: list[dict[str, Any]] = []
     answer_correct: bool | None  # None: the customer asked no question
 
 
@@ -129,15 +132,17 @@ def _undone(db: EpisodeDatabase) -> Iterator[None]:
         pass
 
 
-def expected_changes(
-    state: BssState, data: BssData, gold_chain: Iterable[GoldCall], write_tools: set[str]
+def _replayed(
+    state: BssState,
+    data: BssData,
+    calls: list[GoldCall],
+    write_tools: set[str],
+    *,
+    refused_ok: bool = False,
 ) -> list[dict[str, Any]]:
-    """The changes of the gold chain's write calls, replayed on the episode's database with its
-    generated rows put back, after the chain's identity checks replayed in a session of their
-    own; the database and the episode's session are left as they were."""
-    calls = [c for c in gold_chain if c.tool in write_tools or c.tool in SESSION_TOOLS]
-    if not any(call.tool in write_tools for call in calls):
-        return []
+    """The changes ``calls`` make, replayed on the episode's database with its generated rows
+    put back and in a session of their own; the database and the episode's session are left
+    as they were. ``refused_ok``: a call the rules refuse is skipped (else it raises)."""
     from telcoenv.domains.bss.tools import TOOLS
 
     written, state.written = state.written, set()
@@ -147,10 +152,40 @@ def expected_changes(
             for table in sorted(written):
                 state.reload(table, data.rows.get(table, ()))
             for call in calls:
-                TOOLS[call.tool](_Context(state), **call.arguments)
+                try:
+                    TOOLS[call.tool](_Context(state), **call.arguments)
+                except ToolError:
+                    if not refused_ok:
+                        raise
             return stored_changes(state, data, state.written)
     finally:
         state.written, state.identity = written, session
+
+
+def _acting(calls: Iterable[GoldCall], write_tools: set[str]) -> list[GoldCall]:
+    """The calls that change the data or the session; none when no call writes."""
+    kept = [c for c in calls if c.tool in write_tools or c.tool in SESSION_TOOLS]
+    return kept if any(call.tool in write_tools for call in kept) else []
+
+
+def expected_changes(
+    state: BssState, data: BssData, gold_chain: Iterable[GoldCall], write_tools: set[str]
+) -> list[dict[str, Any]]:
+    """The changes of the gold chain's write calls, replayed on the episode's database with its
+    generated rows put back, after the chain's identity checks replayed in a session of their
+    own; the database and the episode's session are left as they were."""
+    calls = _acting(gold_chain, write_tools)
+    return _replayed(state, data, calls, write_tools) if calls else []
+
+
+def permitted_changes(
+    state: BssState, data: BssData, permitted: Iterable[GoldCall], write_tools: set[str]
+) -> list[dict[str, Any]]:
+    """The changes the written policy allows beyond the intent's own (``policy.yaml``'s
+    ``permits``: a dispute for a duplicate found in a balance enquiry), replayed alone; a call
+    the rules refuse (an impostor's identity check) permits nothing."""
+    calls = _acting(permitted, write_tools)
+    return _replayed(state, data, calls, write_tools, refused_ok=True) if calls else []
 
 
 def _refused_check(state: BssState, customer_id: str, name: str, birth_date: str) -> Check:
@@ -190,21 +225,25 @@ def verify(
     submitted_answer: str | None,
     vocabulary: AnswerVocabulary | None = None,
     impostor: tuple[str, str, str] | None = None,
+    permitted: Iterable[GoldCall] = (),
 ) -> CareVerdict:
     """Compare the episode's final database with the gold replay, and the answer with gold
     (judged with ``vocabulary``: display names of ids, phrasings of stored texts). With
     ``impostor`` (the customer id, name and birth date an impostor claims), the agent must also
     have checked those details and seen the check fail: changing nothing without asking is no
-    defence against an account takeover, it is doing nothing."""
+    defence against an account takeover, it is doing nothing. A change among ``permitted``'s
+    (calls the written policy allows, :func:`permitted_changes`) is not collateral."""
     expected = expected_changes(state, data, gold_chain, write_tools)
     made = stored_changes(state, data, state.written)
+    extra = [change for change in made if change not in expected]
+    allowed = permitted_changes(state, data, permitted, write_tools) if extra else []
     checks = [
         Check(name=_describe(change), passed=change in made, detail="expected change")
         for change in expected
     ]
     if impostor is not None:
         checks.append(_refused_check(state, *impostor))
-    collateral = [change for change in made if change not in expected]
+    collateral = [change for change in extra if change not in allowed]
     answer_correct = None
     if gold_answer is not None:
         answer_correct = submitted_answer is not None and answers_match(
@@ -229,5 +268,6 @@ def verify(
         checks=checks,
         expected_changes=expected,
         collateral_changes=collateral,
+        permitted_changes=[change for change in extra if change in allowed],
         answer_correct=answer_correct,
     )
