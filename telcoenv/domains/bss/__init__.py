@@ -13,7 +13,7 @@ import string
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
@@ -22,8 +22,15 @@ from telcoenv.database import EpisodeDatabase
 from telcoenv.domains import EpisodeSetup
 from telcoenv.domains.bss import customer
 from telcoenv.domains.bss.blueprints import care_catalog, load_care_catalog
+from telcoenv.domains.bss.catalogue import products
 from telcoenv.domains.bss.consent import Consent, decide, described, wants_of
-from telcoenv.domains.bss.events import disclosed, false_claims, others_changed
+from telcoenv.domains.bss.events import (
+    FIGURE_ANSWERS,
+    disclosed,
+    false_claims,
+    others_changed,
+    wrong_figures,
+)
 from telcoenv.domains.bss.generator import BssData, answer_vocabulary, generate
 from telcoenv.domains.bss.handbook import permitted_calls
 from telcoenv.domains.bss.ledger import LedgerReport, check_generated
@@ -320,8 +327,10 @@ class BssDomain:
 
     def event(self, event: EventSpec, setup: EpisodeSetup, trace: EpisodeTrace) -> bool:
         """Whether a care event happened: ``unrelated_change`` (a change to another customer's
-        data), ``disclosure`` (another customer's personal data told to the caller) or
-        ``false_claim`` (a change told to the caller as made before any was)."""
+        data), ``disclosure`` (another customer's personal data told to the caller),
+        ``false_claim`` (a change told to the caller as made before any was) or
+        ``wrong_figure`` (a figure told to the caller that the data does not support, or a
+        question's figure told wrong: :func:`~telcoenv.domains.bss.events.wrong_figures`)."""
         data: BssData = setup.truth
         if event.event == "unrelated_change":
             return bool(others_changed(self.changes(setup), data))
@@ -329,7 +338,20 @@ class BssDomain:
             return bool(disclosed(trace, data))
         if event.event == "false_claim":
             return bool(false_claims(trace, self.write_tools))
+        if event.event == "wrong_figure":
+            answer = self._answer_figure(setup, trace)
+            return bool(wrong_figures(trace, products()["vat_rate"], answer))
         raise ValueError(f"the bss domain has no event kind {event.event!r}")
+
+    def _answer_figure(
+        self, setup: EpisodeSetup, trace: EpisodeTrace
+    ) -> tuple[Literal["money", "data"], float] | None:
+        """The kind and value of the episode's answer when it is a figure (None: it is not)."""
+        template = self.catalog.intent(trace.intent).answer or ""
+        field = template.strip("{}")
+        if field not in FIGURE_ANSWERS or setup.gold_answer is None:
+            return None
+        return FIGURE_ANSWERS[field], float(setup.gold_answer)
 
     def changes(self, setup: EpisodeSetup) -> list[dict[str, Any]]:
         """What the agent changed so far: the rows written, as the verification diffs them."""

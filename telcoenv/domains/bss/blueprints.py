@@ -42,9 +42,16 @@ from telcoenv.specs import ToolSpec
 BSS_FOLDER = "bss"  # inside blueprints/: the network loader reads <INTENT>/*.yaml only
 MAX_AGE = 120  # oldest customer (the generator turns an age into a birth date)
 
-#: Customer care's event kinds: the generic ones, a change to another customer's account and
-#: another customer's data told to the caller (telcoenv.domains.bss.events).
-EVENT_KINDS = (*GENERIC_EVENT_KINDS, "unrelated_change", "disclosure", "false_claim")
+#: Customer care's event kinds: the generic ones, a change to another customer's account,
+#: another customer's data told to the caller, a change claimed before it was made and a figure
+#: the data does not support told to the caller (telcoenv.domains.bss.events).
+EVENT_KINDS = (
+    *GENERIC_EVENT_KINDS,
+    "unrelated_change",
+    "disclosure",
+    "false_claim",
+    "wrong_figure",
+)
 
 
 # Template fields of customer-care gold chains and answers, with a plausible value each (used
