@@ -14,9 +14,11 @@ does not load them). The episode runs in four stages:
    opening (matched as :func:`telcoenv.text.keyword_pattern` does: case- and Arabic-spelling-
    insensitive, at the start of a word) names one intent, or a *family* of intents that say the
    same thing and that the data or the customer tells apart (a bill higher than usual: a
-   roaming charge or a duplicate invoice). No cue at all: the customer is asked to say again
-   what they need (a question they cannot answer with a fact, so they restate their request),
-   and the reply is read with the cues; a reading narrower than the one before is kept.
+   roaming charge or a duplicate invoice). No cue at all, or a family the data alone cannot
+   tell apart (the symptom tier's "something about my bill", "a change on my account"): the
+   customer is asked to say again what they need (a question they cannot answer with a fact,
+   so they restate their request), and the reply is read with the cues; a reading narrower
+   than the one before is kept.
    Ids the opening states are kept: a month ``YYYY-MM``, an email address, a plan id
    (capitals, a hyphen and more: ``POST-PLUS``).
 2. **The customer.** One plain message, in the episode's language, asks for the line number
@@ -244,6 +246,12 @@ CUES: tuple[Cue, ...] = (
         "what is on the line: an add-on or the plan"),
     Cue((AVERAGE_DATA_USE, FAMILY_DATA, PLAN_RECOMMENDATION), (("data", "بيانات"),),
         "how much data the account uses"),
+    Cue((BILL_SHOCK, DUPLICATE_CHARGE, PAYMENT_FAILURE, OUTSTANDING_BALANCE),
+        (("bill", "pay", "charge", "invoice", "فاتور", "تطلبون", "مبالغ", "ادفع"),),
+        "something about the bill: the customer says what when asked"),
+    Cue((DATA_TOPUP, ROAMING_PACK, ADDON_CANCELLATION, PLAN_CHANGE, CONTACT_UPDATE),
+        (("account", "my line", "حساب", "خطي"),),
+        "a change on the account: the customer says which when asked"),
 )
 # fmt: on
 
@@ -670,15 +678,6 @@ class CareInvestigatorAgent(GeneratorAgent):
 
     def _play(self) -> Generator[Action, str, None]:
         facts = self.facts
-        if len(self.candidates) == len(INTENTS):  # no cue: the customer says it again
-            yield from self._clarify()
-        yield from self._ask(self._questions())
-        if facts.msisdn is None:
-            yield from self._ask(["msisdn"])
-        if facts.msisdn is None:
-            return
-        if not (yield from self._get_customer()):
-            return
         handlers = {
             BILL_SHOCK: self._bill,
             DUPLICATE_CHARGE: self._bill,
@@ -693,6 +692,17 @@ class CareInvestigatorAgent(GeneratorAgent):
             PLAN_RECOMMENDATION: self._data_use,
             CONTACT_UPDATE: self._contact,
         }
+        # No cue, or a family whose members the data alone cannot tell apart (the bill, a
+        # change on the account): the customer says what they see and want when asked.
+        if len({handlers[c] for c in self.candidates}) > 1:
+            yield from self._clarify()
+        yield from self._ask(self._questions())
+        if facts.msisdn is None:
+            yield from self._ask(["msisdn"])
+        if facts.msisdn is None:
+            return
+        if not (yield from self._get_customer()):
+            return
         yield from handlers[self.intent]()
 
     def _clarify(self) -> Generator[Action, str, None]:

@@ -173,10 +173,11 @@ def test_it_is_deterministic():
             assert first == second
 
 
-@pytest.mark.parametrize("max_steps", [1, 2, 4, 6, 8])
+@pytest.mark.parametrize("max_steps", [1, 2, 4, 6, 9])
 def test_it_submits_within_small_budgets(max_steps: int):
     """The last step of the budget is the submission: never truncated, whatever the budget;
-    at 8 steps the whole taxonomy is still resolved (approvals included)."""
+    at 9 steps the whole taxonomy is still resolved (approvals included; the symptom tier's
+    opening names a family, so asking what the customer needs costs a step)."""
     env = _env(difficulty="symptom", lang="en", max_steps=max_steps, require_approval=True)
     resolved = 0
     for seed in range(24):
@@ -184,7 +185,7 @@ def test_it_submits_within_small_budgets(max_steps: int):
         assert info["trace"].submission is not None and not info["trace"].truncated
         assert info["steps"] <= max_steps
         resolved += bool(info["resolved"])
-    if max_steps == 8:
+    if max_steps == 9:
         assert resolved >= 22
 
 
@@ -207,7 +208,8 @@ def _fill(text: str) -> str:
 
 def test_the_cues_read_every_documented_opening():
     """Every guided opening names its intent (bill shock: its family, which the bill's items
-    settle); every symptom opening names its intent with its question, or its family."""
+    settle); every symptom opening names its family, and every request its customer gives when
+    asked names the intent, or the members that share it (the data settles those)."""
     for intent in CATALOG.intents:
         for lang in ("en", "ar"):
             _, candidates = read_opening("Hello. " + _fill(intent.customer.in_lang(lang)))
@@ -216,17 +218,16 @@ def test_the_cues_read_every_documented_opening():
                 assert candidates == (intent.key,), (intent.key, lang)
     families = yaml.safe_load(SYMPTOMS.read_text(encoding="utf-8"))["families"]
     for family in families.values():
+        members, asks = family["intents"], family["asks"]
         for lang in ("en", "ar"):
-            for phrase in family[lang]:
-                asks = family.get("asks")
-                if not asks:
-                    _, candidates = read_opening(_fill(phrase))
-                    assert set(candidates) == set(family["intents"]), phrase
-                    continue
-                for member in family["intents"]:
-                    for ask in asks[member][lang]:
-                        _, candidates = read_opening(f"{_fill(phrase)} {_fill(ask)}")
-                        assert candidates == (member,), (phrase, ask)
+            for phrase in family[lang]:  # the opening: the whole family
+                _, candidates = read_opening(_fill(phrase))
+                assert set(candidates) == set(members), phrase
+            for member in members:  # what they ask for: the member, or those the data settles
+                sharing = {m for m in members if asks[m] == asks[member]}
+                for ask in asks[member][lang]:
+                    _, candidates = read_opening(_fill(ask))
+                    assert set(candidates) == sharing, ask
 
 
 PARAPHRASES = {

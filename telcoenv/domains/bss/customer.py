@@ -116,11 +116,12 @@ def symptom_opening(
     intent: CareIntent, values: Mapping[str, Any], lang: Language, rng: np.random.Generator
 ) -> tuple[str, str]:
     """The customer's first message in the ``symptom`` tier: the same greeting as the guided
-    opening (the same first draw) and what they see (``symptoms.yaml``); and that second part
-    alone, which the customer restates when a message is unclear."""
+    opening (the same first draw) and their family's phrase (``symptoms.yaml``); and what they
+    see and want, which the customer says when a message asks what they need (one that asks
+    nothing they can give) and restates whenever a message is unclear."""
     greeting = pick(phrases()["greetings"][lang], rng)
-    seen = symptoms.opening(intent, lang, rng, _in_lang(values, lang))
-    return f"{greeting} {seen}", seen
+    phrase, seen = symptoms.opening(intent, lang, rng, _in_lang(values, lang))
+    return f"{greeting} {phrase}", seen
 
 
 def _in_lang(values: Mapping[str, Any], lang: Language) -> Mapping[str, Any]:

@@ -2,16 +2,18 @@
 
 The guided opening (intents.yaml ``customer``) may name the cause or the fact the agent must find
 ("I was charged twice", "the payment failed", "cancel the add-on", a plan, an address). In the
-symptom tier the customer says only what they see, in words shared by every intent of a family
-(``symptoms.yaml``), so that the cause is found in the account data; the planted data, the gold
-chain, the exact answer and the verification stay those of the guided tier. The customer answers
-follow-up questions (when they noticed, whether they travelled) from what a customer knows of
-their own account, never naming the cause.
+symptom tier the customer opens with words shared by every intent of a family of three or more
+(``symptoms.yaml``: the bill, the data the account uses, a change on the account), and says
+what they see and want (their family's ``asks``, still never the cause) when the agent asks what
+they need; the cause is found in the account data. The planted data, the gold chain, the exact
+answer and the verification stay those of the guided tier. The customer answers follow-up
+questions (when they noticed, whether they travelled) from what a customer knows of their own
+account, never naming the cause.
 
 Every function is pure: the caller's seeded generator makes each choice.
 
 >>> family_of("DUPLICATE_CHARGE")
-'bill_higher'
+'bill'
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ SECTIONS = ("families", "follow_ups", "forbidden", "forbidden_in_openings")
 #: The kinds of follow-up question this tier answers, in the order a reply gives them.
 QUESTION_KINDS = ("noticed", "travel")
 MIN_FAMILY_VARIANTS = 4
+MIN_FAMILY_SIZE = 3  # intents of a family: the opening is right for at most a third
 MIN_VARIANTS = 2  # of a member's ask and of a follow-up answer
 
 
@@ -101,7 +104,7 @@ def _check_family(
     field = f"families.{name}"
     if not isinstance(family, Mapping) or not {"intents", *LANGUAGES} <= set(family):
         raise CatalogError(file, field, f"expected the keys intents, {', '.join(LANGUAGES)}")
-    extra = set(family) - {"intents", *LANGUAGES, "asks", "alone"}
+    extra = set(family) - {"intents", *LANGUAGES, "asks"}
     if extra:
         raise CatalogError(file, field, f"unknown key(s) {sorted(extra)}")
     members = family["intents"]
@@ -113,18 +116,15 @@ def _check_family(
         if key in home:
             raise CatalogError(file, f"{field}.intents", f"{key} is also in family {home[key]!r}")
         home[key] = name
-    alone = family.get("alone")
-    if len(members) == 1:
-        if not isinstance(alone, str) or not alone.strip():
-            raise CatalogError(
-                file,
-                f"{field}.alone",
-                "a family of one intent must say why no other intent shares its words",
-            )
-        if "asks" in family:
-            raise CatalogError(file, f"{field}.asks", "a family of one intent has no asks")
-    elif alone is not None:
-        raise CatalogError(file, f"{field}.alone", "only a family of one intent says why")
+    if len(members) < MIN_FAMILY_SIZE:
+        raise CatalogError(
+            file,
+            f"{field}.intents",
+            f"a family has {MIN_FAMILY_SIZE} intents or more: with fewer, its opening names "
+            "the intent",
+        )
+    if "asks" not in family:
+        raise CatalogError(file, f"{field}.asks", "expected what each member asks for")
     checker.variants(
         {lang: family[lang] for lang in LANGUAGES},
         members,
@@ -132,14 +132,13 @@ def _check_family(
         MIN_FAMILY_VARIANTS,
         opening=True,
     )
-    if "asks" in family:
-        asks = family["asks"]
-        if not isinstance(asks, Mapping) or set(asks) != set(members):
-            raise CatalogError(
-                file, f"{field}.asks", f"expected one entry per member {sorted(members)}"
-            )
-        for key in members:
-            checker.variants(asks[key], [key], f"{field}.asks.{key}", MIN_VARIANTS, opening=True)
+    asks = family["asks"]
+    if not isinstance(asks, Mapping) or set(asks) != set(members):
+        raise CatalogError(
+            file, f"{field}.asks", f"expected one entry per member {sorted(members)}"
+        )
+    for key in members:
+        checker.variants(asks[key], [key], f"{field}.asks.{key}", MIN_VARIANTS, opening=True)
 
 
 def check_symptoms(
@@ -148,8 +147,8 @@ def check_symptoms(
     """Raise a :class:`CatalogError` naming the file, the field and the problem unless ``data``
     (a parsed symptoms.yaml) fits the care ``intents``.
 
-    Every intent is in exactly one family (a family of one says why, in ``alone``); a family
-    with ``asks`` has one per member; every phrase exists in both languages, uses only the
+    Every intent is in exactly one family of three or more, whose ``asks`` has one per member;
+    every phrase exists in both languages, uses only the
     allowed placeholders that the guided opening of each intent it is said for names, and holds
     no care intent label, forbidden word or digit (nor, in an opening, a word of
     ``forbidden_in_openings``), case-insensitively.
@@ -246,16 +245,14 @@ def family_members(family: str) -> tuple[str, ...]:
 
 def opening(
     intent: CareIntent | str, lang: Language, rng: np.random.Generator, values: Mapping[str, Any]
-) -> str:
-    """What the customer sees, in ``lang``: a phrase of the intent's family and, when the family
-    has asks, one of the intent's own question, formatted with ``values`` (``period``,
-    ``msisdn``)."""
+) -> tuple[str, str]:
+    """What the customer says in ``lang``, formatted with ``values`` (``period``, ``msisdn``):
+    a phrase of the intent's family (the opening, which names the family only) and the
+    intent's own request (what they see and want, said when asked what they need)."""
     key = _key(intent)
     family = symptom_bank()["families"][family_of(key)]
-    parts = [pick(family[lang], rng)]
-    if "asks" in family:
-        parts.append(pick(family["asks"][key][lang], rng))
-    return " ".join(parts).format_map(values)
+    phrase = pick(family[lang], rng).format_map(values)
+    return phrase, pick(family["asks"][key][lang], rng).format_map(values)
 
 
 def noticed(
