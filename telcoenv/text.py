@@ -13,6 +13,8 @@ from collections.abc import Collection, Iterable
 
 _DIACRITICS = re.compile("[\u0610-\u061a\u064b-\u065f\u0670\u06d6-\u06ed\u0640]")
 _FOLD = str.maketrans({"أ": "ا", "إ": "ا", "آ": "ا", "ٱ": "ا", "ى": "ي", "ة": "ه", "’": "'"})
+#: Arabic-Indic and Persian digits, the Arabic decimal and thousands separators, as ASCII.
+ARABIC_DIGITS = str.maketrans("٠١٢٣٤٥٦٧٨٩۰۱۲۳۴۵۶۷۸۹٫٬", "01234567890123456789.,")
 # Arabic proclitics that may precede a keyword: conjunction, preposition, article.
 _ARABIC_PREFIX = "(?:[وفبلك]{0,2}(?:ال)?)"
 

@@ -116,7 +116,7 @@ from typing import Any
 
 from telcoenv.agents.scripted import Action, GeneratorAgent
 from telcoenv.domains import get_domain
-from telcoenv.text import keyword_pattern, normalize
+from telcoenv.text import ARABIC_DIGITS, keyword_pattern, normalize
 from telcoenv.tooling import RESERVED_SUBMIT
 
 BILL_SHOCK = "BILL_SHOCK"
@@ -277,7 +277,6 @@ def cues_markdown() -> str:
     return "\n".join(lines)
 
 
-_DIGITS = str.maketrans("٠١٢٣٤٥٦٧٨٩۰۱۲۳۴۵۶۷۸۹٫", "01234567890123456789.")
 MSISDN = re.compile(r"(?<![\d-])\d{9,15}(?![\d-])")
 DATE = re.compile(r"\b(\d{4}-\d{2}-\d{2})\b")
 MONTH = re.compile(r"(?<![\d-])(\d{4}-\d{2})(?![\d-])")
@@ -365,7 +364,7 @@ class Facts:
     def learn(self, text: Any) -> None:
         if not isinstance(text, str):
             return
-        text = text.translate(_DIGITS)
+        text = text.translate(ARABIC_DIGITS)
         self.said.append(text)
         found = MSISDN.search(text)
         if found and self.msisdn is None:
@@ -426,7 +425,7 @@ _ARABIC_FILLER = re.compile(r"^(?:اسمي|أنا|انا)\s+|\s*(?:،|,|\s+و?ت
 
 def read_birth_date(text: str) -> str | None:
     """A birth date in the customer's words, as YYYY-MM-DD (None: none said)."""
-    text = text.translate(_DIGITS)
+    text = text.translate(ARABIC_DIGITS)
     if found := _ISO_DATE.search(text):
         year, month, day = map(int, found.groups())
     elif found := _DMY_DATE.search(text):

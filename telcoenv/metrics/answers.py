@@ -89,9 +89,8 @@ from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
-from telcoenv.text import normalize
+from telcoenv.text import ARABIC_DIGITS, normalize
 
-_ARABIC_DIGITS = str.maketrans("٠١٢٣٤٥٦٧٨٩۰۱۲۳۴۵۶۷۸۹٫٬", "01234567890123456789.,")
 _NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)")
 # Digits that stand alone (not in a word such as an id); a date or a range counts as several.
 _STANDALONE = re.compile(r"(?<![\w.])" + _NUMBER.pattern + r"(?![\w])")
@@ -130,7 +129,7 @@ _ARABIC_PREFIX = "(?:[وفبلك]{0,2}(?:ال)?)"
 def _words(text: str) -> list[str]:
     """The words of ``text`` as forms are matched: normalised (case, Arabic spellings and
     digits), "n't" as "not", apostrophes dropped, clause breaks kept as :data:`_BREAK`."""
-    text = normalize(text.translate(_ARABIC_DIGITS))
+    text = normalize(text.translate(ARABIC_DIGITS))
     text = re.sub(r"n't\b", " not", text).replace("'", "").replace("`", "")
     text = _SCRIPTS.sub(" ", text)  # "وPrepaid": the Arabic "and" glued to a Latin word
     return _SEPARATORS.sub(" ", _BREAKS.sub(f" {_BREAK} ", text)).split()
@@ -139,7 +138,7 @@ def _words(text: str) -> list[str]:
 def _as_number(text: str) -> float | None:
     """The number a text states, its words, units, currency and ids removed (None: no number,
     or two different ones)."""
-    cleaned = _UNITS.sub(" ", text.translate(_ARABIC_DIGITS))
+    cleaned = _UNITS.sub(" ", text.translate(ARABIC_DIGITS))
     cleaned = re.sub(r"(?<=\d),(?=\d{3})", "", cleaned)  # thousands separators
     cleaned = _ID_TOKEN.sub(" ", cleaned)
     numbers = {round(float(n.rstrip(".")), 2) for n in _STANDALONE.findall(cleaned)}
@@ -318,7 +317,7 @@ class AnswerVocabulary:
     def named(self, text: str, kind: str) -> set[str]:
         """The answers of the kind called ``kind`` that ``text`` names: by id, or by a stated
         form (not negated)."""
-        text = text.translate(_ARABIC_DIGITS)
+        text = text.translate(ARABIC_DIGITS)
         ids = {m.answer for *_, m in self.id_spans(text) if m.kind == kind}
         return ids | self.stated(_words(text), self.kind(kind))
 
@@ -377,7 +376,7 @@ def _names_answer(
     """An id, or a text the vocabulary knows: the answers of the gold's kind the text states
     must be the gold one alone, and (an id) no unknown id of its shape may be named."""
     kind, value = (found[0], found[1].value) if found else (None, gold)
-    submitted = submitted.translate(_ARABIC_DIGITS)  # YOUTH-٢٥; one character for one
+    submitted = submitted.translate(ARABIC_DIGITS)  # YOUTH-٢٥; one character for one
     spans = vocabulary.id_spans(submitted)
     if is_id(gold) and not any(m.answer == value for *_, m in spans):
         spans += [

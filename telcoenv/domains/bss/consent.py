@@ -36,6 +36,7 @@ from telcoenv.domains.bss.state import (
     SUBSCRIPTION,
     BssState,
 )
+from telcoenv.text import ARABIC_DIGITS
 
 _LINE = re.compile(r"(?<![\d+-])\d{9,15}(?![\d-])")  # a line number, as 9665...
 _PHONE = re.compile(r"\+\d{8,15}\b")  # a contact phone, E.164 as update_contact takes it
@@ -56,7 +57,6 @@ _AMOUNT = re.compile(
     r"(?<![\w.\-/])\d{1,6}(?:[.,]\d{1,2})?(?![\w\-/]|\.\d|\s*(?:gb|days?|جيجا|يوم|أيام))",
     re.IGNORECASE,
 )
-_DIGITS = str.maketrans("٠١٢٣٤٥٦٧٨٩٫", "0123456789.")
 # What a customer asking for a change wants, by the write tool of their request.
 _CHARGED = ("change_plan", "subscribe_addon")  # a change that costs money: its price is told
 
@@ -84,7 +84,7 @@ class Described:
 @lru_cache(maxsize=256)
 def described(message: str) -> Described:
     """What ``message`` names of a change."""
-    text = message.translate(_DIGITS)
+    text = message.translate(ARABIC_DIGITS)
     vocabulary = answer_vocabulary()
     lines = frozenset(_LINE.findall(text))
     emails = frozenset(e.rstrip(".").casefold() for e in _EMAIL.findall(text))
@@ -109,7 +109,7 @@ def _product_names() -> tuple[str, ...]:
     """Every plan's and add-on's id and display names, longest first."""
     items = [*products()["plans"], *products()["addons"]]
     names = {i.get("plan_id") or i["addon_id"] for i in items}
-    names |= {n.translate(_DIGITS) for i in items for n in (i["name"]["en"], i["name"]["ar"])}
+    names |= {n.translate(ARABIC_DIGITS) for i in items for n in (i["name"]["en"], i["name"]["ar"])}
     return tuple(sorted(names, key=len, reverse=True))
 
 

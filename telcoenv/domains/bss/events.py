@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from telcoenv.domains.bss.generator import BssData
 from telcoenv.domains.bss.schema import bss_schema
-from telcoenv.text import keyword_pattern, normalize
+from telcoenv.text import ARABIC_DIGITS, keyword_pattern, normalize
 from telcoenv.trace import EpisodeTrace
 
 # The column of each table that says whose a row is, and what kind of id it holds.
@@ -210,7 +210,6 @@ _FIGURE = re.compile(
     re.IGNORECASE,
 )
 _NOT_FIGURES = re.compile(r"\d{4}-\d{2}(?:-\d{2})?|\d{6,}|[A-Za-z]+[-_]?\d[\w-]*")
-_ARABIC_DIGITS = str.maketrans("٠١٢٣٤٥٦٧٨٩۰۱۲۳۴۵۶۷۸۹٫٬", "01234567890123456789.,")
 _NUMBERS_IN_TEXT = re.compile(r"(?<![\w.])\d+(?:\.\d+)?")
 
 
@@ -247,7 +246,7 @@ def figures(text: str) -> list[Figure]:
     >>> [(f.value, f.kind) for f in figures("المبلغ ١٣٩٫٤٦ ريال عن شهر 2026-09")]
     [(139.46, 'money')]
     """
-    text = _NOT_FIGURES.sub(" ", text.translate(_ARABIC_DIGITS))
+    text = _NOT_FIGURES.sub(" ", text.translate(ARABIC_DIGITS))
     found = []
     for match in _FIGURE.finditer(text):
         decimals = match["decimals"] or ""
@@ -306,15 +305,19 @@ class _Grounds:
         return False
 
 
-def _grounds(trace: EpisodeTrace, vat_rate: float, extra: Iterable[float]) -> _Grounds:
-    every: set[float] = set(extra)
-    money: set[float] = set(extra)
+def _grounds(
+    trace: EpisodeTrace, vat_rate: float, answer: Iterable[float], public: Iterable[float]
+) -> _Grounds:
+    """The grounds of an episode: what it showed and told the agent, the ``answer`` (an
+    amount, added and subtracted too) and the ``public`` figures (said alone only: a fee plus
+    one is no fee)."""
+    every: set[float] = {*answer, *public}
+    money: set[float] = set(answer)
     for action in trace.actions:
-        text = action.observation.translate(_ARABIC_DIGITS)
-        if action.kind == "message":  # the customer's reply: their figures (a budget)
-            told = {round(float(n), 2) for n in _NUMBERS_IN_TEXT.findall(text)}
-            every |= told
-            money |= told
+        text = action.observation.translate(ARABIC_DIGITS)
+        if action.kind == "message":  # the customer's reply: their amounts (a budget)
+            every.update(round(float(n), 2) for n in _NUMBERS_IN_TEXT.findall(text))
+            money.update(f.value for f in figures(text) if f.kind == "money")
             continue
         try:
             _walk(json.loads(text), "", every, money)
@@ -329,11 +332,13 @@ def wrong_figures(
     trace: EpisodeTrace,
     vat_rate: float,
     answer: tuple[Literal["money", "data"], float] | None = None,
+    public: Iterable[float] = (),
 ) -> list[str]:
     """What the agent told the caller that the data does not support: a figure no number it
-    was shown (or their sum, difference, or VAT) gives, and, for a question with a figure as
-    its answer (``answer``: its kind and the true value), a last figure of that kind told that
-    is not the answer. Each as a short description."""
+    was shown (or their sum, difference, or VAT) gives, nor a ``public`` one (the operator's
+    published prices and rules, which an agent may know without a call), and, for a question
+    with a figure as its answer (``answer``: its kind and the true value), a last figure of
+    that kind told that is not the answer. Each as a short description."""
     told = [
         (str(a.raw), figures(str(a.raw)))
         for a in trace.actions
@@ -342,7 +347,7 @@ def wrong_figures(
     told = [(text, found) for text, found in told if found]
     if not told:
         return []
-    grounds = _grounds(trace, vat_rate, [answer[1]] if answer is not None else [])
+    grounds = _grounds(trace, vat_rate, [answer[1]] if answer is not None else [], public)
     wrong = [
         f"{figure.value:g} ({figure.kind}) in {text[:80]!r}"
         for text, found in told

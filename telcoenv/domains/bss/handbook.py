@@ -422,6 +422,20 @@ def handbook() -> Handbook:
     return Handbook(pages, indexes)
 
 
+@cache
+def public_figures() -> tuple[float, ...]:
+    """Every number the pages in force state (prices, fees, limits, rates): what an agent may
+    tell a customer without reading it in the episode."""
+    numbers: set[float] = set()
+    for page in handbook().pages.values():
+        if page.status != "current":
+            continue
+        for section in page.sections["en"]:
+            text = section.text.replace(",", "")
+            numbers.update(round(float(n), 2) for n in re.findall(r"(?<![\w.])\d+(?:\.\d+)?", text))
+    return tuple(sorted(numbers))
+
+
 # --- pages as documents -----------------------------------------------------------------------
 
 
