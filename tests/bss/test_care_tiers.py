@@ -463,3 +463,35 @@ def test_a_care_grid_plays_and_reports_the_symptom_tier(tmp_path):
     assert all(r["resolved"] for r in records)
     report = build_report({"oracle": records})
     assert list(report["runs"]) == ["oracle [guided]", "oracle [symptom]"]
+
+
+@pytest.mark.parametrize(
+    ("lang", "question"),
+    [
+        ("en", "What seems to be the problem?"),
+        ("en", "Could you describe the issue you're having?"),
+        ("ar", "وش المشكلة بالضبط؟"),
+        ("ar", "كيف أقدر أساعدك؟"),
+    ],
+)
+def test_asked_what_they_need_the_customer_states_their_request(lang, question):
+    """The symptom opening names a family; asked what they need, the customer says what they
+    see and want (their member's request), in their language, and still no cause."""
+    for intent in ("payment_failure", "outstanding_balance", "plan_change", "contact_update"):
+        env = care_env(intent, difficulty="symptom", lang=lang)
+        opening, _ = env.reset(seed=2)
+        asks = symptoms.symptom_bank()["families"][symptoms.family_of(intent.upper())]["asks"]
+        own = asks[intent.upper()][lang]
+        reply = env.step(question)[0]
+        values = env.episode.setup.gold_values
+        assert any(_fits(reply.strip(), [ask]) or ask.format_map(values) in reply for ask in own)
+        assert not _held(reply, REPLY_WORDS), reply
+
+
+def test_asked_what_they_need_and_a_fact_they_answer_both():
+    env = care_env("contact_update", difficulty="symptom")
+    env.reset(seed=0)
+    reply = env.step("How can I help you today? And what is your mobile number?")[0]
+    own = symptoms.symptom_bank()["families"]["account_change"]["asks"]["CONTACT_UPDATE"]["en"]
+    msisdn = env.episode.setup.gold_values["msisdn"]
+    assert any(ask in reply for ask in own) and msisdn in reply

@@ -212,6 +212,8 @@ def reply(
         return f"{pick(bank['identity_refused']['holder'][lang], rng)} {again}"
     asked = asked_topics(message)
     known = knowledge(intent, values)
+    if "request" in asked:  # what they need: their request, and what else the message asks
+        return _restated(intent, values, restated, asked, known, message, lang, rng, seen)
     if seen is not None:
         kinds = [k for k in symptoms.QUESTION_KINDS if _TOPIC.get(k, k) in asked]
         if kinds:
@@ -249,6 +251,29 @@ def reply(
 
 
 _NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
+
+
+def _restated(
+    intent: CareIntent,
+    values: Mapping[str, Any],
+    restated: str,
+    asked: list[str],
+    known: Mapping[str, Any],
+    message: str,
+    lang: Language,
+    rng: np.random.Generator,
+    seen: str | None,
+) -> str:
+    """Asked what they need: the request (in the symptom tier, what they see and want), then
+    the answers to the facts the message also asks for."""
+    others = [topic for topic in asked if topic != "request"]
+    kinds = [k for k in symptoms.QUESTION_KINDS if _TOPIC.get(k, k) in others]
+    if seen is not None and kinds:
+        more = _follow_up(intent, values, kinds, others, known, lang, rng)
+    else:
+        facts = [t for t in (*_ALWAYS_KNOWN, *_NAMED_IN_OPENING) if t in others and t in known]
+        more = " ".join(_answer(t, message, lang, rng).format_map(values) for t in facts)
+    return f"{restated} {more}".strip()
 
 
 def _objected(
