@@ -74,6 +74,25 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     return 1
 
 
+def _cmd_policy(args: argparse.Namespace) -> int:
+    pages = _domain_that_can(args.domain, "policy_pages", "show a written policy").policy_pages()
+    if args.html:
+        folder = Path(args.html)
+        folder.mkdir(parents=True, exist_ok=True)
+        for page_id, page in pages.items():
+            (folder / f"{page_id}.html").write_text(page.html, "utf-8")
+        print(f"wrote {len(pages)} pages to {folder}")
+        return 0
+    if args.page is None:
+        for page_id, page in pages.items():
+            print(f"{page_id:24} {page.status:10} {page.segment:8} {page.title}")
+        return 0
+    if args.page not in pages:
+        raise UsageError(f"unknown page {args.page!r}; pages: {', '.join(pages)}")
+    print(pages[args.page].text, end="")
+    return 0
+
+
 def _cmd_demo(args: argparse.Namespace) -> int:
     from telcoenv.agents import OracleAgent
     from telcoenv.domains import get_domain
@@ -654,6 +673,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _network_model_flag(generate)
     generate.set_defaults(func=_cmd_generate)
+    policy = commands.add_parser(
+        "policy", help="the operator's written policy: its pages, one page, or all as HTML"
+    )
+    policy.add_argument("page", nargs="?", help="print this page (an -ar page is in Arabic)")
+    policy.add_argument("--html", metavar="DIR", help="write every page as HTML into DIR")
+    policy.add_argument("--domain", default="bss", choices=domain_names(), help="whose policy")
+    policy.set_defaults(func=_cmd_policy)
     show = commands.add_parser("show", help="an intent, blueprint or tool at a glance")
     show.add_argument("name")
     show.set_defaults(func=_cmd_show)

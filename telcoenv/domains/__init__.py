@@ -54,11 +54,14 @@ class Domain(Protocol):
 
     Optional members, which the CLI looks up and refuses in one line when missing:
     ``load_catalog(intents, blueprints, tools) -> Catalog`` (``telcoenv validate``),
-    ``generate_dataset(out, samples, seed, fmt) -> int`` (``telcoenv generate``) and
+    ``generate_dataset(out, samples, seed, fmt) -> int`` (``telcoenv generate``),
     ``rescore_release(release, weights, *, check_blueprints, warn) -> (blueprints, report)``
-    (``telcoenv rescore``). ``report_section`` names the table ``telcoenv report`` gives the
-    domain's episodes: ``"benchmark"`` (the TelcoAgent-Bench tables: IRA by condition, MSC/EAP/
-    SAS, reliability, RA), ``"care"`` (the customer-care table), or, when absent, a table of
+    (``telcoenv rescore``), ``validate_data(catalog, seeds)`` (``telcoenv validate --data``)
+    and ``policy_pages() -> {page id: document}`` (``telcoenv policy``: a document has
+    ``title``, ``edition``, ``status``, ``segment``, ``text`` and ``html``).
+    ``report_section`` names the table ``telcoenv report`` gives the domain's episodes:
+    ``"benchmark"`` (the TelcoAgent-Bench tables: IRA by condition, MSC/EAP/SAS, reliability,
+    RA), ``"care"`` (the customer-care table), or, when absent, a table of
     the domain's own under ``domains``. ``compact_instructions`` is the system prompt of the
     compact tool format (default: ``instructions``); ``next_steps`` overrides the advice of
     error kinds (``not_found``: which tool lists the valid ids). ``difficulties`` lists the

@@ -371,3 +371,37 @@ def test_a_second_dispute_of_a_duplicate_charge_is_collateral():
     )
     verdict = info["verification"]
     assert not verdict["resolved"] and len(verdict["collateral_changes"]) == 1
+
+
+# --- the pages outside an episode: telcoenv policy -----------------------------------------------
+
+
+def test_the_cli_lists_prints_and_writes_the_pages(tmp_path, capsys):
+    from telcoenv.cli import main
+
+    assert main(["policy"]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in listed] == list(DOMAIN.policy_pages())
+    assert any("superseded" in line for line in listed)
+    assert main(["policy", "care-handbook-ar"]) == 0
+    text = capsys.readouterr().out
+    assert "دليل خدمة العملاء" in text and "[identity.verify_first]" in text
+    assert main(["policy", "--html", str(tmp_path)]) == 0
+    written = sorted(p.name for p in tmp_path.iterdir())
+    assert written == sorted(f"{page}.html" for page in DOMAIN.policy_pages())
+    assert 'dir="rtl"' in (tmp_path / "care-handbook-ar.html").read_text("utf-8")
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["policy", "no-such-page"], "unknown page 'no-such-page'; pages: care-handbook"),
+        (["policy", "--domain", "network"], "the network domain cannot show a written policy"),
+    ],
+)
+def test_a_cli_mistake_is_one_line(argv, says, capsys):
+    from telcoenv.cli import main
+
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert says in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err

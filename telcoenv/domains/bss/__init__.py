@@ -32,7 +32,7 @@ from telcoenv.domains.bss.events import (
     wrong_figures,
 )
 from telcoenv.domains.bss.generator import BssData, answer_vocabulary, generate
-from telcoenv.domains.bss.handbook import permitted_calls, public_figures
+from telcoenv.domains.bss.handbook import Document, documents, permitted_calls, public_figures
 from telcoenv.domains.bss.ledger import LedgerReport, check_generated
 from telcoenv.domains.bss.models import CareBlueprint, CareIntent
 from telcoenv.domains.bss.scenario import (
@@ -290,6 +290,10 @@ class BssDomain:
         data: BssData = setup.truth
         wants = setup.counterpart_context["wants"]
         return decide(described(message), wants, frozenset(data.msisdns), setup.state)
+
+    def policy_pages(self) -> dict[str, Document]:
+        """The operator's written policy, every page in both languages (``telcoenv policy``)."""
+        return documents()
 
     def validate_data(self, catalog: Catalog, seeds: int) -> LedgerReport:
         """The ledger invariants (``ledger.py``) over ``seeds`` episodes of every blueprint."""

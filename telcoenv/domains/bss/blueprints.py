@@ -117,9 +117,7 @@ def _check_identity_first(
             )
 
 
-def _check_policy(
-    intent: CareIntent, tools: Mapping[str, ToolSpec], file: str, index: int
-) -> None:
+def _check_policy(intent: CareIntent, tools: Mapping[str, ToolSpec], file: str, index: int) -> None:
     """The intent follows the written policy: the rules it lists exist, and every change and
     identity check of its gold chain is one a listed rule asks for."""
     written = rules()

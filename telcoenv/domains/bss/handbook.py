@@ -457,3 +457,41 @@ def page_html(page_id: str, language: Language) -> str:
         parts.append("</section>")
     parts.append("</body>\n</html>\n")
     return "\n".join(parts)
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """A page in one language, as a reader gets it: its header, its text and its HTML."""
+
+    title: str
+    edition: str
+    status: str
+    segment: str
+    text: str
+    html: str
+
+
+def page_text(page_id: str, language: Language) -> str:
+    """A page as plain text: its title and edition, then each section's rules."""
+    page = handbook().pages[page_id]
+    lines = [f"{page.title.in_lang(language)} ({page.edition.in_lang(language)})"]
+    for section in page.sections[language]:
+        lines += ["", f"## {section.title} [{section.section_id}]"]
+        lines += [f"- {text} [{rule_id}]" for rule_id, text in section.rules]
+    return "\n".join(lines) + "\n"
+
+
+def documents() -> dict[str, Document]:
+    """Every page in both languages, by published id (``care-handbook``, ``care-handbook-ar``)."""
+    return {
+        published_id(page_id, language): Document(
+            page.title.in_lang(language),
+            page.edition.in_lang(language),
+            page.status,
+            page.segment,
+            page_text(page_id, language),
+            page_html(page_id, language),
+        )
+        for page_id, page in handbook().pages.items()
+        for language in LANGUAGES
+    }
