@@ -156,24 +156,26 @@ def _check_recommendations_need_the_usage(samples: int) -> None:
     }
     for name, rule in rules.items():
         right = np.mean([rule(age, budget, plan) == gold for _, age, budget, plan, gold in rows])
-        assert right <= 0.40, f"{name}: right in {right:.0%} without the usage"
+        assert right <= 0.16, f"{name}: right in {right:.0%} without the usage"
     # No rule blind to the usage does better than each blueprint's most common answer.
     by_blueprint: dict[str, Counter] = {}
     for blueprint_id, *_, gold in rows:
         by_blueprint.setdefault(blueprint_id, Counter())[gold] += 1
     best = sum(c.most_common(1)[0][1] for c in by_blueprint.values()) / len(rows)
-    assert best <= 0.50, f"a constant per blueprint is right in {best:.0%}"
+    assert best <= 0.22, f"a constant per blueprint is right in {best:.0%}"
 
 
 def test_a_plan_recommendation_needs_the_usage():
     """The answer follows from the caller's usage, which nothing else tells: their budget is
     drawn apart from it (it was built from the answer: the dearest plan within it was right in
     every episode), their plan's allowance no longer scales it (the usage was a share of it:
-    their own plan was the answer in 60 %), and their age leaves three or four plans open.
-    Rules that know everything but the usage are right in at most 40 % of 300 samples; each
-    blueprint's commonest answer in at most half (measured at 3 x 1,000: the dearest plan
-    within the budget 28 %, the cheapest the age allows 37 %, their own plan 28 %, the
-    commonest answer 39 %; before, 100 %, 52 %, 60 % and 58 %)."""
+    their own plan was the answer in 60 %), and the catalogue's nine postpaid tiers (10 GB to
+    unlimited, besides the youth and senior plans) leave many plans open to any age. Rules
+    that know everything but the usage are right in at most 16 % of 300 samples; each
+    blueprint's commonest answer in at most 22 % (measured at 3 x 1,000: the dearest plan
+    within the budget 10.9 %, the cheapest the age allows 7.4 %, their own plan 12.0 %, the
+    commonest answer per blueprint 16.5 %; with four postpaid tiers: 28 %, 37 %, 28 % and 39 %;
+    before the budget was drawn apart: 100 %, 52 %, 60 % and 58 %)."""
     _check_recommendations_need_the_usage(100)
 
 

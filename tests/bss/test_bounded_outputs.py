@@ -210,9 +210,15 @@ def test_a_plan_list_summary_shows_every_plan_with_its_key_fields():
     summary = json.loads(env.step(tool_call("list_plans"))[0])
     full = json.loads(env.step(tool_call("list_plans", detail="full"))[0])
     assert len(full["plans"]) > PLANS_IN_FULL
-    assert summary["plans"] == [{k: p[k] for k in PLAN_SUMMARY_FIELDS} for p in full["plans"]]
+    key = [k for k in PLAN_SUMMARY_FIELDS if k not in ("payment", "segment")]
+    grouped: dict[str, list] = {}
+    for plan in full["plans"]:  # unfiltered: grouped by payment type and segment
+        grouped.setdefault(f"{plan['payment']} {plan['segment']}", []).append(
+            {k: plan[k] for k in key}
+        )
+    assert summary["plans_by_kind"] == grouped
     left_out = sorted(k for k in full["plans"][0] if k not in PLAN_SUMMARY_FIELDS)
-    assert set(left_out) == {"name_ar", "name_en", "price_excl_vat"}
+    assert set(left_out) == {"name_ar", "name_en", "price_excl_vat", "sms", "voice_min"}
     count = len(full["plans"])
     assert summary["truncated"] == {
         "shown": count,
@@ -220,9 +226,13 @@ def test_a_plan_list_summary_shows_every_plan_with_its_key_fields():
         "left_out": left_out,
         "full": FULL_HINT,
     }
-    for filters in ({"payment": "postpaid", "segment": "consumer"}, {"payment": "prepaid"}):
-        short = env.step(tool_call("list_plans", **filters))[0]
-        assert short == env.step(tool_call("list_plans", **filters, detail="full"))[0]  # fits
+    # Both filters fixed (the recommendation's call): a flat list of the key fields.
+    both = {"payment": "postpaid", "segment": "consumer"}
+    short = json.loads(env.step(tool_call("list_plans", **both))[0])
+    chosen = [p for p in full["plans"] if p["payment"] == "postpaid" and p["segment"] == "consumer"]
+    assert short["plans"] == [{k: p[k] for k in key} for p in chosen]
+    prepaid = env.step(tool_call("list_plans", payment="prepaid"))[0]
+    assert prepaid == env.step(tool_call("list_plans", payment="prepaid", detail="full"))[0]
 
 
 def test_the_answers_stay_in_the_summaries():

@@ -203,7 +203,9 @@ def test_catalogue_reads_and_filters(env):
     assert {p["plan_id"] for p in business} == {"BIZ-PRO", "BIZ-ELITE"}
     prepaid = call(ctx, "list_plans", payment="prepaid")["plans"]
     assert {p["plan_id"] for p in prepaid} == {"PRE-STARTER", "PRE-FLEX"}
-    assert len(call(ctx, "list_plans")["plans"]) == 9
+    listed = call(ctx, "list_plans")["plans_by_kind"]  # a summary: grouped, key fields
+    assert sum(len(plans) for plans in listed.values()) == len(products()["plans"]) == 15
+    assert set(listed) == {"prepaid consumer", "postpaid consumer", "postpaid business"}
     youth = call(ctx, "get_plan", plan_id="YOUTH-25")["plan"]
     assert (youth["min_age"], youth["max_age"], youth["price"]) == (18, 25, 90.85)
     assert call(ctx, "get_plan", plan_id="POST-UNLIMITED")["plan"]["data_gb"] is None

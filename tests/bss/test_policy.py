@@ -162,7 +162,7 @@ def test_a_bad_rule_list_is_refused_when_the_intents_load(tmp_path):
         ("how much may I credit a customer in one call", "disputes"),
         ("customer charged twice, duplicate invoice", "disputes"),
         ("which roaming pack for a trip to Turkey", "addons"),
-        ("is VAT included in the amounts I tell", "billing"),
+        ("which VAT rate do invoices add to catalogue prices", "billing"),
         ("average monthly data with a month not collected", "usage"),
         ("early change fee while the commitment runs", "plans"),
         ("check the caller's name and date of birth", "identity"),

@@ -38,6 +38,7 @@ LANGUAGES: tuple[Language, ...] = ("en", "ar")
 HANDBOOK = "care-handbook"
 RESULTS = 5  # sections a search returns
 SNIPPET = 220  # characters of a result's snippet
+SECTION_ENTRIES = 6  # catalogue entries in a section: a section reads within a read's bound
 
 
 class Permit(FrozenModel):
@@ -244,10 +245,15 @@ def _catalogue_sections(language: Language) -> list[tuple[str, str, list[tuple[s
         groups.setdefault(addon["kind"], []).append(
             (addon["addon_id"], _addon_entry(addon, language))
         )
-    return [
-        (kind.replace("_", "-"), _KINDS[kind].in_lang(language), entries)
-        for kind, entries in groups.items()
-    ]
+    sections = []
+    for kind, entries in groups.items():
+        parts = [entries[i : i + SECTION_ENTRIES] for i in range(0, len(entries), SECTION_ENTRIES)]
+        for number, part in enumerate(parts, start=1):
+            section_id = kind.replace("_", "-") + (f"-{number}" if number > 1 else "")
+            title = _KINDS[kind].in_lang(language)
+            title += f" ({number}/{len(parts)})" if len(parts) > 1 else ""
+            sections.append((section_id, title, part))
+    return sections
 
 
 # --- the corpus -------------------------------------------------------------------------------

@@ -127,17 +127,9 @@ PAYMENTS_SHOWN = 3  # ... the latest payments ...
 UNSETTLED_SHOWN = 6  # ... and those that did not settle, up to this many in all ...
 CREDIT_NOTES_SHOWN = 3  # ... and the latest credit notes
 PLANS_IN_FULL = 6  # more plans than this: a list_plans summary shows their key fields only
-PLAN_SUMMARY_FIELDS = (
-    "plan_id",
-    "payment",
-    "segment",
-    "price",
-    "data_gb",
-    "voice_min",
-    "sms",
-    "min_age",
-    "max_age",
-)
+# What a summary of plans keeps: what choosing one needs (data and price, who may take it);
+# payment and segment too unless the call fixed them; voice and SMS are in get_plan.
+PLAN_SUMMARY_FIELDS = ("plan_id", "payment", "segment", "price", "data_gb", "min_age", "max_age")
 TICKET_CATEGORIES = (
     "billing_dispute",
     "payment",
@@ -595,7 +587,8 @@ def list_plans(
     detail: str | None = None,
 ) -> dict[str, Any]:
     """Catalogue plans matching the optional filters, by plan id. The summary of more than
-    :data:`PLANS_IN_FULL` plans shows every plan with its key fields only."""
+    :data:`PLANS_IN_FULL` plans shows every plan with its key fields only (what choosing one
+    needs), grouped by payment type and segment unless the call fixed both."""
     full = full_detail(detail)
     plans = [
         p
@@ -604,11 +597,16 @@ def list_plans(
     ]
     if full or len(plans) <= PLANS_IN_FULL:
         return {"plans": plans}
+    kept = [name for name in PLAN_SUMMARY_FIELDS if name not in ("payment", "segment")]
     left_out = sorted(name for name in plans[0] if name not in PLAN_SUMMARY_FIELDS)
-    return {
-        "plans": [{k: p[k] for k in PLAN_SUMMARY_FIELDS} for p in plans],
-        "truncated": truncated(len(plans), len(plans), left_out=left_out),
-    }
+    rows = [{k: p[k] for k in kept} for p in plans]
+    summary: dict[str, Any] = {"plans": rows}
+    if payment is None or segment is None:  # grouped by payment type and segment
+        groups: dict[str, list[dict[str, Any]]] = {}
+        for plan, row in zip(plans, rows, strict=True):
+            groups.setdefault(f"{plan['payment']} {plan['segment']}", []).append(row)
+        summary = {"plans_by_kind": groups}
+    return {**summary, "truncated": truncated(len(plans), len(plans), left_out=left_out)}
 
 
 @TOOLS.tool
