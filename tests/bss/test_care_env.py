@@ -162,8 +162,11 @@ def test_the_customer_is_deterministic_across_processes():
 
 def test_a_missing_parameter_is_named_and_asking_the_customer_gets_it():
     env = care_env("roaming_pack")
-    _, info = env.reset(seed=5)
-    gold = {c["tool"]: c["arguments"] for c in info["privileged"]["gold_chain"]}
+    for seed in range(20):  # the first episode whose caller is the holder (no impostor)
+        _, info = env.reset(seed=seed)
+        gold = {c["tool"]: c["arguments"] for c in info["privileged"]["gold_chain"]}
+        if "subscribe_addon" in gold:
+            break
     env.step(tool_call("get_customer", **gold["get_customer"]))
     env.step(tool_call("verify_identity", **gold["verify_identity"]))
     env.step(tool_call("list_addons", **gold["list_addons"]))
@@ -300,18 +303,20 @@ def test_rewards_on_answer_and_args():
 def test_a_kept_database_holds_every_care_episode(tmp_path):
     url = f"sqlite:///{tmp_path / 'care.sqlite'}"
     env = care_env("contact_update", database_url=url)
-    ids = []
-    for seed in (1, 2):
+    ids, holders = [], 0
+    for seed in (1, 2, 3, 4):
         info = play_oracle(env, seed=seed)
         ids.append(info["trace"].episode_id)
+        holders += info["trace"].start_state["caller"] == "holder"  # an impostor changes nothing
     env.close()
     from sqlalchemy import create_engine, text
 
     with create_engine(url).connect() as connection:
         stored = connection.execute(text("SELECT DISTINCT episode_id FROM customers")).all()
         emails = connection.execute(text("SELECT email FROM customers")).scalars().all()
-    assert len(stored) == 2
-    assert sum(email.startswith(("contact", "mail", "me", "inbox")) for email in emails) >= 2
+    assert len(stored) == 4 and holders >= 2
+    new = sum(email.startswith(("contact", "mail", "me", "inbox")) for email in emails)
+    assert new >= holders
 
 
 def test_snapshots_restore_a_care_episode():

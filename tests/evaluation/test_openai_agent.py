@@ -432,10 +432,9 @@ def test_a_reply_that_echoes_the_counterpart_is_sampled_again(server):
     """Recorded from Qwen2.5-Coder-1.5B (contact_update ar, all 12 steps): the customer's own
     message sent back, with a greeting added, or a part of their last message. Such a reply is
     sampled again; a short acknowledgement and a reply that only shares words are sent."""
-    opening = "مساء الخير. أرجو تحديث بريدي الإلكتروني إلى inbox31@mail.example.sa."
     env = TelcoEnv("contact_update", domain="bss", embedder=None, lang="ar")
-    observation, _ = env.reset(seed=0)
-    assert observation == opening  # the recorded episode's opening
+    opening, _ = env.reset(seed=0)  # recorded: "مساء الخير. أرجو تحديث بريدي الإلكتروني إلى ..."
+    assert "أرجو تحديث بريدي الإلكتروني" in opening  # the recorded request, today's greeting
     echo = {"role": "assistant", "content": "مرحباً، " + opening}
     part = {"role": "assistant", "content": "أرجو تحديث بريدي الإلكتروني"}
     ask = {"role": "assistant", "content": "ما رقم جوالك المسجل لتحديث بريدك الإلكتروني؟"}

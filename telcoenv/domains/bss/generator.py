@@ -57,6 +57,7 @@ _LAST = ("Al-Harbi", "Al-Qahtani", "Al-Otaibi", "Al-Shammari", "Al-Dossary", "Al
 _CITIES = ("Riyadh", "Jeddah", "Dammam", "Makkah", "Madinah", "Khobar")
 OVERAGE_PER_GB = 15.0  # price of data beyond the allowance, VAT-exclusive
 ROAMING_PER_GB: dict[str, float] = products()["roaming_payg_per_gb"]  # pay-as-you-go roaming
+PREPAID_WEIGHT = 3  # a prepaid plan's weight in another customer's draw (a postpaid one: 1)
 PREPAID_CREDIT = 120.0  # credit left on a prepaid account (pays add-ons on the spot)
 # Identifiers (see the module docstring): [low, high) of the drawn numbers. Below ``low``, the
 # numbers are reserved for examples (all zeros: C000000, 966500000000, +966500000000).
@@ -815,7 +816,14 @@ def generate(
         allowed = [p for p in consumer_plans if eligible(builder.plans[p], age, "consumer")]
         account = builder.customer("consumer", age)
         account.share = float(rng.uniform(0.3, 1.1))
-        builder.line(account, allowed[int(rng.integers(len(allowed)))])
+        # Prepaid plans weighted so that the mix does not follow the catalogue's count of
+        # postpaid tiers (about a third of the others are prepaid); one draw, as before.
+        pool = [
+            p
+            for p in allowed
+            for _ in range(PREPAID_WEIGHT if builder.plans[p]["payment"] == "prepaid" else 1)
+        ]
+        builder.line(account, pool[int(rng.integers(len(pool)))])
         population.append(account)
     for index in range(2):  # internal test accounts with absurd bills
         account = builder.customer("internal", 40, name=f"TEST Billing QA {index + 1}")
