@@ -405,3 +405,18 @@ def test_a_cli_mistake_is_one_line(argv, says, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert says in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_every_tool_a_rule_names_exists_and_its_permits_are_valid_calls():
+    from telcoenv.domains.bss.blueprints import CARE_EXAMPLE_VALUES
+
+    tools = DOMAIN.catalog.tools
+    for rule in rules().values():
+        assert set(rule.tools) <= set(tools), rule.rule_id
+        if rule.permits is None:
+            continue
+        assert rule.permits.when in CARE_EXAMPLE_VALUES, rule.rule_id
+        for call in permitted_calls(CARE_EXAMPLE_VALUES):
+            spec = tools[call.tool]
+            assert set(call.arguments) <= set(spec.parameters["properties"]), call
+            assert set(spec.parameters.get("required", ())) <= set(call.arguments), call

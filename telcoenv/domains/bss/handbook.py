@@ -50,6 +50,8 @@ class Permit(FrozenModel):
 
 
 class RuleSpec(FrozenModel):
+    """One rule, in both languages (``{figure}`` placeholders filled from the products)."""
+
     rule_id: str = Field(pattern=r"^[a-z]+\.[a-z_]+$")
     en: str
     ar: str
@@ -60,12 +62,16 @@ class RuleSpec(FrozenModel):
 
 
 class SectionSpec(FrozenModel):
+    """A section of a page: its title and rules."""
+
     section_id: str = Field(pattern=r"^[a-z][a-z-]*$")
     title: Bilingual
     rules: tuple[RuleSpec, ...]
 
 
 class PageSpec(FrozenModel):
+    """A page: in force or superseded, for a segment; ``values`` override the figures."""
+
     page_id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
     title: Bilingual
     edition: Bilingual
@@ -77,6 +83,8 @@ class PageSpec(FrozenModel):
 
 
 class PolicyFile(FrozenModel):
+    """``policy.yaml``."""
+
     pages: tuple[PageSpec, ...]
 
 
