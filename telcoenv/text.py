@@ -10,13 +10,25 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Iterable
+from typing import Literal
 
 _DIACRITICS = re.compile("[\u0610-\u061a\u064b-\u065f\u0670\u06d6-\u06ed\u0640]")
 _FOLD = str.maketrans({"أ": "ا", "إ": "ا", "آ": "ا", "ٱ": "ا", "ى": "ي", "ة": "ه", "’": "'"})
+#: A number written in a text (not inside a word or an id): ``12``, ``139.46``.
+NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?")
 #: Arabic-Indic and Persian digits, the Arabic decimal and thousands separators, as ASCII.
 ARABIC_DIGITS = str.maketrans("٠١٢٣٤٥٦٧٨٩۰۱۲۳۴۵۶۷۸۹٫٬", "01234567890123456789.,")
 # Arabic proclitics that may precede a keyword: conjunction, preposition, article.
 _ARABIC_PREFIX = "(?:[وفبلك]{0,2}(?:ال)?)"
+
+
+def language_of(text: str) -> Literal["en", "ar"]:
+    """``"ar"`` when the text has an Arabic letter, else ``"en"``.
+
+    >>> language_of("فاتورة 2026-09"), language_of("my bill")
+    ('ar', 'en')
+    """
+    return "ar" if any("\u0600" <= ch <= "\u06ff" for ch in text) else "en"
 
 
 def normalize(text: str) -> str:

@@ -43,7 +43,7 @@ from telcoenv.embeddings import Embedder
 from telcoenv.errors import UnknownIntentError
 from telcoenv.metrics.semantic import _vectors
 from telcoenv.specs import IntentModel, Language
-from telcoenv.text import normalize
+from telcoenv.text import language_of, normalize
 
 #: How a diagnosis was judged: by a form of one intent (``label``, ``key``, ``synonym``), by
 #: meaning (``embedder``), or not at all: no form and no decision by meaning (``none``), forms
@@ -382,10 +382,6 @@ def _domain(intent: IntentModel) -> str:
     return str(getattr(intent, "domain", "network"))
 
 
-def _language(text: str) -> Language:
-    return "ar" if any("\u0600" <= c <= "\u06ff" for c in text) else "en"
-
-
 class DiagnosisMatcher:
     """The name forms of a catalogue's intents, indexed once per domain; :meth:`match` judges a
     submitted diagnosis (see :func:`match_diagnosis`)."""
@@ -450,7 +446,7 @@ class DiagnosisMatcher:
         if len(peers) < 2:  # nothing to be ahead of
             return DiagnosisMatch(matched=False, how="none")
         text, parts = _meaning_texts(submitted)
-        language = lang or _language(text)
+        language = lang or language_of(text)
         names = [
             (intent.label.in_lang(language), *intent.synonyms.in_lang(language)) for intent in peers
         ]

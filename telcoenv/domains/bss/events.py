@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from telcoenv.domains.bss.generator import BssData
 from telcoenv.domains.bss.schema import bss_schema
-from telcoenv.text import ARABIC_DIGITS, keyword_pattern, normalize
+from telcoenv.text import ARABIC_DIGITS, NUMBER, keyword_pattern, normalize
 from telcoenv.trace import EpisodeTrace
 
 # The column of each table that says whose a row is, and what kind of id it holds.
@@ -210,7 +210,6 @@ _FIGURE = re.compile(
     re.IGNORECASE,
 )
 _NOT_FIGURES = re.compile(r"\d{4}-\d{2}(?:-\d{2})?|\d{6,}|[A-Za-z]+[-_]?\d[\w-]*")
-_NUMBERS_IN_TEXT = re.compile(r"(?<![\w.])\d+(?:\.\d+)?")
 
 
 #: The care answers that are a figure, and the figure's kind (``intents.yaml``'s answer fields).
@@ -279,7 +278,7 @@ def _walk(value: Any, key: str, every: set[float], money: set[float]) -> None:
         for v in value:
             _walk(v, key, every, money)
     elif isinstance(value, str):
-        every.update(round(float(n), 2) for n in _NUMBERS_IN_TEXT.findall(value))
+        every.update(round(float(n), 2) for n in NUMBER.findall(value))
 
 
 @dataclass(frozen=True)
@@ -316,13 +315,13 @@ def _grounds(
     for action in trace.actions:
         text = action.observation.translate(ARABIC_DIGITS)
         if action.kind == "message":  # the customer's reply: their amounts (a budget)
-            every.update(round(float(n), 2) for n in _NUMBERS_IN_TEXT.findall(text))
+            every.update(round(float(n), 2) for n in NUMBER.findall(text))
             money.update(f.value for f in figures(text) if f.kind == "money")
             continue
         try:
             _walk(json.loads(text), "", every, money)
         except ValueError:  # an error observation: words, and the numbers in them
-            every.update(round(float(n), 2) for n in _NUMBERS_IN_TEXT.findall(text))
+            every.update(round(float(n), 2) for n in NUMBER.findall(text))
     rates = (1.0, 1.0 + vat_rate, 1.0 / (1.0 + vat_rate))
     with_vat = sorted({round(v * r, 2) for v in every for r in rates})
     return _Grounds(with_vat, sorted({round(v * r, 2) for v in money for r in rates}))

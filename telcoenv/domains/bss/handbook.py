@@ -30,7 +30,7 @@ from telcoenv.catalog import fill_gold_arguments
 from telcoenv.datafiles import parse_yaml
 from telcoenv.domains.bss.catalogue import products
 from telcoenv.specs import Bilingual, FrozenModel, GoldStep, Language
-from telcoenv.text import normalize
+from telcoenv.text import NUMBER, normalize
 from telcoenv.trace import GoldCall
 
 LANGUAGES: tuple[Language, ...] = ("en", "ar")
@@ -446,7 +446,7 @@ def public_figures() -> tuple[float, ...]:
             continue
         for section in page.sections["en"]:
             text = section.text.replace(",", "")
-            numbers.update(round(float(n), 2) for n in re.findall(r"(?<![\w.])\d+(?:\.\d+)?", text))
+            numbers.update(round(float(n), 2) for n in NUMBER.findall(text))
     return tuple(sorted(numbers))
 
 

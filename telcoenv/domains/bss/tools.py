@@ -73,7 +73,7 @@ from telcoenv.domains.bss.state import (
     IdentityCheck,
 )
 from telcoenv.errors import ToolError
-from telcoenv.text import normalize
+from telcoenv.text import language_of, normalize
 from telcoenv.tooling import ToolRegistry, full_detail, truncated
 
 TOOLS = ToolRegistry()  # every BSS tool, by name (the domain binds them to their specs)
@@ -1343,8 +1343,7 @@ def search_policy(ctx: BssContext, query: str) -> dict[str, Any]:
     letters: the Arabic pages)."""
     if not isinstance(query, str) or not query.strip() or len(query) > 300:
         raise ToolError("query must be 1-300 characters of text", kind="bad_args")
-    arabic = any("\u0600" <= ch <= "\u06ff" for ch in query)
-    results = handbook.handbook().search(query, "ar" if arabic else "en")
+    results = handbook.handbook().search(query, language_of(query))
     if not results:
         return {
             "query": query,
