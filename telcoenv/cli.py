@@ -76,12 +76,18 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
 def _cmd_policy(args: argparse.Namespace) -> int:
     pages = _domain_that_can(args.domain, "policy_pages", "show a written policy").policy_pages()
-    if args.html:
-        folder = Path(args.html)
+    written = False
+    for kind, folder_name in (("html", args.html), ("pdf", args.pdf)):
+        if not folder_name:
+            continue
+        folder = Path(folder_name)
         folder.mkdir(parents=True, exist_ok=True)
         for page_id, page in pages.items():
-            (folder / f"{page_id}.html").write_text(page.html, "utf-8")
-        print(f"wrote {len(pages)} pages to {folder}")
+            body = page.html.encode("utf-8") if kind == "html" else page.pdf()
+            (folder / f"{page_id}.{kind}").write_bytes(body)
+        print(f"wrote {len(pages)} pages as {kind.upper()} to {folder}")
+        written = True
+    if written:
         return 0
     if args.page is None:
         for page_id, page in pages.items():
@@ -674,10 +680,13 @@ def build_parser() -> argparse.ArgumentParser:
     _network_model_flag(generate)
     generate.set_defaults(func=_cmd_generate)
     policy = commands.add_parser(
-        "policy", help="the operator's written policy: its pages, one page, or all as HTML"
+        "policy", help="the operator's written policy: its pages, one page, or all as HTML or PDF"
     )
     policy.add_argument("page", nargs="?", help="print this page (an -ar page is in Arabic)")
     policy.add_argument("--html", metavar="DIR", help="write every page as HTML into DIR")
+    policy.add_argument(
+        "--pdf", metavar="DIR", help='write every page as PDF into DIR (the "pdf" extra)'
+    )
     policy.add_argument("--domain", default="bss", choices=domain_names(), help="whose policy")
     policy.set_defaults(func=_cmd_policy)
     show = commands.add_parser("show", help="an intent, blueprint or tool at a glance")

@@ -328,6 +328,10 @@ def _check_columns(connection: Any, metadata: MetaData, shown: str) -> None:
             )
 
 
+#: The most rows one INSERT statement carries (see ``EpisodeDatabase._insert``).
+_CHUNK_ROWS = 64
+
+
 class _SharedMemory:
     """The in-memory database that a process's shared environments use (one per schema)."""
 
@@ -546,6 +550,16 @@ class EpisodeDatabase:
             self._insert(table, rows)
 
     def _insert(self, table: str, rows: Sequence[tuple[Any, ...]]) -> None:
+        # In chunks of powers of two up to 64 rows: a statement per row count would compile
+        # (and the driver cache) one statement for every count a reset brings, 15 MB of
+        # SQLite's memory after 200 resets; this way a table has at most 7.
+        start = 0
+        while start < len(rows):
+            count = min(_CHUNK_ROWS, 1 << ((len(rows) - start).bit_length() - 1))
+            self._insert_chunk(table, rows[start : start + count])
+            start += count
+
+    def _insert_chunk(self, table: str, rows: Sequence[tuple[Any, ...]]) -> None:
         count = len(rows)
         if self._row_group is not None:  # positional: repeat the compiled row group
             sql = self._multi_sql.get((table, count))

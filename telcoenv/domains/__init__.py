@@ -57,8 +57,8 @@ class Domain(Protocol):
     ``generate_dataset(out, samples, seed, fmt) -> int`` (``telcoenv generate``),
     ``rescore_release(release, weights, *, check_blueprints, warn) -> (blueprints, report)``
     (``telcoenv rescore``), ``validate_data(catalog, seeds)`` (``telcoenv validate --data``)
-    and ``policy_pages() -> {page id: document}`` (``telcoenv policy``: a document has
-    ``title``, ``edition``, ``status``, ``segment``, ``text`` and ``html``).
+    and ``policy_pages() -> {page id: Document}`` (``telcoenv policy``: a
+    :class:`telcoenv.documents.Document`, as text, HTML or PDF).
     ``report_section`` names the table ``telcoenv report`` gives the domain's episodes:
     ``"benchmark"`` (the TelcoAgent-Bench tables: IRA by condition, MSC/EAP/SAS, reliability,
     RA), ``"care"`` (the customer-care table), or, when absent, a table of

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from html.parser import HTMLParser
 
 import pytest
@@ -17,8 +18,8 @@ from telcoenv.domains.bss.catalogue import products
 from telcoenv.domains.bss.handbook import (
     HANDBOOK,
     SNIPPET,
+    document,
     handbook,
-    page_html,
     permitted_calls,
     published_id,
     rules,
@@ -266,11 +267,11 @@ class _Checked(HTMLParser):
 @pytest.mark.parametrize("language", ["en", "ar"])
 def test_pages_render_as_html_with_every_rule(language):
     for page_id, page in handbook().pages.items():
-        document = page_html(page_id, language)
+        page_html = document(page_id, language).html
         parser = _Checked()
-        parser.feed(document)
+        parser.feed(page_html)
         assert parser.open == []
-        assert ('dir="rtl"' in document) == (language == "ar")
+        assert ('dir="rtl"' in page_html) == (language == "ar")
         for section in page.sections[language]:
             assert section.section_id in parser.ids
             assert all(rule_id in parser.ids for rule_id, _ in section.rules)
@@ -390,6 +391,60 @@ def test_the_cli_lists_prints_and_writes_the_pages(tmp_path, capsys):
     written = sorted(p.name for p in tmp_path.iterdir())
     assert written == sorted(f"{page}.html" for page in DOMAIN.policy_pages())
     assert 'dir="rtl"' in (tmp_path / "care-handbook-ar.html").read_text("utf-8")
+
+
+def _pdf_text(body: bytes) -> tuple[int, str]:
+    """The pages and the text a PDF reader (pypdf) takes out of a PDF."""
+    import io
+
+    import pypdf
+
+    reader = pypdf.PdfReader(io.BytesIO(body))
+    return len(reader.pages), "\n".join(page.extract_text() for page in reader.pages)
+
+
+def _found(title: str, language: str, text: str) -> bool:
+    """Whether a PDF's text has a title: whole in English, each Arabic word in Arabic (a Latin
+    or numeric run beside them, as "(1/2)", comes out in visual order, its brackets mirrored)."""
+    if language == "en":
+        return " ".join(title.split()) in text
+    return all(word in text for word in re.sub(r"[^\u0600-\u06FF ]", " ", title).split())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("language", ["en", "ar"])
+def test_every_page_reads_back_from_its_pdf_with_every_section_and_rule(language):
+    """A PDF reader finds every section's title and every rule id of every page in its PDF (the
+    text is embedded, Arabic shaped and in reading order); the same page gives the same bytes."""
+    for page_id in handbook().pages:
+        page = document(page_id, language)
+        body = page.pdf()
+        assert body.startswith(b"%PDF-") and body == page.pdf()
+        count, text = _pdf_text(body)
+        flat = " ".join(text.split())
+        assert count >= 1 and _found(page.title, language, flat), page_id
+        for section in page.sections:
+            assert _found(section.title, language, flat), (page_id, section.section_id)
+            for rule_id, rule in section.paragraphs:
+                assert rule_id in flat, (page_id, rule_id)
+                if language == "en":  # whole (a wrapped Arabic line mixes the runs' order)
+                    assert " ".join(rule.split()) in flat, (page_id, rule_id)
+
+
+def test_the_cli_writes_the_pages_as_pdf_and_names_the_missing_extra(tmp_path, capsys, monkeypatch):
+    from telcoenv.cli import main
+
+    assert main(["policy", "--pdf", str(tmp_path)]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        f"{page}.pdf" for page in DOMAIN.policy_pages()
+    )
+    count, text = _pdf_text((tmp_path / "care-handbook-ar.pdf").read_bytes())
+    assert count >= 1 and "دليل خدمة العملاء" in text
+    capsys.readouterr()
+    monkeypatch.setitem(sys.modules, "fpdf", None)  # as if the extra were not installed
+    assert main(["policy", "--pdf", str(tmp_path / "again")]) == 2
+    err = capsys.readouterr().err
+    assert 'pip install "telcoenv[pdf]"' in err and len(err.strip().splitlines()) == 1
 
 
 @pytest.mark.parametrize(

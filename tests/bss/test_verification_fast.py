@@ -362,6 +362,31 @@ def test_a_refused_gold_write_fails_the_verification_like_before():
     assert episode.setup.state.rows_json() == final
 
 
+def test_the_starting_rows_survive_every_write_without_a_second_copy_of_the_data():
+    """The truth's rows are the episode's starting rows, copied on write: a written table as it
+    stood before its first write (also after a refused write and a kept one), every other as
+    stored, and the generated rows of the big tables are not held in memory."""
+    env = make_env("contact_update", domain="bss")
+    _, info = env.reset(seed=4)
+    setup = env.episode.setup
+    state, truth = setup.state, setup.truth
+    start = {table: sorted(rows, key=repr) for table, rows in truth.rows.items()}
+    assert start == {t: sorted(state.table_rows(t), key=repr) for t in truth.rows}
+    assert start["invoices"] and start["usage_records"]
+    held = truth.rows._copied  # what stays in memory: the small tables only
+    assert set(held) == {"customers", "accounts", "lines"}
+    values = info["privileged"]["values"]
+    with pytest.raises(ToolError), state.db.change():  # refused: nothing changes
+        state.update("customers", "customer_id", values["customer_id"], email="a@x.example")
+        invoice = start["invoices"][0][1]  # a table not kept: copied inside the change
+        state.update("invoices", "invoice_id", invoice, status="no such status")
+    play(env, gold_actions(info))
+    assert state.table_rows("customers") != held["customers"]  # the email changed
+    assert {t: sorted(rows, key=repr) for t, rows in truth.rows.items()} == start
+    assert set(held) == {"customers", "accounts", "lines"} | state.written
+    assert "invoices" in state.written  # the refused write's table, copied as it stood
+
+
 def test_no_statement_is_compiled_again_after_the_first_episodes(monkeypatch):
     env = make_env(domain="bss")
     options = [{"blueprint": b.blueprint_id, "sample_index": 5} for b in BLUEPRINTS]

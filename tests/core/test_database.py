@@ -453,3 +453,26 @@ def test_a_schema_at_hand_is_never_kept_in_the_cache(tmp_path, monkeypatch) -> N
     db.close()
     for kept in tmp_path.glob("sqlite-statements.*.pickle"):  # other statements may be kept
         assert not any("accounts" in key for key in pickle.loads(kept.read_bytes()))
+
+
+@pytest.mark.parametrize("count", [1, 2, 3, 63, 64, 65, 130, 200])
+def test_many_rows_go_in_whole_and_in_order_through_a_few_statements(count):
+    """A reset inserts a table's rows in statements of 64, 32, ... 1 rows: every row arrives,
+    in order, and the row counts seen compile at most 7 statements per table (a statement per
+    count grew SQLite's statement cache by 15 MB over 200 care resets)."""
+    metadata = MetaData()
+    Table(
+        "readings",
+        metadata,
+        Column("episode_id", String(10), primary_key=True),
+        Column("reading_id", String(10), primary_key=True),
+        Column("value", Float, nullable=False),
+    )
+    db = EpisodeDatabase(metadata)
+    rows = [("E1", f"R{i:04d}", float(i)) for i in range(count)]
+    db.start_episode(lambda d: d.insert_values("readings", rows))
+    stored = db.select(Query("readings", ("reading_id", "value"), order=("reading_id",)), ("E1",))
+    assert stored == [row[1:] for row in rows]
+    for other in range(1, 300):  # every count up to 300 uses the same few statements
+        db.insert_values("readings", [("E2", f"S{other}-{i}", 0.0) for i in range(other)])
+    assert len(db._multi_sql) <= 7

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import string
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any, ClassVar, Literal
 
@@ -222,7 +222,9 @@ class BssDomain:
         return EpisodeSetup(
             facts=sampled,
             state=state,
-            truth=data,
+            # The generated rows are not kept: the episode's database holds them (copied on
+            # write), and the customer base is most of an environment's memory.
+            truth=replace(data, rows=state.pristine),
             gold_values=values,
             problem_statement=opening,
             gold_summary={},

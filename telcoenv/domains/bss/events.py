@@ -57,36 +57,39 @@ def _pairs(data: BssData, table: str, key: str, value: str) -> dict[Any, Any]:
 
 
 class Owners:
-    """Who owns what in an episode's data: ids of each kind mapped to their customer."""
+    """Who owns what in an episode's data: ids of each kind mapped to their customer (each map
+    built when first asked for: the invoices' is read from the database)."""
+
+    _KINDS: Mapping[str, tuple[str, str, str, str | None]] = {
+        # kind: table, the id's column, the owner's column, what kind of id that owner is
+        "customer": ("customers", "customer_id", "customer_id", None),
+        "account": ("accounts", "account_id", "customer_id", None),
+        "line": ("lines", "msisdn", "account_id", "account"),
+        "invoice": ("invoices", "invoice_id", "account_id", "account"),
+        "group": ("family_groups", "group_id", "owner_account_id", "account"),
+    }
 
     def __init__(self, data: BssData) -> None:
-        account = _pairs(data, "accounts", "account_id", "customer_id")
-        self.of: dict[str, dict[Any, Any]] = {
-            "customer": {c: c for c in _pairs(data, "customers", "customer_id", "customer_id")},
-            "account": account,
-            "line": {
-                line: account.get(owner)
-                for line, owner in _pairs(data, "lines", "msisdn", "account_id").items()
-            },
-            "invoice": {
-                invoice: account.get(owner)
-                for invoice, owner in _pairs(data, "invoices", "invoice_id", "account_id").items()
-            },
-            "group": {
-                group: account.get(owner)
-                for group, owner in _pairs(
-                    data, "family_groups", "group_id", "owner_account_id"
-                ).items()
-            },
-        }
         self.data = data
+        self._maps: dict[str, dict[Any, Any]] = {}
+
+    def of(self, kind: str) -> dict[Any, Any]:
+        """``{id: customer id}`` for the ids of ``kind``."""
+        if kind not in self._maps:
+            table, key, owner, via = self._KINDS[kind]
+            pairs = _pairs(self.data, table, key, owner)
+            if via is not None:
+                owners = self.of(via)
+                pairs = {k: owners.get(v) for k, v in pairs.items()}
+            self._maps[kind] = pairs
+        return self._maps[kind]
 
     def customer(self, table: str, row: Mapping[str, Any]) -> str | None:
         """The customer a row (as a dict) belongs to (None: unknown)."""
         if table not in _OWNER_COLUMN:
             return None
         column, kind = _OWNER_COLUMN[table]
-        return self.of[kind].get(row.get(column))
+        return self.of(kind).get(row.get(column))
 
     def generated_row(self, table: str, key: list[Any]) -> dict[str, Any] | None:
         """The generated row of ``table`` whose primary key (episode id aside) is ``key``."""
@@ -145,7 +148,7 @@ def disclosed(trace: EpisodeTrace, data: BssData) -> list[str]:
             value = str(row[position] or "").strip().casefold()
             if value and value not in own:
                 secrets[value] = row[who]
-    owners = Owners(data).of["line"]
+    owners = Owners(data).of("line")
     for line, owner in owners.items():
         if owner is not None and owner != data.customer_id and line not in own:
             secrets[str(line)] = owner

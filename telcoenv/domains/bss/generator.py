@@ -29,6 +29,7 @@ The rows come back per table, as tuples in the table's column order (see ``schem
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -177,9 +178,11 @@ class Focal:
 
 @dataclass
 class BssData:
-    """Rows per table (tuples in column order) and the focal customer's ids."""
+    """Rows per table (tuples in column order) and the focal customer's ids. Once loaded into
+    an episode's database, ``rows`` are the episode's starting rows, no longer held whole in
+    memory (:class:`~telcoenv.domains.bss.state.PristineRows`)."""
 
-    rows: dict[str, list[tuple[Any, ...]]]
+    rows: Mapping[str, list[tuple[Any, ...]]]
     customer_id: str
     account_id: str
     msisdns: list[str]

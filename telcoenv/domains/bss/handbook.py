@@ -14,7 +14,6 @@ and shared by every environment.
 
 from __future__ import annotations
 
-import html
 import math
 import re
 from collections import Counter
@@ -28,6 +27,7 @@ from pydantic import Field
 
 from telcoenv.catalog import fill_gold_arguments
 from telcoenv.datafiles import parse_yaml
+from telcoenv.documents import Document, DocumentSection
 from telcoenv.domains.bss.catalogue import products
 from telcoenv.specs import Bilingual, FrozenModel, GoldStep, Language
 from telcoenv.text import NUMBER, normalize
@@ -453,59 +453,26 @@ def public_figures() -> tuple[float, ...]:
 # --- pages as documents -----------------------------------------------------------------------
 
 
-def page_html(page_id: str, language: Language) -> str:
-    """A page as a standalone HTML document (right to left in Arabic)."""
+def document(page_id: str, language: Language) -> Document:
+    """A page in one language as a published document (text, HTML, PDF)."""
     page = handbook().pages[page_id]
-    direction = "rtl" if language == "ar" else "ltr"
-    parts = [
-        f'<!DOCTYPE html>\n<html lang="{language}" dir="{direction}">',
-        f'<head><meta charset="utf-8"><title>{html.escape(page.title.in_lang(language))}'
-        "</title></head>\n<body>",
-        f"<h1>{html.escape(page.title.in_lang(language))}</h1>",
-        f'<p class="edition" data-status="{page.status}" data-segment="{page.segment}">'
-        f"{html.escape(page.edition.in_lang(language))}</p>",
-    ]
-    for section in page.sections[language]:
-        parts.append(f'<section id="{section.section_id}"><h2>{html.escape(section.title)}</h2>')
-        parts += [f'<p id="{rule_id}">{html.escape(text)}</p>' for rule_id, text in section.rules]
-        parts.append("</section>")
-    parts.append("</body>\n</html>\n")
-    return "\n".join(parts)
-
-
-@dataclass(frozen=True, slots=True)
-class Document:
-    """A page in one language, as a reader gets it: its header, its text and its HTML."""
-
-    title: str
-    edition: str
-    status: str
-    segment: str
-    text: str
-    html: str
-
-
-def page_text(page_id: str, language: Language) -> str:
-    """A page as plain text: its title and edition, then each section's rules."""
-    page = handbook().pages[page_id]
-    lines = [f"{page.title.in_lang(language)} ({page.edition.in_lang(language)})"]
-    for section in page.sections[language]:
-        lines += ["", f"## {section.title} [{section.section_id}]"]
-        lines += [f"- {text} [{rule_id}]" for rule_id, text in section.rules]
-    return "\n".join(lines) + "\n"
+    return Document(
+        page.title.in_lang(language),
+        page.edition.in_lang(language),
+        page.status,
+        page.segment,
+        language,
+        tuple(
+            DocumentSection(section.section_id, section.title, section.rules)
+            for section in page.sections[language]
+        ),
+    )
 
 
 def documents() -> dict[str, Document]:
     """Every page in both languages, by published id (``care-handbook``, ``care-handbook-ar``)."""
     return {
-        published_id(page_id, language): Document(
-            page.title.in_lang(language),
-            page.edition.in_lang(language),
-            page.status,
-            page.segment,
-            page_text(page_id, language),
-            page_html(page_id, language),
-        )
-        for page_id, page in handbook().pages.items()
+        published_id(page_id, language): document(page_id, language)
+        for page_id in handbook().pages
         for language in LANGUAGES
     }

@@ -9,13 +9,15 @@ the schema refuses is a ``rejected`` ToolError). The database is the one source 
 state; the generated rows stay as the starting state that a verification can diff against.
 Tools change rows only through :meth:`BssState.insert` and :meth:`BssState.update`, which note
 the table in :attr:`BssState.written`: every other table still holds the generated rows, so a
-verification diffs only the written ones.
+verification diffs only the written ones. The generated rows are therefore not kept in memory
+(:class:`PristineRows`): a table's rows are copied just before its first write, and every other
+table is read from the database, where it stands as generated.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -26,7 +28,18 @@ from telcoenv.domains.bss.billing import TODAY
 from telcoenv.domains.bss.generator import BssData
 from telcoenv.errors import ToolError
 
-__all__ = ["IDENTITY_ATTEMPTS", "TODAY", "BssState", "IdentityCheck", "IdentitySession"]
+__all__ = [
+    "IDENTITY_ATTEMPTS",
+    "TODAY",
+    "BssState",
+    "IdentityCheck",
+    "IdentitySession",
+    "PristineRows",
+]
+
+#: Tables whose generated rows stay in memory: a dozen rows each, read at every reset (the
+#: trace's summary of the caller) and by the end-of-episode checks of who owns what.
+KEPT_TABLES = ("customers", "accounts", "lines")
 
 #: Failed identity checks of one customer before the session locks them (the operator's rule;
 #: docs/customer_care.md, "Identity and consent").
@@ -83,6 +96,8 @@ class BssState:
                 db.insert_values(table, rows)
 
         db.start_episode(load, episode_id)
+        #: The episode's starting rows, copied on write (the generated ones need not be kept).
+        self.pristine = PristineRows(db, episode_id, data.rows)
 
     def rows(self, query: Query, *keys: Any) -> list[dict[str, Any]]:
         """The rows of ``query`` for this episode (``keys``: the query's key values, bound)."""
@@ -147,6 +162,7 @@ class BssState:
         return self.db.delete_row(table, episode_id=self.episode_id, key=key, key_value=key_value)
 
     def _written(self, table: str) -> None:
+        self.pristine.before_write(table)
         self.written.add(table)
         self.kept_writes += 1
         self.db.on_undo(self._taken_back)
@@ -160,8 +176,7 @@ class BssState:
 
     def table_rows(self, table: str) -> list[tuple[Any, ...]]:
         """One table's rows as stored now, episode id first (the generator's row format)."""
-        query = table_queries(self.db.schema)[table]
-        return [(self.episode_id, *row) for row in self.db.select(query, (self.episode_id,))]
+        return stored_rows(self.db, self.episode_id, table)
 
     def reload(self, table: str, rows: Sequence[tuple[Any, ...]]) -> None:
         """Replace the episode's rows of ``table`` by ``rows`` (generator format); use inside
@@ -178,6 +193,50 @@ class BssState:
             for table, query in table_queries(self.db.schema).items()
         }
         return json.dumps(tables, sort_keys=True)
+
+
+def stored_rows(db: EpisodeDatabase, episode_id: str, table: str) -> list[tuple[Any, ...]]:
+    """One table's rows of an episode as stored now, episode id first (the generator's row
+    format; SQLite gives a REAL column's whole numbers back as floats)."""
+    query = table_queries(db.schema)[table]
+    return [(episode_id, *row) for row in db.select(query, (episode_id,))]
+
+
+class PristineRows(Mapping[str, list[tuple[Any, ...]]]):
+    """The rows each table held when the episode was loaded, without keeping the customer base
+    in memory twice (it was two thirds of an environment's memory): the small tables of
+    :data:`KEPT_TABLES` as generated, a table written since as it stood just before its first
+    write (:meth:`before_write`), any other table read from the database, where it still
+    stands as generated. The order of a table's rows is the database's, not the generator's."""
+
+    def __init__(
+        self,
+        db: EpisodeDatabase,
+        episode_id: str,
+        generated: Mapping[str, list[tuple[Any, ...]]],
+    ) -> None:
+        self._db, self._episode_id = db, episode_id
+        self._tables = tuple(generated)
+        self._copied = {t: generated[t] for t in KEPT_TABLES if t in generated}
+
+    def before_write(self, table: str) -> None:
+        """Copy ``table``'s rows unless copied already (called before every write: the first
+        one finds the rows as loaded, and a copy outlives an undone change unchanged)."""
+        if table not in self._copied:
+            self._copied[table] = stored_rows(self._db, self._episode_id, table)
+
+    def __getitem__(self, table: str) -> list[tuple[Any, ...]]:
+        if table in self._copied:
+            return self._copied[table]
+        if table not in self._tables:
+            raise KeyError(table)
+        return stored_rows(self._db, self._episode_id, table)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._tables)
+
+    def __len__(self) -> int:
+        return len(self._tables)
 
 
 @cache
