@@ -269,11 +269,21 @@ def crossings_per_s(speed_mps: float, radius_m: float) -> float:
 @dataclass(frozen=True)
 class TrackGeometry:
     """The geometry-only part of every cell's link along every track [cells, tracks, steps]:
-    path loss with shadowing and fading residual (dB), bearing and depression (deg)."""
+    path loss with shadowing and fading residual (dB), bearing and depression (deg). The angles
+    are smooth: kept every :data:`COARSE` steps (a quarter of the memory: the tracks were most
+    of a network environment's) and interpolated when read, as they were when made."""
 
     loss_db: np.ndarray
-    bearing_deg: np.ndarray
-    depression_deg: np.ndarray
+    coarse_bearing_deg: np.ndarray  # [cells, tracks, points every COARSE steps], unwrapped
+    coarse_depression_deg: np.ndarray
+
+    @property
+    def bearing_deg(self) -> np.ndarray:
+        return _along(self.coarse_bearing_deg, _fine(self.loss_db.shape[-1]))
+
+    @property
+    def depression_deg(self) -> np.ndarray:
+        return _along(self.coarse_depression_deg, _fine(self.loss_db.shape[-1]))
 
 
 @dataclass(frozen=True)
@@ -311,7 +321,7 @@ def track_geometry(cells: Cells, walk: Tracks, rng: np.random.Generator | None) 
     ) * pathloss_db(scenario, d2d, fc, h_bs, walk.height_m, False)
     bearing = np.degrees(np.arctan2(dx, dy))
     depression = np.degrees(np.arctan2(h_bs - walk.height_m, np.maximum(d2d, 1.0)))
-    fine = np.arange(steps) / COARSE
+    fine = _fine(steps)
     loss = _along(loss, fine) + SHADOW_SIGMA_DB[scenario][1] * walk.shadowing()
     if rng is not None:
         # The residual of fast fading after L3 filtering: knots every correlation time.
@@ -320,9 +330,14 @@ def track_geometry(cells: Cells, walk: Tracks, rng: np.random.Generator | None) 
         loss = loss + RESIDUAL_DB * _knotted(clock, knots)
     return TrackGeometry(
         loss_db=loss,
-        bearing_deg=_along(np.unwrap(bearing, period=360.0, axis=-1), fine),
-        depression_deg=_along(depression, fine),
+        coarse_bearing_deg=np.unwrap(bearing, period=360.0, axis=-1),
+        coarse_depression_deg=depression,
     )
+
+
+def _fine(steps: int) -> np.ndarray:
+    """The fine steps' positions on the coarse points' axis."""
+    return np.arange(steps) / COARSE
 
 
 def _along(coarse: np.ndarray, position: np.ndarray) -> np.ndarray:
