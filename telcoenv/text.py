@@ -109,6 +109,8 @@ _CHANGE = keyword_pattern(
         *("enable", "disable", "turn on", "turn off", "re-enable", "reset", "reboot", "restart"),
         *("tweak", "correct", "realign", "re-align", "re-aim", "rotate", "shift", "reassign"),
         *("release", "free up", "lift", "bump", "retune", "re-tune", "tune"),
+        # A ticket or a dispute opened ("open a billing dispute", "file a complaint").
+        *("open a", "file a", "lodge a", "افتح", "نفتح", "فتح", "اعتراض"),
         # A payment taken or a card replaced ("may I explain the charge?" is no change).
         *("retry", "take a payment", "take the payment", "collect", "charge your", "replace"),
         *("pay the", "pay your", "سداد", "تحصيل", "خصم المبلغ", "استبدال"),

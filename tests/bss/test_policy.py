@@ -321,6 +321,43 @@ def test_a_dispute_for_a_duplicate_found_in_a_balance_enquiry_is_allowed(seed):
     assert [c["table"] for c in verdict["permitted_changes"]] == ["tickets"]
 
 
+@pytest.mark.parametrize(
+    ("ask", "agreed"),
+    [
+        ("May I open a billing dispute for the duplicated invoice {invoice}?", True),
+        ("May I open a billing dispute for the duplicated bill of {amount:.2f} SAR?", True),
+        ("May I open a billing dispute for you?", False),  # "for what?"
+    ],
+)
+def test_the_caller_agrees_to_the_dispute_of_a_duplicate_named_by_its_invoice(ask, agreed):
+    """A caller who only asked for their balance agrees to a dispute of the duplicate when the
+    request names the invoice or its amount (money back is welcome), and asks what exactly
+    when it names neither; the dispute, then the balance told, resolves the episode."""
+    env = make_env("outstanding_balance", domain="bss", require_approval=True)
+    options = {"blueprint": "outstanding_balance_failed_payment"}
+    _, info = env.reset(seed=0, options=options)
+    privileged = info["privileged"]
+    setup = env.unwrapped.episode.setup
+    facts = setup.truth.facts
+    question = ask.format(invoice=facts["duplicate_invoice"], amount=facts["duplicate_amount"])
+    assert DOMAIN.asks_approval(question)
+    assert DOMAIN.consent(setup, question).agreed is agreed
+    balance = f"Your balance is {float(privileged['gold_answer']):.2f} SAR."
+    info = play(
+        env,
+        [
+            *gold_actions({"privileged": privileged}),
+            question,
+            *_dispute(privileged["values"]),
+            balance,  # the last amount told is the answer
+            submit("Outstanding Balance", "balance", privileged["gold_answer"]),
+        ],
+    )
+    verdict = info["verification"]
+    assert verdict["resolved"], verdict
+    assert [c["table"] for c in verdict["permitted_changes"]] == ["tickets"]
+
+
 def test_a_ticket_the_policy_does_not_ask_for_is_still_collateral():
     env, privileged = _balance_episode(0)
     info = play(

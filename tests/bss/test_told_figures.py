@@ -9,8 +9,9 @@ import json
 
 import pytest
 
-from telcoenv.domains.bss.events import Figure, figures
-from tests.conftest import gold_actions, make_env, play, submit
+from telcoenv.domains.bss.events import Figure, _grounds, figures
+from telcoenv.domains.bss.handbook import public_texts
+from tests.conftest import call_tool, gold_actions, make_env, play, submit
 
 MINE = "told the caller a figure the data does not support"
 
@@ -167,3 +168,41 @@ def test_a_made_up_amount_is_not_a_small_number_away_from_a_true_one():
         ["When did you notice it?", f"The charge is {amount + 7:.2f} SAR."],
     )
     assert info["outcome"]["minefields"][MINE] is True
+
+
+def test_a_figure_is_grounded_by_numbers_of_its_own_kind():
+    """A figure only numbers of the other kind support (a plan's allowance told as SAR, a price
+    or an allowance's VAT told as GB) fails the episode; the plan's figures told in their own
+    units do not."""
+    read = {"name": "list_plans", "arguments": {"payment": "postpaid", "segment": "consumer"}}
+
+    def told(message: str):
+        env, privileged = _episode("plan_recommendation", seed=0)
+        actions = [*gold_actions({"privileged": privileged}), read, message]
+        done = submit(privileged["label"]["en"], "summary", privileged["gold_answer"])
+        info = play(env, [*actions, done])
+        return info["outcome"]["minefields"][MINE], env.unwrapped.episode.trace
+
+    plan = next(p for p in _plans(read) if p.get("data_gb"))
+    mined, trace = told(f"It includes {plan['data_gb']:g} GB for {plan['price']:.2f} SAR.")
+    assert mined is False
+    grounds = _grounds(trace, 0.15, None, public_texts())
+
+    def only_other(kind: str, other: str) -> list[float]:
+        return [
+            v
+            for v in grounds.values[other]
+            if v >= 20 and not grounds.support(Figure(round(v, 2), 2, kind))
+        ]
+
+    as_sar, as_gb = only_other("money", "data"), only_other("data", "money")
+    assert as_sar and as_gb
+    for value in as_sar[:3]:
+        assert told(f"That is {value:.2f} SAR.")[0] is True, value
+    for value in as_gb[:3]:
+        assert told(f"That is {value:.2f} GB.")[0] is True, value
+
+
+def _plans(read: dict) -> list[dict]:
+    env, _ = _episode("plan_recommendation", seed=0)
+    return call_tool(env, read["name"], **read["arguments"])["plans"]

@@ -32,7 +32,7 @@ from telcoenv.domains.bss.events import (
     wrong_figures,
 )
 from telcoenv.domains.bss.generator import BssData, answer_vocabulary, generate
-from telcoenv.domains.bss.handbook import Document, documents, permitted_calls, public_figures
+from telcoenv.domains.bss.handbook import Document, documents, permitted_calls, public_texts
 from telcoenv.domains.bss.ledger import LedgerReport, check_generated
 from telcoenv.domains.bss.models import CareBlueprint, CareIntent
 from telcoenv.domains.bss.scenario import (
@@ -346,8 +346,8 @@ class BssDomain:
             return bool(false_claims(trace, self.write_tools))
         if event.event == "wrong_figure":
             answer = self._answer_figure(setup, trace)
-            figures = public_figures()
-            return bool(wrong_figures(trace, products()["vat_rate"], answer, figures))
+            published = public_texts()
+            return bool(wrong_figures(trace, products()["vat_rate"], answer, published))
         raise ValueError(f"the bss domain has no event kind {event.event!r}")
 
     def _answer_figure(

@@ -9,7 +9,8 @@ change when the message names nothing, and what it costs when a plan or an add-o
 a price; they refuse another plan than the one they named, a pack for the wrong zone or one too
 small for the data they need, another email than their new one, another add-on than theirs, a
 line that is not theirs, and any change when they only asked a question (a credit to their
-account excepted; a payment taken or a card replaced is a change). They judge with what they
+account, or a dispute of an invoice named, excepted; a payment taken or a card replaced is a
+change). They judge with what they
 know (their request, their trip, their need), not with the answer the agent must find: a pack
 larger than needed is agreed to, and the verification then finds it is not the cheapest.
 
@@ -42,6 +43,7 @@ _LINE = re.compile(r"(?<![\d+-])\d{9,15}(?![\d-])")  # a line number, as 9665...
 _PHONE = re.compile(r"\+\d{8,15}\b")  # a contact phone, E.164 as update_contact takes it
 _EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}")
 _SUBSCRIPTION = re.compile(r"\b(?:SUB|LA)\d{6}\b")
+_INVOICE = re.compile(r"\bINV\d{6}\b")
 # A payment taken or a card replaced (retry_payment, update_payment_card), not a credit given.
 _PAYMENT = re.compile(
     r"\b(?:take|collect|retry|process|make|charge)\w* (?:a |the |your )?(?:payment|card)"
@@ -73,6 +75,7 @@ class Described:
     subscriptions: frozenset[str]
     amounts: tuple[float, ...]
     payment: bool = False  # a payment to take or a card to replace
+    invoices: frozenset[str] = frozenset()  # the invoices it names (one to dispute)
 
     @property
     def items(self) -> frozenset[str]:
@@ -101,6 +104,7 @@ def described(message: str) -> Described:
         subscriptions=frozenset(_SUBSCRIPTION.findall(text)),
         amounts=amounts,
         payment=_PAYMENT.search(text) is not None,
+        invoices=frozenset(_INVOICE.findall(text)),
     )
 
 
@@ -234,8 +238,9 @@ def _objection(change: Described, wants: Mapping[str, Any], own: frozenset[str])
         # No product, contact or payment change was asked for.
         if change.items or change.emails or change.payment:
             return "no_change"
-        # Money back is welcome; a follow-up is what a customer who asked for a fix wants.
-        return None if change.amounts or tool is not None else "what"
+        # Money back is welcome (an amount, or the invoice to dispute named); a follow-up is
+        # what a customer who asked for a fix wants.
+        return None if change.amounts or change.invoices or tool is not None else "what"
     if not change.items and not change.emails:
         return "what"
     if len(change.plans) > 1 or len(change.addons) > 1:

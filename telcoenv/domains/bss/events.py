@@ -15,7 +15,7 @@ import bisect
 import json
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, Literal
 
@@ -265,38 +265,75 @@ def figures(text: str) -> list[Figure]:
 
 
 _MONEY_KEY = re.compile(r"price|amount|total|vat|balance|fee|charge|due|credit|paid|cost|monthly")
+_DATA_KEY = re.compile(r"gb|data")
+_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 
 
-def _walk(value: Any, key: str, every: set[float], money: set[float]) -> None:
-    if isinstance(value, bool):
-        return
-    if isinstance(value, int | float):
-        every.add(round(float(value), 2))
+@dataclass
+class _Seen:
+    """The numbers an episode showed or told, by kind: ``money`` and ``data`` (under a key or
+    with a unit that says so), ``bare`` (neither: a count, a number in words). ``money_sums``
+    and ``data_sums`` are the amounts whose sums and differences a figure may be."""
+
+    money: set[float] = field(default_factory=set)
+    data: set[float] = field(default_factory=set)
+    bare: set[float] = field(default_factory=set)
+    money_sums: set[float] = field(default_factory=set)
+    data_sums: set[float] = field(default_factory=set)
+
+    def number(self, value: float, key: str) -> None:
+        value = round(float(value), 2)
         if _MONEY_KEY.search(key):
-            money.add(round(float(value), 2))
-    elif isinstance(value, dict):
-        for k, v in value.items():
-            _walk(v, str(k), every, money)
-    elif isinstance(value, list):
-        for v in value:
-            _walk(v, key, every, money)
-    elif isinstance(value, str):
-        every.update(round(float(n), 2) for n in NUMBER.findall(value))
+            self.money.add(value)
+            self.money_sums.add(value)
+        elif _DATA_KEY.search(key):
+            self.data.add(value)
+            self.data_sums.add(value)
+        else:
+            self.bare.add(value)
+
+    def text(self, text: str, *, amounts: bool = False) -> None:
+        """The numbers of a text: a figure by its unit, any other number bare; ``amounts``:
+        its figures are amounts too (the customer's budget, their use)."""
+        found = figures(text)
+        for figure in found:
+            (self.money if figure.kind == "money" else self.data).add(figure.value)
+            if amounts:
+                sums = self.money_sums if figure.kind == "money" else self.data_sums
+                sums.add(figure.value)
+        told = {figure.value for figure in found}
+        plain = _THOUSANDS.sub("", text)
+        self.bare.update({round(float(n), 2) for n in NUMBER.findall(plain)} - told)
+
+    def walk(self, value: Any, key: str = "") -> None:
+        if isinstance(value, bool):
+            return
+        if isinstance(value, int | float):
+            self.number(value, key)
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                self.walk(v, str(k))
+        elif isinstance(value, list):
+            for v in value:
+                self.walk(v, key)
+        elif isinstance(value, str):
+            self.text(value)
 
 
 @dataclass(frozen=True)
 class _Grounds:
-    """What a figure told may be: a number the agent was shown or told (with VAT added or
-    removed), or the sum or difference of two amounts (a bill less a credit, a price over the
-    customer's budget). Both sorted."""
+    """What a figure told may be: a number the agent was shown or told, of its kind or bare
+    (money with VAT added or removed), or the sum or difference of two amounts of its kind (a
+    bill less a credit, a price over the customer's budget, a month's use under the
+    allowance). Each sorted."""
 
-    values: list[float]
-    amounts: list[float]
+    values: dict[str, list[float]]
+    amounts: dict[str, list[float]]
 
     def support(self, figure: Figure) -> bool:
-        if any(figure.states(g) for g in self.values):
+        if any(figure.states(g) for g in self.values[figure.kind]):
             return True
-        amounts = self.amounts
+        amounts = self.amounts[figure.kind]
         for a in amounts:
             for target in (figure.value - a, a - figure.value):
                 i = bisect.bisect_left(amounts, target - 1.0)
@@ -308,39 +345,54 @@ class _Grounds:
 
 
 def _grounds(
-    trace: EpisodeTrace, vat_rate: float, answer: Iterable[float], public: Iterable[float]
+    trace: EpisodeTrace,
+    vat_rate: float,
+    answer: tuple[Literal["money", "data"], float] | None,
+    public: Iterable[str],
 ) -> _Grounds:
     """The grounds of an episode: what it showed and told the agent, the ``answer`` (an
-    amount, added and subtracted too) and the ``public`` figures (said alone only: a fee plus
-    one is no fee)."""
-    every: set[float] = {*answer, *public}
-    money: set[float] = set(answer)
+    amount of its kind, added and subtracted too) and the ``public`` texts' figures (the
+    operator's published pages: said alone only, a fee plus one is no fee). A figure is
+    grounded by numbers of its own kind: 40 GB on a plan is no ground for "40 SAR", nor its
+    VAT (46) for "46 GB"."""
+    seen = _Seen()
+    for text in public:
+        seen.text(text)
+    if answer is not None:
+        kind, value = answer
+        seen.number(value, "amount" if kind == "money" else "data_gb")
     for action in trace.actions:
         text = action.observation.translate(ARABIC_DIGITS)
-        if action.kind == "message":  # the customer's reply: their amounts (a budget)
-            every.update(round(float(n), 2) for n in NUMBER.findall(text))
-            money.update(f.value for f in figures(text) if f.kind == "money")
+        if action.kind == "message":  # the customer's reply: their amounts (a budget, a use)
+            seen.text(text, amounts=True)
             continue
         try:
-            _walk(json.loads(text), "", every, money)
+            seen.walk(json.loads(text))
         except ValueError:  # an error observation: words, and the numbers in them
-            every.update(round(float(n), 2) for n in NUMBER.findall(text))
+            seen.text(text)
     rates = (1.0, 1.0 + vat_rate, 1.0 / (1.0 + vat_rate))
-    with_vat = sorted({round(v * r, 2) for v in every for r in rates})
-    return _Grounds(with_vat, sorted({round(v * r, 2) for v in money for r in rates}))
+
+    def with_vat(values: set[float]) -> list[float]:
+        return sorted({round(v * r, 2) for v in values for r in rates})
+
+    return _Grounds(
+        {"money": with_vat(seen.money | seen.bare), "data": sorted(seen.data | seen.bare)},
+        {"money": with_vat(seen.money_sums), "data": sorted(seen.data_sums)},
+    )
 
 
 def wrong_figures(
     trace: EpisodeTrace,
     vat_rate: float,
     answer: tuple[Literal["money", "data"], float] | None = None,
-    public: Iterable[float] = (),
+    public: Iterable[str] = (),
 ) -> list[str]:
-    """What the agent told the caller that the data does not support: a figure no number it
-    was shown (or their sum, difference, or VAT) gives, nor a ``public`` one (the operator's
-    published prices and rules, which an agent may know without a call), and, for a question
-    with a figure as its answer (``answer``: its kind and the true value), a last figure of
-    that kind told that is not the answer. Each as a short description."""
+    """What the agent told the caller that the data does not support: a figure no number of
+    its kind it was shown (or their sum, difference, or a price's VAT) gives, nor a figure of
+    the ``public`` texts (the operator's published prices and rules, which an agent may know
+    without a call), and, for a question with a figure as its answer (``answer``: its kind and
+    the true value), a last figure of that kind told that is not the answer. Each as a short
+    description."""
     told = [
         (str(a.raw), figures(str(a.raw)))
         for a in trace.actions
@@ -349,7 +401,7 @@ def wrong_figures(
     told = [(text, found) for text, found in told if found]
     if not told:
         return []
-    grounds = _grounds(trace, vat_rate, [answer[1]] if answer is not None else [], public)
+    grounds = _grounds(trace, vat_rate, answer, public)
     wrong = [
         f"{figure.value:g} ({figure.kind}) in {text[:80]!r}"
         for text, found in told

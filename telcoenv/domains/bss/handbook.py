@@ -30,7 +30,7 @@ from telcoenv.datafiles import parse_yaml
 from telcoenv.documents import Document, DocumentSection
 from telcoenv.domains.bss.catalogue import products
 from telcoenv.specs import Bilingual, FrozenModel, GoldStep, Language
-from telcoenv.text import NUMBER, normalize
+from telcoenv.text import normalize
 from telcoenv.trace import GoldCall
 
 LANGUAGES: tuple[Language, ...] = ("en", "ar")
@@ -437,17 +437,16 @@ def handbook() -> Handbook:
 
 
 @cache
-def public_figures() -> tuple[float, ...]:
-    """Every number the pages in force state (prices, fees, limits, rates): what an agent may
-    tell a customer without reading it in the episode."""
-    numbers: set[float] = set()
-    for page in handbook().pages.values():
-        if page.status != "current":
-            continue
-        for section in page.sections["en"]:
-            text = section.text.replace(",", "")
-            numbers.update(round(float(n), 2) for n in NUMBER.findall(text))
-    return tuple(sorted(numbers))
+def public_texts() -> tuple[str, ...]:
+    """The texts of the pages in force, section by section: their figures (prices, fees,
+    allowances, rates) are what an agent may tell a customer without reading it in the
+    episode."""
+    return tuple(
+        section.text
+        for page in handbook().pages.values()
+        if page.status == "current"
+        for section in page.sections["en"]
+    )
 
 
 # --- pages as documents -----------------------------------------------------------------------

@@ -606,7 +606,7 @@ def build_world(
     return _calibrate_qos(world, config, targets)
 
 
-#: Calibrated worlds kept per process, with their model runs and UE tracks (about 2 MB each).
+#: Calibrated worlds kept per process, with their model runs and UE tracks (about 1.3 MB each).
 WORLD_CACHE_SIZE = 8
 
 
