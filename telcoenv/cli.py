@@ -294,6 +294,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         [CONDITIONS[c] for c in conditions],
         domain=args.domain,
         difficulties=difficulties,
+        split=args.split,
     )
     config = RunConfig(
         agent=args.agent,
@@ -305,6 +306,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         tool_format=args.tool_format,
         repeats=repeats,
         world_models={"network": args.network_model} if args.network_model else {},
+        split=args.split,
     )
     if args.network_model and not any(spec.domain == "network" for spec in grid):
         raise UsageError("--network-model applies to the network domain only")
@@ -452,10 +454,22 @@ def _cmd_generate(args: argparse.Namespace) -> int:
         _output_folder("--out", out.parent)
     else:
         _output_folder("--out", out)
+    if args.split != "all":  # only a domain that knows splits is told one
+        tier["split"] = args.split
     count = domain.generate_dataset(args.out, args.samples, args.seed, args.format, **tier)
     unit = "samples" if args.format == "json" else "chat rows"
     print(f"{count} {unit} written to {args.out}")
     return 0
+
+
+def _split_flag(command: argparse.ArgumentParser) -> None:
+    command.add_argument(
+        "--split",
+        default="all",
+        choices=["all", "train", "test"],
+        help="the episodes of one split: test holds out whole blueprints, one episode in five "
+        "and a third of the phrasings (telcoenv.splits); default all",
+    )
 
 
 def _network_model_flag(command: argparse.ArgumentParser) -> None:
@@ -609,6 +623,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="guided (the published statements), symptom, noisy, or several comma-separated",
     )
     evaluate.add_argument("--seed", type=int, default=0)
+    _split_flag(evaluate)
     evaluate.add_argument(
         "--repeats",
         default="1",
@@ -669,6 +684,7 @@ def build_parser() -> argparse.ArgumentParser:
     generate = commands.add_parser("generate", help="write the TelcoAgent-Bench dataset")
     generate.add_argument("--samples", type=int, default=30, help="samples per blueprint")
     generate.add_argument("--seed", type=int, default=0)
+    _split_flag(generate)
     generate.add_argument("--out", required=True, help="output folder (or .jsonl file)")
     generate.add_argument("--format", default="json", choices=["json", "jsonl"])
     generate.add_argument(

@@ -22,6 +22,7 @@ import numpy as np
 import orjson
 from gymnasium.error import ResetNeeded
 
+from telcoenv import splits
 from telcoenv.actions import receive, replayed
 from telcoenv.domains import Domain
 from telcoenv.embeddings import Embedder
@@ -98,6 +99,10 @@ class TelcoEnv(gymnasium.Env[str, Any]):
             (``sqlite:///network.sqlite``, PostgreSQL): every episode is committed and kept
             under its own id (``info["database_episode_id"]``) for inspection.
         render_mode: ``"ansi"`` to render the transcript as text.
+        split: ``"all"`` (default: every episode), ``"train"`` or ``"test"``: only that
+            split's episodes, blueprints and phrasings (:mod:`telcoenv.splits`; the test split
+            holds out whole blueprints, one episode in five of the others, and a third of the
+            phrasings). Shown in ``info["split"]`` and recorded in snapshots.
 
     ``reset(seed, options)`` options: ``intent`` (whole-taxonomy env only), ``blueprint``,
     ``sample_index`` (with the blueprint, fixes the episode independently of the seed), ``lang``,
@@ -134,6 +139,7 @@ class TelcoEnv(gymnasium.Env[str, Any]):
         domain: Domain | str | None = None,
         database_url: str | None = None,
         render_mode: str | None = None,
+        split: str = "all",
     ) -> None:
         self.settings = settings = EnvSettings.check(
             intent=intent,
@@ -152,11 +158,14 @@ class TelcoEnv(gymnasium.Env[str, Any]):
             domain=domain,
             database_url=database_url,
             render_mode=render_mode,
+            split=split,
         )
         self.domain: Domain = settings.domain
         catalog = self.domain.catalog
         self.fixed_intent = catalog.intent(intent) if intent is not None else None
         self.fixed_blueprint = check_blueprint(self.domain, blueprint, self.fixed_intent)
+        if self.fixed_blueprint is not None:
+            self._check_in_split(self.fixed_blueprint, "blueprint")
         self.render_mode = render_mode
         self.observation_space = Unicode()
         self.action_space = ToolCallSpace(catalog.tools)
@@ -187,6 +196,7 @@ class TelcoEnv(gymnasium.Env[str, Any]):
     difficulty = property(lambda self: self.settings.difficulty)
     tool_format = property(lambda self: self.settings.tool_format)
     database_url = property(lambda self: self.settings.database_url)
+    split = property(lambda self: self.settings.split)
 
     @property
     def env_id(self) -> str:
@@ -224,22 +234,51 @@ class TelcoEnv(gymnasium.Env[str, Any]):
             options["difficulty"] = self.difficulty
         lang = check_lang(options.get("lang", self.lang))
         chosen = self._chosen(options)
+        if chosen[1] is not None and "sample_index" in options:
+            self._check_in_split(chosen[1], "blueprint", options["sample_index"])
         # Reseeded only once every option is accepted: a refused reset leaves later ones as
         # they were.
         super().reset(seed=seed)
-        intent, blueprint = self._drawn(*chosen)
-        key = self._episode_key(blueprint, options.get("sample_index"))
-        self._start = EpisodeStart.model_construct(  # trusted values: no validation on reset
-            seed=seed,
-            episode_key=key,
-            intent=intent.key,
-            blueprint_id=blueprint.blueprint_id,
-            lang=lang,
-            options=options,
-            np_random=self.np_random.bit_generator.state,
-            world_model=getattr(self.domain, "world_model", None),
-        )
-        return self._begin(intent, blueprint, key, lang, seed, options)
+        with splits.phrasing(self.split):
+            intent, blueprint = self._drawn(*chosen)
+            key = self._episode_key(blueprint, options.get("sample_index"))
+            self._start = EpisodeStart.model_construct(  # trusted values: no validation
+                seed=seed,
+                episode_key=key,
+                intent=intent.key,
+                blueprint_id=blueprint.blueprint_id,
+                lang=lang,
+                options=options,
+                np_random=self.np_random.bit_generator.state,
+                world_model=getattr(self.domain, "world_model", None),
+                split=self.split,
+            )
+            return self._begin(intent, blueprint, key, lang, seed, options)
+
+    def _check_in_split(self, blueprint: Any, what: str, sample_index: int | None = None) -> None:
+        """Refuse a blueprint (or its sample) that is not in this environment's split."""
+        if self.split == "all":
+            return
+        siblings = self._siblings(blueprint)
+        held = blueprint.blueprint_id in splits.held_out(siblings)
+        if self.split == "train" and held:
+            raise EpisodeOptionError(
+                f"{what} {blueprint.blueprint_id!r} is held out for the test split; this "
+                "environment draws the train split"
+            )
+        if sample_index is not None:
+            key = [zlib.crc32(blueprint.blueprint_id.encode()), sample_index]
+            found = splits.episode_split(blueprint.blueprint_id, siblings, key)
+            if found != self.split:
+                raise EpisodeOptionError(
+                    f"sample_index {sample_index} of {blueprint.blueprint_id!r} is in the "
+                    f"{found} split; this environment draws the {self.split} split "
+                    "(telcoenv.splits.split_samples lists a split's samples)"
+                )
+
+    def _siblings(self, blueprint: Any) -> list[str]:
+        family = self.domain.catalog.blueprints[blueprint.intent]
+        return [b.blueprint_id for b in family]
 
     def _chosen(self, options: dict[str, Any]) -> tuple[IntentModel | None, Any]:
         """The intent and blueprint the options and the settings fix (``None``: to be drawn);
@@ -268,12 +307,20 @@ class TelcoEnv(gymnasium.Env[str, Any]):
         if intent is None:
             intent = catalog.intents[int(self.np_random.integers(len(catalog.intents)))]
         family = catalog.blueprints[intent.key]
+        if self.split == "train":  # the test split's own blueprints are never drawn
+            held = splits.held_out([b.blueprint_id for b in family])
+            family = [b for b in family if b.blueprint_id not in held]
         return intent, family[int(self.np_random.integers(len(family)))]
 
     def _episode_key(self, blueprint: Any, sample_index: int | None) -> list[int]:
-        if sample_index is None:
-            return [int(self.np_random.integers(2**63))]
-        return [zlib.crc32(blueprint.blueprint_id.encode()), sample_index]
+        if sample_index is not None:
+            return [zlib.crc32(blueprint.blueprint_id.encode()), sample_index]
+        key = [int(self.np_random.integers(2**63))]
+        if self.split != "all":  # drawn again until the episode is the split's (one in 5 or 4/5)
+            siblings = self._siblings(blueprint)
+            while splits.episode_split(blueprint.blueprint_id, siblings, key) != self.split:
+                key = [int(self.np_random.integers(2**63))]
+        return key
 
     def _begin(
         self,
@@ -305,6 +352,7 @@ class TelcoEnv(gymnasium.Env[str, Any]):
             "env_id": self.env_id,
             "domain": self.domain.name,
             "language": lang,
+            "split": splits.current(),
             "require_approval": episode.require_approval,
             "tools": orjson.loads(self._tools_json),
             "instructions": instructions,
@@ -325,7 +373,14 @@ class TelcoEnv(gymnasium.Env[str, Any]):
     def step(self, action: Any) -> tuple[str, SupportsFloat, bool, bool, dict[str, Any]]:
         """Take one action; never raises on what the agent sends (see the class docstring)."""
         self._check_running("step()")
-        return self._episode.step(receive(action))  # type: ignore[union-attr]
+        with splits.phrasing(self._episode_split):
+            return self._episode.step(receive(action))  # type: ignore[union-attr]
+
+    @property
+    def _episode_split(self) -> str:
+        """The split of the running episode (a restored snapshot's may be narrower than the
+        environment's ``"all"``)."""
+        return self._start.split if self._start is not None else self.split
 
     def _check_running(self, call: str) -> None:
         """Raise ``ResetNeeded`` unless an episode was started and the environment is open: a
@@ -400,13 +455,20 @@ class TelcoEnv(gymnasium.Env[str, Any]):
             raise EpisodeOptionError(
                 f"the snapshot's np_random is not a PCG64 generator state: {exc!r}"
             ) from None
+        split = splits.check_split(start.split, "the snapshot's split")
+        if self.split not in ("all", split):
+            raise EpisodeOptionError(
+                f"the snapshot is of a {split} split episode; this environment draws the "
+                f"{self.split} split"
+            )
         self._np_random, self._np_random_seed = generator, start.seed
         self._start = start
         lang = check_lang(start.lang)
-        self._begin(intent, blueprint, list(start.episode_key), lang, start.seed, options)
-        assert self._episode is not None
-        for entry in state.actions:  # each action takes the branch it took when first sent
-            self._episode.step(replayed(entry) or receive(entry))
+        with splits.phrasing(split):
+            self._begin(intent, blueprint, list(start.episode_key), lang, start.seed, options)
+            assert self._episode is not None
+            for entry in state.actions:  # each action takes the branch it took when first sent
+                self._episode.step(replayed(entry) or receive(entry))
 
     def clone(self) -> TelcoEnv:
         """A new environment with the same settings, in this one's state (see ``get_state``)."""

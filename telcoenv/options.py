@@ -25,6 +25,7 @@ from telcoenv.rewards import (
     check_shaping,
 )
 from telcoenv.specs import LANGUAGES, TOOL_FORMATS, IntentModel, Language, ToolFormat
+from telcoenv.splits import check_split
 
 #: The options ``reset`` takes, with the type each must have (``None`` means "not given").
 OPTION_TYPES: dict[str, type] = {
@@ -191,6 +192,7 @@ class EnvSettings:
     domain: Domain
     database_url: str | None
     render_mode: str | None
+    split: str = "all"
 
     @classmethod
     def check(
@@ -212,6 +214,7 @@ class EnvSettings:
         domain: Any,
         database_url: Any,
         render_mode: Any,
+        split: Any = "all",
     ) -> EnvSettings:
         for name, value in (
             ("intent", intent),
@@ -259,6 +262,7 @@ class EnvSettings:
             domain=domain,
             database_url=database_url,
             render_mode=render_mode,
+            split=check_split(split),
         )
 
     def as_kwargs(self) -> dict[str, Any]:

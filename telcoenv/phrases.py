@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
+from telcoenv import splits
 from telcoenv.catalog import template_fields
 from telcoenv.errors import CatalogError
 from telcoenv.specs import LANGUAGES
@@ -24,12 +25,16 @@ from telcoenv.text import keyword_pattern, normalize
 #: A name no phrase may hold: its pattern, the name, and why it is refused.
 NamePattern = tuple[re.Pattern[str], str, str]
 
+T = TypeVar("T")
 _PLACEHOLDER = re.compile(r"\{[^{}]*\}")
 _DIGIT = re.compile(r"\d")
 
 
-def pick(options: Sequence[str], rng: np.random.Generator) -> str:
-    """One of ``options``, chosen by the episode's seeded generator (one draw)."""
+def pick(options: Sequence[T], rng: np.random.Generator) -> T:
+    """One of ``options``, chosen by the episode's seeded generator (one draw), among the
+    current split's entries (:func:`telcoenv.splits.split_options`; all of them outside a
+    split environment)."""
+    options = splits.split_options(options, splits.current())
     return options[int(rng.integers(len(options)))]
 
 

@@ -32,6 +32,8 @@ class EpisodeStart(BaseModel):
     # Which of the domain's models of its world ran the episode (the domain's ``world_model``);
     # absent from snapshots taken before it was recorded (see ``legacy_world_model``).
     world_model: str | None = None
+    # The split the episode was drawn in (telcoenv.splits): its phrasings are that split's.
+    split: str = "all"
 
 
 class _LoggedCall(BaseModel):

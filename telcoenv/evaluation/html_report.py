@@ -280,6 +280,7 @@ def episode_entry(run: str, record: Mapping[str, Any]) -> tuple[dict[str, Any], 
     row = {
         "run": run,
         "tier": record.get("difficulty") or GUIDED,  # None: stored before tiers
+        "split": record.get("split") or "all",  # None: stored before splits
         "domain": record_domain(record),
         "intent": record["intent"],
         "category": record["category"],

@@ -233,6 +233,8 @@ def run_report(records: Sequence[Mapping[str, Any]], weights: str = "equal") -> 
         "care_episodes": len(care),
         "failed": sum(r["status"] == "failed" for r in everything),
         "embedders": sorted({r["embedder"] for r in everything if r.get("embedder")}),
+        # None: stored before splits, every episode's.
+        "splits": sorted({r.get("split") or "all" for r in everything}),
         "chains": _chains(everything),
         "outcome": outcome_table(everything),
         "ira": ira,
@@ -479,9 +481,15 @@ def to_markdown(report: Mapping[str, Any]) -> str:
         "## Runs",
         "",
         *_table(
-            ["run", "episodes", "failed", "embedder"],
+            ["run", "split", "episodes", "failed", "embedder"],
             [
-                [n, r["episodes"], r["failed"], ", ".join(r["embedders"]) or "-"]
+                [
+                    n,
+                    ", ".join(r.get("splits", ["all"])),
+                    r["episodes"],
+                    r["failed"],
+                    ", ".join(r["embedders"]) or "-",
+                ]
                 for n, r in runs.items()
             ],
         ),

@@ -67,6 +67,7 @@ from telcoenv.metrics.scoring import EpisodeMetrics, score_episode, text_pairs
 from telcoenv.options import GUIDED, check_difficulty, check_seed, check_tool_format
 from telcoenv.registration import env_id, list_envs
 from telcoenv.rewards import outcome_record
+from telcoenv.splits import check_split, split_samples
 from telcoenv.trace import EpisodeTrace
 
 # Seconds to wait for a Ray cluster's port to answer before giving up.
@@ -101,6 +102,7 @@ class EpisodeSpec:
     domain: str = DEFAULT_DOMAIN
     difficulty: str = GUIDED
     repeat: int = 0  # which play of the same episode (evaluate --repeats)
+    split: str = "all"  # the split it was drawn in (telcoenv.splits); not part of the key
 
     @property
     def key(self) -> str:
@@ -139,6 +141,8 @@ class RunConfig:
     repeats: int = 1  # plays of each episode of the grid (pass^k, pass@k in the report)
     # The model of its world a domain runs, where not its default ({"network": "blueprint"}).
     world_models: dict[str, str] = field(default_factory=dict)
+    # The split the episodes are drawn in (telcoenv.splits): "all", "train" or "test".
+    split: str = "all"
     # Set by evaluate, not part of a run's settings: the workers leave IRA and RA to the
     # runner's scoring process (telcoenv.evaluation.scoring) and hand over the texts.
     deferred_scoring: bool = False
@@ -146,6 +150,7 @@ class RunConfig:
     def __post_init__(self) -> None:
         # Refused here, not by every episode's reset: a run of failed episodes otherwise.
         check_seed(self.seed)
+        check_split(self.split, "split")
         for domain, model in self.world_models.items():
             get_domain(domain, model)  # an unknown domain or model raises EpisodeOptionError
 
@@ -176,6 +181,8 @@ def run_settings(config: RunConfig, grid: Sequence[EpisodeSpec]) -> dict[str, An
         settings["tool_format"] = config.tool_format
     if config.repeats != 1:  # and one played once (ResultStore.ensure_run lets K grow)
         settings["repeats"] = config.repeats
+    if config.split != "all":  # a split's episodes are no other split's run
+        settings["split"] = config.split
     # Which model of its world each domain ran (the network's "physical" or "blueprint"), so
     # that episodes of two models are never one run.
     models = {d: getattr(config.domain(d), "world_model", None) for d in {s.domain for s in grid}}
@@ -238,14 +245,18 @@ def build_grid(
     conditions: Sequence[bool] = (True,),
     domain: str | None = None,
     difficulties: Sequence[str] = (GUIDED,),
+    split: str = "all",
 ) -> list[EpisodeSpec]:
     """The grid in a fixed order; unknown or empty intents, domains or languages fail at once.
 
     ``intents="all"`` takes every intent of ``domain`` (``"network"`` by default, ``"bss"`` or
     ``"all"``). Named intents (keys, env names or Gymnasium ids) are looked up in ``domain``, or
     in every domain when it is None. ``difficulties`` are the tiers to play (each must be one
-    every chosen domain offers).
+    every chosen domain offers). ``split``: ``"train"`` or ``"test"`` plays that split's first
+    ``samples`` samples of each blueprint (:func:`telcoenv.splits.split_samples`; the train
+    split has none of a held-out blueprint).
     """
+    split = check_split(split, "split")
     chosen = _chosen(intents, domain)
     if not languages:
         raise EpisodeOptionError("no languages given: use en and/or ar")
@@ -263,15 +274,30 @@ def build_grid(
             check_difficulty(get_domain(name), tier)
     return [
         EpisodeSpec(
-            intent.key, intent.category, blueprint.blueprint_id, index, lang, condition, name, tier
+            intent.key,
+            intent.category,
+            blueprint.blueprint_id,
+            index,
+            lang,
+            condition,
+            name,
+            tier,
+            split=split,
         )
         for name, intent in chosen
-        for blueprint in get_domain(name).catalog.blueprints[intent.key]
-        for index in range(samples)
+        for blueprint, siblings in _family(name, intent.key)
+        for index in split_samples(blueprint.blueprint_id, siblings, split, samples)
         for lang in dict.fromkeys(languages)
         for condition in dict.fromkeys(conditions)
         for tier in dict.fromkeys(difficulties)
     ]
+
+
+def _family(domain: str, intent: str) -> list[tuple[Any, list[str]]]:
+    """An intent's blueprints, each with the ids of all of them (a split holds some out)."""
+    family = get_domain(domain).catalog.blueprints[intent]
+    ids = [b.blueprint_id for b in family]
+    return [(blueprint, ids) for blueprint in family]
 
 
 class _EpisodeTimeout(BaseException):
@@ -359,6 +385,7 @@ class _Worker:
                 max_steps=self.config.max_steps,
                 tool_format=self.config.tool_format,
                 domain=self.config.domain(domain),
+                split=self.config.split,
             )
             prepare = getattr(self.envs[domain].domain, "prepare", None)
             if prepare is not None:  # one-time work, not counted against an episode's timeout

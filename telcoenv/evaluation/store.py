@@ -105,6 +105,8 @@ class EpisodeRow(Base):
     difficulty: Mapped[str | None] = mapped_column(String(16), nullable=True)
     # Which play of the episode (evaluate --repeats); None: stored before repeats, so 0.
     repeat: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    # The split it was drawn in (telcoenv.splits); None: stored before splits, so "all".
+    split: Mapped[str | None] = mapped_column(String(8), nullable=True)
     status: Mapped[str] = mapped_column(String(16))  # "ok" or "failed"
     error: Mapped[str | None] = mapped_column(Text, nullable=True)
     ira: Mapped[float | None] = mapped_column(Float, nullable=True)
@@ -158,7 +160,10 @@ _DROP_CLAIM = delete(_CLAIMS).where(
 )
 COLUMNS = [c.name for c in _EPISODES.columns if c.name != "id"]
 # Columns added after the first release: an older database gets them (nullable) when opened.
-ADDED_COLUMNS = ("domain", "resolved", "args", "answer", "difficulty", "repeat", "chain", "outcome")
+ADDED_COLUMNS = (
+    *("domain", "resolved", "args", "answer", "difficulty", "repeat", "chain", "outcome"),
+    "split",
+)
 # What a telcoenv results database has had since the first release.
 REQUIRED = {
     _RUNS.name: {c.name for c in _RUNS.columns},

@@ -8,13 +8,14 @@
   const EPISODES = DATA.episodes;
   const METRICS = DATA.metrics;
   const FILTERS = [
-    ["run", "run"], ["tier", "tier"], ["domain", "domain"], ["intent", "intent"],
-    ["blueprint", "blueprint"], ["lang", "language"], ["list", "intent list"], ["status", "status"],
+    ["run", "run"], ["split", "split"], ["tier", "tier"], ["domain", "domain"],
+    ["intent", "intent"], ["blueprint", "blueprint"], ["lang", "language"],
+    ["list", "intent list"], ["status", "status"],
   ];
   const COLUMNS = [
-    ["run", "run"], ["tier", "tier"], ["intent", "intent"], ["blueprint", "blueprint"],
-    ["sample", "sample"], ["lang", "lang"], ["list", "list"], ["status", "status"],
-    ["steps", "steps"],
+    ["run", "run"], ["split", "split"], ["tier", "tier"], ["intent", "intent"],
+    ["blueprint", "blueprint"], ["sample", "sample"], ["lang", "lang"], ["list", "list"],
+    ["status", "status"], ["steps", "steps"],
   ];
   const NUMERIC = new Set(["sample", "steps", ...METRICS]);
   const OPERATORS = [">=", "<=", "<", ">", "="];

@@ -106,15 +106,19 @@ def telcoenv_dataset(
     seed: int = 0,
     intent_list: bool = True,
     difficulty: str = GUIDED,
+    split: str = "all",
 ) -> MemoryDataset:
-    """One sample per episode of the grid: every blueprint of ``env`` x ``samples`` indices.
+    """One sample per episode of the grid: every blueprint of ``env`` x ``samples`` indices
+    (``split``: that split's first ``samples`` of each blueprint, :mod:`telcoenv.splits`).
 
     The same arguments give the same samples (the episodes of ``telcoenv evaluate --samples
-    samples --lang lang`` with ``seed``).
+    samples --lang lang --split split`` with ``seed``).
     """
     name = _env_name(env)
-    grid = build_grid([name], samples, [lang], (intent_list,), difficulties=(difficulty,))
-    maker = telcoenv.make(name, embedder=None, privileged=True).unwrapped
+    grid = build_grid(
+        [name], samples, [lang], (intent_list,), difficulties=(difficulty,), split=split
+    )
+    maker = telcoenv.make(name, embedder=None, privileged=True, split=split).unwrapped
     try:
         return MemoryDataset([_sample(maker, name, seed, spec) for spec in grid], name=name)
     finally:
@@ -137,6 +141,7 @@ def _sample(env: TelcoEnv, name: str, seed: int, spec: EpisodeSpec) -> Sample:
         "intent": spec.intent,
         "intent_list": spec.intent_list,
         "difficulty": spec.difficulty,
+        "split": spec.split,
     }
     statement, info = env.reset(seed=seed, options=_reset_options(metadata))
     label = info["privileged"]["label"][spec.language]
@@ -173,7 +178,10 @@ def telcoenv_solver(max_steps: int = 20, embedder: str | None = "multilingual") 
 def _start(state: TaskState, max_steps: int, embedder: str | None) -> tuple[TelcoEnv, dict]:
     """The sample's environment, in its store before the reset so that cleanup closes it."""
     metadata = state.metadata
-    env = telcoenv.make(metadata["env"], max_steps=max_steps, embedder=embedder).unwrapped
+    split = metadata.get("split", "all")  # absent from datasets made before splits
+    env = telcoenv.make(
+        metadata["env"], max_steps=max_steps, embedder=embedder, split=split
+    ).unwrapped
     state.store.set(ENV_KEY, env)
     statement, info = env.reset(seed=metadata["seed"], options=_reset_options(metadata))
     if statement != state.input_text:  # a dataset of another telcoenv version, or edited
@@ -283,11 +291,13 @@ def telcoenv_task(
     difficulty: str = GUIDED,
     max_steps: int = 20,
     embedder: str | None = "multilingual",
+    split: str = "all",
 ) -> Task:
     """The Inspect task of a telcoenv environment (any name ``telcoenv.make`` takes).
 
     ``samples`` per blueprint, in ``lang`` (en or ar), with the intent list in the system prompt
-    or not, at a difficulty tier: :func:`telcoenv_dataset`. ``max_steps`` and ``embedder``
+    or not, at a difficulty tier, in a split (``train``, ``test``; default ``all``):
+    :func:`telcoenv_dataset`. ``max_steps`` and ``embedder``
     (``None``: no IRA or RA) are the TelcoEnv's; a sample has at most ``2 * max_steps`` turns.
     """
     name = _env_name(env)
@@ -295,7 +305,7 @@ def telcoenv_task(
     # The environment's settings checked now, not by every sample of the eval.
     telcoenv.make(name, max_steps=max_steps, embedder=embedder).close()
     return Task(
-        dataset=telcoenv_dataset(name, samples, lang, seed, intent_list, difficulty),
+        dataset=telcoenv_dataset(name, samples, lang, seed, intent_list, difficulty, split),
         solver=telcoenv_solver(max_steps, embedder),
         scorer=telcoenv_scorer(),
         cleanup=_close,

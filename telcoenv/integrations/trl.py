@@ -30,6 +30,7 @@ from telcoenv.actions import message_action
 from telcoenv.errors import ToolCallError
 from telcoenv.registration import env_id as resolve_env_id
 from telcoenv.specs import ToolSpec
+from telcoenv.splits import CANARY
 
 __all__ = [
     "ROW_FIELDS",
@@ -353,6 +354,10 @@ def prompt_rows(environment: type, seeds: Iterable[int], **fields: Any) -> list[
         # in the middle of training (TRL does not catch what reset raises).
         instance.reset(seed=seeds[0] if seeds else 0, **fields)
         instructions = env.instructions(fields.get("lang", env.lang))
+        # A split environment's rows name it; a test split's carry the canary (telcoenv.splits).
+        marks = {"split": env.split} if env.split != "all" else {}
+        if env.split == "test":
+            marks["canary"] = CANARY
     finally:
         instance._close()
     return [
@@ -363,6 +368,7 @@ def prompt_rows(environment: type, seeds: Iterable[int], **fields: Any) -> list[
             ],
             "seed": int(seed),
             **fields,
+            **marks,
         }
         for seed in seeds
     ]

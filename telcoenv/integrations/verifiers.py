@@ -106,6 +106,9 @@ class TelcoTasksetConfig(vf.TasksetConfig):
     difficulty: list[str] = Field(default_factory=lambda: [GUIDED])
     seed: int = 0
     """The reset seed of every episode (an episode is fixed by its blueprint and sample)."""
+    split: Literal["all", "train", "test"] = "all"
+    """The episodes of one split (:mod:`telcoenv.splits`): each blueprint's first ``samples``
+    of it (none of a held-out blueprint in ``train``)."""
     env_kwargs: dict[str, JsonValue] = Field(default_factory=dict)
     """Keyword arguments of ``telcoenv.make`` (``max_steps``, ``reward``, ``tool_format``, ...);
     ``embedder`` defaults to ``None`` (no IRA/RA, no embedding model)."""
@@ -155,10 +158,17 @@ class TelcoTaskset(vf.Taskset[TelcoTask, TelcoTasksetConfig]):
 def _grid_tasks(config: TelcoTasksetConfig) -> list[TelcoTask]:
     """One task per grid cell."""
     grid = build_grid(
-        config.envs, config.samples, config.lang, config.intent_list, difficulties=config.difficulty
+        config.envs,
+        config.samples,
+        config.lang,
+        config.intent_list,
+        difficulties=config.difficulty,
+        split=config.split,
     )
     gym_ids = {(entry.domain, entry.intent): entry.id for entry in telcoenv.list_envs()}
     kwargs = {"embedder": None, **config.env_kwargs}
+    if config.split != "all":
+        kwargs["split"] = config.split
     prompts = _system_prompts({gym_ids[s.domain, s.intent] for s in grid}, kwargs, config)
     tasks = []
     for spec in grid:

@@ -80,6 +80,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 from telcoenv.actions import message_action
 from telcoenv.env import TelcoEnv
 from telcoenv.options import RESET_OPTIONS
+from telcoenv.splits import CANARY
 
 __all__ = [
     "AGENT_LOOP_CLASS",
@@ -752,8 +753,17 @@ def _row(env: TelcoEnv, spec: dict[str, Any], index: int, split: str) -> dict[st
             "need_tools_kwargs": True,
             "tools_kwargs": {name: {"create_kwargs": dict(spec)} for name in tool_names},
             "interaction_kwargs": {"name": INTERACTION_NAME, **spec},
+            **_split_marks(env.split),
         },
     }
+
+
+def _split_marks(split: str) -> dict[str, str]:
+    """A row of a telcoenv split names it (``telcoenv_split``: ``split`` is the row's verl
+    dataset split); a test-split row carries the canary."""
+    if split == "all":
+        return {}
+    return {"telcoenv_split": split, **({"canary": CANARY} if split == "test" else {})}
 
 
 def build_rows(
@@ -769,7 +779,9 @@ def build_rows(
     ``ground_truth``, for reference: the reward comes from the environment) and ``extra_info``
     with ``index``, ``tools_kwargs`` (``{tool: {"create_kwargs": spec}}``) and
     ``interaction_kwargs`` (``{"name": "telco_engineer", **spec}``). ``env_kwargs`` must be the
-    ones of the configs, since they can change the prompt (``intent``, ``intent_list``, ...).
+    ones of the configs, since they can change the prompt (``intent``, ``intent_list``, ...);
+    with a telcoenv ``split`` in them (:mod:`telcoenv.splits`), ``extra_info`` names it
+    (``telcoenv_split``) and a test-split row carries :data:`telcoenv.splits.CANARY`.
     """
     env = _prompt_env(_env_kwargs(env_kwargs))
     try:

@@ -136,6 +136,25 @@ def test_the_dataset_is_the_evaluation_grid_and_fixes_each_episode():
         env.close()
 
 
+def test_a_split_dataset_holds_that_splits_episodes_only():
+    from telcoenv import splits
+
+    test = telcoenv_dataset("beam_misalignment", samples=2, split="test")
+    train = telcoenv_dataset("beam_misalignment", samples=2, split="train")
+    addresses = {
+        name: {(s.metadata["blueprint"], s.metadata["sample_index"]) for s in dataset}
+        for name, dataset in (("test", test), ("train", train))
+    }
+    assert addresses["test"] and addresses["train"] and not addresses["test"] & addresses["train"]
+    family = ["BEAM_INDOOR_GRID", "BEAM_MMWAVE_STREET_CANYON"]
+    assert not {b for b, _ in addresses["train"]} & splits.held_out(family)
+    for sample in test:
+        assert sample.metadata["split"] == "test"
+        env, info = sample_env(sample, embedder=None, split="test")
+        assert info["messages"][1]["content"] == sample.input and info["split"] == "test"
+        env.close()
+
+
 # --- the episode through eval() -----------------------------------------------------------------
 
 

@@ -140,13 +140,25 @@ class NetworkDomain:
     # and no episode needs either.
 
     def generate_dataset(
-        self, out: str | Path, samples: int, seed: int, fmt: str, difficulty: str = "guided"
+        self,
+        out: str | Path,
+        samples: int,
+        seed: int,
+        fmt: str,
+        difficulty: str = "guided",
+        split: str = "all",
     ) -> int:
         """Write the TelcoAgent-Bench dataset; the number of samples (json) or rows (jsonl)."""
         from telcoenv.domains.network.dataset import generate
 
         return generate(
-            out, samples=samples, seed=seed, fmt=fmt, difficulty=difficulty, domain=self
+            out,
+            samples=samples,
+            seed=seed,
+            fmt=fmt,
+            difficulty=difficulty,
+            domain=self,
+            split=split,
         )
 
     def rescore_release(

@@ -16,7 +16,10 @@ Two formats:
   episode address, where verl looks for it). :func:`chat_rows` yields the rows in memory.
 
 Sample ``k`` of blueprint ``b`` with ``--seed s`` is the episode ``(b, s * samples + k)``: the same
-seed always gives the same dataset.
+seed always gives the same dataset. With a split (``split="train"`` or ``"test"``,
+:mod:`telcoenv.splits`) the samples of a blueprint are its split's first ``samples`` from
+``s * samples`` on (none of a held-out blueprint in the train split), every sample and row
+names its split, and every test-split file holds :data:`telcoenv.splits.CANARY`.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from telcoenv.domains.network.loading import network_catalog
 from telcoenv.domains.network.models import Intent
 from telcoenv.env import TelcoEnv
 from telcoenv.specs import LANGUAGES
+from telcoenv.splits import CANARY, check_split, split_samples
 
 _ASK = {
     "en": "Understood. To confirm the diagnosis I would like to run {tool} on {target}. "
@@ -208,12 +212,20 @@ def sample_record(
     }
 
 
-def _episodes(samples: int, seed: int) -> Iterator[tuple[Intent, str, int]]:
+def _episodes(samples: int, seed: int, split: str = "all") -> Iterator[tuple[Intent, str, int]]:
     catalog = network_catalog()
     for intent in catalog.intents:
-        for blueprint in catalog.blueprints[intent.key]:
-            for k in range(samples):
-                yield intent, blueprint.blueprint_id, seed * samples + k
+        family = [b.blueprint_id for b in catalog.blueprints[intent.key]]
+        for blueprint_id in family:
+            for index in split_samples(blueprint_id, family, split, samples, seed * samples):
+                yield intent, blueprint_id, index
+
+
+def _marked(record: dict[str, Any], split: str) -> dict[str, Any]:
+    """A sample or row of a split names it; a test-split one carries the canary."""
+    if split == "all":
+        return record
+    return {**record, "split": split, **({"canary": CANARY} if split == "test" else {})}
 
 
 def generate(
@@ -223,10 +235,13 @@ def generate(
     fmt: str = "json",
     difficulty: str = "guided",
     domain: Any = None,
+    split: str = "all",
 ) -> int:
     """Write the dataset; returns the number of samples (json) or rows (jsonl) written. A tier
     other than ``guided`` writes its statements (and records the tier in every sample/row);
-    ``domain``: the network domain to play (None: the default, the network model)."""
+    ``domain``: the network domain to play (None: the default, the network model); ``split``:
+    one split's episodes (see the module docstring)."""
+    split = check_split(split)
     if fmt not in ("json", "jsonl"):
         raise ValueError(f"unknown dataset format {fmt!r}; use json or jsonl")
     out = Path(out)
@@ -235,13 +250,13 @@ def generate(
         path = out if out.suffix == ".jsonl" else out / "telcoenv-dataset.jsonl"
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("w", encoding="utf-8") as handle:
-            for row in chat_rows(samples, seed, difficulty=difficulty):
+            for row in chat_rows(samples, seed, difficulty=difficulty, split=split):
                 handle.write(json.dumps(row, ensure_ascii=False) + "\n")
                 count += 1
         return count
-    envs = _envs(LANGUAGES, difficulty, domain)
-    for intent, blueprint_id, index in _episodes(samples, seed):
-        record = sample_record(intent, blueprint_id, index, seed, envs)
+    envs = _envs(LANGUAGES, difficulty, domain, split)
+    for intent, blueprint_id, index in _episodes(samples, seed, split):
+        record = _marked(sample_record(intent, blueprint_id, index, seed, envs), split)
         if difficulty != "guided":
             record["difficulty"] = difficulty
         folder = out / "TelcoAgent-Bench" / intent.key / blueprint_id
@@ -253,7 +268,9 @@ def generate(
     return count
 
 
-def _envs(langs: tuple[str, ...], difficulty: str, domain: Any = None) -> dict[str, TelcoEnv]:
+def _envs(
+    langs: tuple[str, ...], difficulty: str, domain: Any = None, split: str = "all"
+) -> dict[str, TelcoEnv]:
     return {
         lang: TelcoEnv(
             None,
@@ -262,6 +279,7 @@ def _envs(langs: tuple[str, ...], difficulty: str, domain: Any = None) -> dict[s
             embedder=None,
             difficulty=difficulty,
             domain=domain if domain is not None else "network",
+            split=split,
         )
         for lang in langs
     }
@@ -272,12 +290,15 @@ def chat_rows(
     seed: int = 0,
     langs: tuple[str, ...] = LANGUAGES,
     difficulty: str = "guided",
+    split: str = "all",
 ) -> Iterator[dict[str, Any]]:
     """One trainer row per blueprint sample and language (see the module docstring)."""
-    envs = _envs(langs, difficulty)
-    for intent, blueprint_id, index in _episodes(samples, seed):
+    split = check_split(split)
+    envs = _envs(langs, difficulty, split=split)
+    for intent, blueprint_id, index in _episodes(samples, seed, split):
         for lang in langs:
-            yield _chat_row(envs[lang], intent, blueprint_id, index, seed, lang)
+            row = _chat_row(envs[lang], intent, blueprint_id, index, seed, lang)
+            yield _marked(row, split)
 
 
 def _chat_row(
@@ -288,6 +309,8 @@ def _chat_row(
     address = {"blueprint": blueprint_id, "sample_index": index, "lang": lang, "seed": seed}
     if env.difficulty != "guided":  # the tier is part of the episode's address
         address["difficulty"] = env.difficulty
+    if env.split != "all":  # and the split (its phrasings are the split's)
+        address["split"] = env.split
     return {
         "prompt": info["messages"],
         "tools": info["tools"],
