@@ -112,7 +112,7 @@ def test_the_page_embeds_the_numbers_of_build_report(page, records):
     report = build_report(records)
     assert data["report"] == json.loads(json.dumps(report))
     assert data["tables"] == markdown_tables(to_markdown(report))
-    first = ["oracle", str(len(records["oracle"])), "0"]
+    first = ["oracle", "all", str(len(records["oracle"]))]  # run, split, episodes
     assert data["tables"][0]["rows"][0][:3] == first
     assert {p["name"] for p in data["plots"]} >= {"metrics.png", "per_intent_oracle.png"}
     rows = data["episodes"]
