@@ -10,8 +10,10 @@ so that a score on it measures generalisation rather than memory:
 * **episodes**: on the other blueprints, one episode in five (by a hash of the episode's key,
   which the seed or the sample index fixes);
 * **phrasings**: in every list the episode's generator chooses from with at least three entries
-  (the engineer's and the customer's phrase banks, a scenario's plans or destinations), a third
-  of the entries (by a hash of their text) are said only in the test split.
+  (the engineer's and the customer's phrase banks, a scenario's plans or destinations), about a
+  third of the entries (by a hash of their text; at least one, never all) are said only in the
+  test split. A list of one or two is shared (the guided care opening is one template per
+  intent: its greeting differs by split).
 
 Membership is a pure function of the catalogue and the episode (:func:`episode_split`), so the
 two splits never share an episode in any process. A split environment draws as an unsplit one
@@ -114,15 +116,17 @@ def split_samples(
 def split_options(options: Sequence[T], split: str) -> Sequence[T]:
     """The entries of ``options`` said in ``split``: in a list of at least
     :data:`PHRASE_MINIMUM`, the test split's are those whose text hashes to 0 modulo
-    :data:`PHRASE_SHARE`, the train split's the others (a list whose entries all fall on one
-    side is shared)."""
+    :data:`PHRASE_SHARE` (at least one, the lowest hash, and never all: the highest stays for
+    training), the train split's the others; a shorter list is shared."""
     if split == "all" or len(options) < PHRASE_MINIMUM:
         return options
-    test = [_hash(str(option)) % PHRASE_SHARE == 0 for option in options]
-    if all(test) or not any(test):
-        return options
-    kept = [o for o, t in zip(options, test, strict=True) if t == (split == "test")]
-    return kept
+    hashes = [_hash(str(option)) for option in options]
+    test = [h % PHRASE_SHARE == 0 for h in hashes]
+    if not any(test):
+        test[hashes.index(min(hashes))] = True
+    elif all(test):
+        test[hashes.index(max(hashes))] = False
+    return [o for o, t in zip(options, test, strict=True) if t == (split == "test")]
 
 
 def current() -> str:

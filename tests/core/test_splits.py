@@ -8,6 +8,8 @@ import json
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import telcoenv
 from telcoenv import splits
@@ -79,6 +81,16 @@ def test_a_test_phrasing_is_never_said_in_the_train_split():
         env = telcoenv.make("contact_update", domain="bss", embedder=None, split=split)
         said = {next(g for g in greetings if env.reset(seed=s)[0].startswith(g)) for s in range(40)}
         assert (said <= held) if split == "test" else not said & held, split
+
+
+@given(st.lists(st.text(min_size=1, max_size=30), min_size=1, max_size=12, unique=True))
+def test_every_list_of_three_or_more_keeps_a_phrasing_for_each_split(options):
+    train, test = splits.split_options(options, "train"), splits.split_options(options, "test")
+    if len(options) < splits.PHRASE_MINIMUM:
+        assert train == test == options
+        return
+    assert train and test and not set(train) & set(test)
+    assert sorted(train + test) == sorted(options)
 
 
 def test_a_sample_of_the_other_split_is_refused_and_split_samples_lists_a_splits_own():
