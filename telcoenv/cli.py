@@ -294,7 +294,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         [CONDITIONS[c] for c in conditions],
         domain=args.domain,
         difficulties=difficulties,
-        split=args.split,
+        split=args.split or "all",
     )
     config = RunConfig(
         agent=args.agent,
@@ -306,7 +306,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         tool_format=args.tool_format,
         repeats=repeats,
         world_models={"network": args.network_model} if args.network_model else {},
-        split=args.split,
+        split=args.split or "all",
     )
     if args.network_model and not any(spec.domain == "network" for spec in grid):
         raise UsageError("--network-model applies to the network domain only")
@@ -435,7 +435,14 @@ def _show(name: str, catalog: Any) -> bool:
 
 
 def _cmd_generate(args: argparse.Namespace) -> int:
+    from telcoenv.domains import DEFAULT_DOMAIN
     from telcoenv.options import GUIDED, check_difficulty, check_seed
+
+    if args.trajectories:
+        return _generate_trajectories(args)
+    if args.domain == "all":
+        raise UsageError("--domain all is for --trajectories; a dataset is one domain's")
+    args.domain = args.domain or DEFAULT_DOMAIN
 
     domain = _domain_that_can(args.domain, "generate_dataset", "generate a dataset")
     if args.network_model:
@@ -454,7 +461,7 @@ def _cmd_generate(args: argparse.Namespace) -> int:
         _output_folder("--out", out.parent)
     else:
         _output_folder("--out", out)
-    if args.split != "all":  # only a domain that knows splits is told one
+    if args.split not in (None, "all"):  # only a domain that knows splits is told one
         tier["split"] = args.split
     count = domain.generate_dataset(args.out, args.samples, args.seed, args.format, **tier)
     unit = "samples" if args.format == "json" else "chat rows"
@@ -462,13 +469,35 @@ def _cmd_generate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _generate_trajectories(args: argparse.Namespace) -> int:
+    from telcoenv.options import check_seed
+    from telcoenv.trajectories import EXPERTS, write_trajectories
+
+    _at_least("--samples", args.samples)
+    check_seed(args.seed)
+    if args.format != "json" or args.difficulty != "guided" or args.network_model:
+        raise UsageError("--trajectories takes --samples, --seed, --domain, --split and --out")
+    out = Path(args.out or "")
+    if out.suffix != ".jsonl" or out.is_dir():
+        raise UsageError(f"--out {str(out)!r}: give the .jsonl file the trajectories go to")
+    _output_folder("--out", out.parent)
+    domains = list(EXPERTS) if args.domain in (None, "all") else [args.domain]
+    if any(domain not in EXPERTS for domain in domains):
+        raise UsageError(f"--domain: trajectories are played in {', '.join(EXPERTS)} or all")
+    split = args.split or "train"  # a warm-start set is the train split's
+    count = write_trajectories(out, args.samples, args.seed, domains, split=split)
+    print(f"{count} resolved {split}-split episodes written to {out}")
+    return 0
+
+
 def _split_flag(command: argparse.ArgumentParser) -> None:
     command.add_argument(
         "--split",
-        default="all",
+        default=None,
         choices=["all", "train", "test"],
         help="the episodes of one split: test holds out whole blueprints, one episode in five "
-        "and a third of the phrasings (telcoenv.splits); default all",
+        "and a third of the phrasings (telcoenv.splits); default all (train for "
+        "--trajectories)",
     )
 
 
@@ -685,13 +714,22 @@ def build_parser() -> argparse.ArgumentParser:
     generate.add_argument("--samples", type=int, default=30, help="samples per blueprint")
     generate.add_argument("--seed", type=int, default=0)
     _split_flag(generate)
+    generate.add_argument(
+        "--trajectories",
+        action="store_true",
+        help="write expert trajectories instead (an SFT warm-start set: the oracle's and the "
+        "investigators' resolved train-split episodes as chat transcripts, to --out FILE.jsonl)",
+    )
     generate.add_argument("--out", required=True, help="output folder (or .jsonl file)")
     generate.add_argument("--format", default="json", choices=["json", "jsonl"])
     generate.add_argument(
         "--difficulty", default="guided", help="guided (the published statements), symptom or noisy"
     )
     generate.add_argument(
-        "--domain", default=DEFAULT_DOMAIN, choices=domain_names(), help="whose dataset"
+        "--domain",
+        default=None,
+        choices=[*domain_names(), "all"],
+        help="whose dataset (default network), or whose trajectories (default all)",
     )
     _network_model_flag(generate)
     generate.set_defaults(func=_cmd_generate)

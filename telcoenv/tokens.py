@@ -16,7 +16,7 @@ from __future__ import annotations
 import base64
 import importlib.resources
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import cache
 from typing import Any
 
@@ -114,6 +114,73 @@ def token_counter() -> Callable[[str], int]:
     """A function that counts a text's Qwen2.5 tokens (special tokens included)."""
     tokenizer = _tokenizer()
     return lambda text: len(tokenizer.encode(text, add_special_tokens=False).ids)
+
+
+def chat_text(messages: Sequence[Mapping[str, Any]], tools: list[dict[str, Any]]) -> str:
+    """A whole conversation as the Qwen2.5 chat template renders it (for supervised
+    fine-tuning): the system turn with the tool signatures, each assistant turn with its tool
+    calls as ``<tool_call>`` JSON objects, and the tool results of a turn together in one user
+    turn, each inside ``<tool_response>`` tags. OpenAI-format ``arguments`` strings are
+    rendered as the objects they encode.
+
+    >>> print(chat_text([
+    ...     {"role": "system", "content": "S"},
+    ...     {"role": "user", "content": "U"},
+    ...     {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function",
+    ...      "function": {"name": "ping", "arguments": '{"host": "x"}'}}]},
+    ...     {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+    ...     {"role": "assistant", "content": "Done."},
+    ... ], []))
+    <|im_start|>system
+    S<|im_end|>
+    <|im_start|>user
+    U<|im_end|>
+    <|im_start|>assistant
+    <tool_call>
+    {"name": "ping", "arguments": {"host": "x"}}
+    </tool_call><|im_end|>
+    <|im_start|>user
+    <tool_response>
+    ok
+    </tool_response><|im_end|>
+    <|im_start|>assistant
+    Done.<|im_end|>
+    <BLANKLINE>
+    """
+    parts = [chat_prompt(messages[:1], tools).removesuffix("<|im_start|>assistant\n")]
+    for position, message in enumerate(messages[1:], start=1):
+        role, content = message["role"], str(message.get("content") or "")
+        if role == "tool":
+            if messages[position - 1]["role"] != "tool":
+                parts.append("<|im_start|>user")
+            parts.append(f"\n<tool_response>\n{content}\n</tool_response>")
+            if position + 1 == len(messages) or messages[position + 1]["role"] != "tool":
+                parts.append("<|im_end|>\n")
+            continue
+        calls = message.get("tool_calls") or []
+        # A turn without calls always has its line break; one with calls only with content.
+        turn = f"<|im_start|>{role}" + (f"\n{content}" if content or not calls else "")
+        for call in calls:
+            function = call.get("function", call)
+            arguments = call_arguments(function.get("arguments"))
+            turn += (
+                f'\n<tool_call>\n{{"name": "{function.get("name")}", "arguments": '
+                f"{json.dumps(arguments, ensure_ascii=False)}}}\n</tool_call>"
+            )
+        parts.append(turn + "<|im_end|>\n")
+    return "".join(parts)
+
+
+def call_arguments(arguments: Any) -> Any:
+    """A tool call's OpenAI-format ``arguments`` string as the object it encodes (anything
+    else, or a string that encodes no object, as it is)."""
+    if not isinstance(arguments, str):
+        return arguments
+    try:
+        decoded = json.loads(arguments)
+    except ValueError:
+        return arguments
+    return decoded if isinstance(decoded, dict) else arguments
 
 
 def chat_prompt(messages: Iterable[Mapping[str, Any]], tools: list[dict[str, Any]]) -> str:

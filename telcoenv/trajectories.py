@@ -1,0 +1,132 @@
+"""Expert trajectories for a supervised warm start: train-split episodes played by the reference
+agents, as chat transcripts a trainer reads directly.
+
+:func:`write_trajectories` plays every intent's train-split samples (each blueprint's first
+``samples`` of the split; none of a held-out blueprint) in English and Arabic with each domain's
+experts (the oracle, which follows the gold chain, and the domain's investigator, which reads
+the tools and decides: ``investigator`` for the network, ``care_investigator`` for customer
+care), records each episode with :class:`~telcoenv.wrappers.TrajectoryRecorder` and writes one
+JSON line per episode with:
+
+* ``messages``: the conversation in the OpenAI chat format (assistant ``tool_calls`` with JSON
+  ``arguments`` strings, ``tool`` messages answering them by ``tool_call_id``);
+* ``hf_messages``: the same in the Hugging Face chat-template format (``arguments`` as objects,
+  as ``tokenizer.apply_chat_template(messages, tools=tools)`` takes them);
+* ``text``: the whole conversation rendered by the Qwen2.5 chat template
+  (:func:`telcoenv.tokens.chat_text`), tool calls in its own ``<tool_call>`` form;
+* ``tools``, ``metrics``, ``resolved``, ``reward`` and the episode's address (``agent``,
+  ``domain``, ``intent``, ``blueprint``, ``sample_index``, ``lang``, ``seed``, ``split``) and
+  its replayable ``state``.
+
+Only resolved episodes are written unless ``resolved_only=False``: a warm start should imitate
+what works. The same arguments write the same file. A test-split file (for a held-out
+comparison, never for training) carries :data:`telcoenv.splits.CANARY` in every line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from telcoenv.agents import load_agent, run_episode
+from telcoenv.domains import get_domain
+from telcoenv.env import TelcoEnv
+from telcoenv.splits import CANARY, check_split, split_samples
+from telcoenv.tokens import call_arguments, chat_text
+from telcoenv.wrappers import TrajectoryRecorder, load_trajectories
+
+__all__ = ["EXPERTS", "hf_messages", "write_trajectories"]
+
+#: The reference agents whose episodes make the warm-start set, by domain.
+EXPERTS: Mapping[str, tuple[str, ...]] = {
+    "network": ("oracle", "investigator"),
+    "bss": ("oracle", "care_investigator"),
+}
+
+
+def hf_messages(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """OpenAI chat messages in the Hugging Face chat-template format: each tool call's
+    ``arguments`` as an object (a string that is no JSON object stays as it is)."""
+    converted = []
+    for message in messages:
+        message = dict(message)
+        calls = message.get("tool_calls")
+        if calls:
+            message["tool_calls"] = [_hf_call(call) for call in calls]
+        converted.append(message)
+    return converted
+
+
+def _hf_call(call: Mapping[str, Any]) -> dict[str, Any]:
+    function = dict(call.get("function", {}))
+    function["arguments"] = call_arguments(function.get("arguments"))
+    return {**call, "function": function}
+
+
+def _episodes(domain: str, samples: int, seed: int, split: str) -> Iterator[tuple[str, int]]:
+    for family in get_domain(domain).catalog.blueprints.values():
+        ids = [b.blueprint_id for b in family]
+        for blueprint_id in ids:
+            for index in split_samples(blueprint_id, ids, split, samples, seed * samples):
+                yield blueprint_id, index
+
+
+def write_trajectories(
+    path: str | os.PathLike[str],
+    samples: int = 2,
+    seed: int = 0,
+    domains: Sequence[str] = ("network", "bss"),
+    langs: Sequence[str] = ("en", "ar"),
+    split: str = "train",
+    resolved_only: bool = True,
+) -> int:
+    """Write the expert trajectories (see the module docstring) to the JSONL file ``path``;
+    returns how many episodes were written."""
+    split = check_split(split)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    written = 0
+    with tempfile.TemporaryDirectory() as scratch, path.open("w", encoding="utf-8") as out:
+        raw = Path(scratch) / "episodes.jsonl"
+        for domain in domains:
+            for agent_name in EXPERTS[domain]:
+                agent = load_agent(agent_name)
+                for lang in langs:
+                    env = TelcoEnv(
+                        domain=domain,
+                        lang=lang,
+                        embedder=None,
+                        privileged=agent_name == "oracle",
+                        split=split,
+                    )
+                    recorder = TrajectoryRecorder(env, raw)
+                    for blueprint_id, index in _episodes(domain, samples, seed, split):
+                        options = {"blueprint": blueprint_id, "sample_index": index}
+                        run_episode(recorder, agent, seed=seed, options=options)
+                        [record] = load_trajectories(raw)
+                        raw.unlink()
+                        if resolved_only and not record["resolved"]:
+                            continue
+                        address = {
+                            "agent": agent_name,
+                            "domain": domain,
+                            "blueprint": blueprint_id,
+                            "sample_index": index,
+                            "lang": lang,
+                            "split": split,
+                            **({"canary": CANARY} if split == "test" else {}),
+                        }
+                        row = {
+                            **address,
+                            **record,
+                            "hf_messages": hf_messages(record["messages"]),
+                            "text": chat_text(record["messages"], record["tools"]),
+                        }
+                        out.write(json.dumps(row, ensure_ascii=False) + "\n")
+                        written += 1
+                    recorder.close()
+    return written

@@ -1,0 +1,90 @@
+"""Expert trajectories (telcoenv.trajectories, telcoenv generate --trajectories): resolved
+train-split episodes of the experts as OpenAI, Hugging Face and chat-template transcripts that
+replay to their metrics; the same arguments write the same file."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import telcoenv
+from telcoenv import splits
+from telcoenv.cli import main
+from telcoenv.domains import get_domain
+from telcoenv.trajectories import hf_messages, write_trajectories
+from telcoenv.wrappers import replay
+
+
+@pytest.fixture(scope="module")
+def care_rows(tmp_path_factory) -> tuple[list[dict], bytes]:
+    path = tmp_path_factory.mktemp("trajectories") / "care.jsonl"
+    count = write_trajectories(path, samples=1, domains=("bss",), langs=("en", "ar"))
+    rows = [json.loads(line) for line in path.read_text("utf-8").splitlines()]
+    assert count == len(rows)
+    return rows, path.read_bytes()
+
+
+def test_every_row_is_a_resolved_train_episode_of_an_expert_in_both_languages(care_rows):
+    rows, _ = care_rows
+    catalog = get_domain("bss").catalog
+    families = [[b.blueprint_id for b in family] for family in catalog.blueprints.values()]
+    train = {
+        (b, i) for ids in families for b in ids for i in splits.split_samples(b, ids, "train", 1)
+    }
+    assert {(r["agent"], r["lang"]) for r in rows} == {
+        (agent, lang) for agent in ("oracle", "care_investigator") for lang in ("en", "ar")
+    }
+    for row in rows:
+        assert row["resolved"] is True and row["split"] == "train" and "canary" not in row
+        assert (row["blueprint"], row["sample_index"]) in train
+        assert row["metrics"]["sas"] is not None
+
+
+def test_the_transcripts_are_openai_hugging_face_and_chat_template_text(care_rows):
+    rows, _ = care_rows
+    row = next(r for r in rows if r["agent"] == "care_investigator" and r["lang"] == "ar")
+    messages, hf = row["messages"], row["hf_messages"]
+    assert [m["role"] for m in messages][:2] == ["system", "user"]
+    calls = [c for m in messages for c in m.get("tool_calls", [])]
+    answered = [m["tool_call_id"] for m in messages if m["role"] == "tool"]
+    assert calls and [c["id"] for c in calls] == answered
+    assert all(isinstance(c["function"]["arguments"], str) for c in calls)
+    hf_calls = [c for m in hf for c in m.get("tool_calls", [])]
+    assert [json.loads(c["function"]["arguments"]) for c in calls] == [
+        c["function"]["arguments"] for c in hf_calls
+    ]
+    text = row["text"]
+    turns = text.split("<|im_end|>\n", 1)[1]  # after the system turn, which shows the format
+    assert turns.count("<tool_call>") == len(calls)
+    assert turns.count("<tool_response>") == len(calls)
+    assert text.startswith("<|im_start|>system\n") and text.endswith("<|im_end|>\n")
+    assert messages[1]["content"] in text  # the Arabic opening, as said
+    assert (
+        hf_messages([{"role": "assistant", "tool_calls": [{"function": {"arguments": "[1]"}}]}])[0][
+            "tool_calls"
+        ][0]["function"]["arguments"]
+        == "[1]"
+    )  # no object: kept as it was
+
+
+def test_a_row_replays_to_its_metrics_and_the_file_is_the_same_again(care_rows, tmp_path):
+    rows, first = care_rows
+    row = rows[0]
+    env = telcoenv.make("customer_care", embedder=None, split="train")
+    assert replay(row, env) == row["metrics"]
+    again = tmp_path / "again.jsonl"
+    write_trajectories(again, samples=1, domains=("bss",), langs=("en", "ar"))
+    assert again.read_bytes() == first
+
+
+def test_the_command_writes_them_and_refuses_a_folder(tmp_path, capsys):
+    out = tmp_path / "test.jsonl"
+    args = ["generate", "--trajectories", "--samples", "1", "--domain", "bss"]
+    assert main([*args, "--split", "test", "--out", str(out)]) == 0
+    rows = [json.loads(line) for line in out.read_text("utf-8").splitlines()]
+    assert rows and all(r["split"] == "test" and r["canary"] == splits.CANARY for r in rows)
+    capsys.readouterr()
+    assert main([*args, "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "give the .jsonl file" in err and len(err.strip().splitlines()) == 1
