@@ -234,8 +234,8 @@ class TelcoEnv(gymnasium.Env[str, Any]):
             options["difficulty"] = self.difficulty
         lang = check_lang(options.get("lang", self.lang))
         chosen = self._chosen(options)
-        if chosen[1] is not None and "sample_index" in options:
-            self._check_in_split(chosen[1], "blueprint", options["sample_index"])
+        if chosen[1] is not None:  # a held-out blueprint has no train episode to draw
+            self._check_in_split(chosen[1], "blueprint", options.get("sample_index"))
         # Reseeded only once every option is accepted: a refused reset leaves later ones as
         # they were.
         super().reset(seed=seed)
@@ -399,7 +399,8 @@ class TelcoEnv(gymnasium.Env[str, Any]):
         self._check_running("truncate()")
         if self._episode.ended:  # type: ignore[union-attr]
             raise ResetNeeded("no running episode to truncate")
-        return self._episode.truncate(reason)
+        with splits.phrasing(self._episode_split):
+            return self._episode.truncate(reason)  # type: ignore[union-attr]
 
     # --- snapshots and async ----------------------------------------------------------------------
 

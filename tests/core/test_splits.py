@@ -105,8 +105,11 @@ def test_a_sample_of_the_other_split_is_refused_and_split_samples_lists_a_splits
     env.reset(seed=1, options={"blueprint": kept, "sample_index": train[0]})
     with pytest.raises(EpisodeOptionError, match=r"is in the test split; .* train split"):
         env.reset(seed=1, options={"blueprint": kept, "sample_index": test[0]})
+    for options in ({"blueprint": held, "sample_index": 0}, {"blueprint": held}):
+        with pytest.raises(EpisodeOptionError, match="held out for the test split"):
+            env.reset(seed=1, options=options)
     with pytest.raises(EpisodeOptionError, match="held out for the test split"):
-        env.reset(seed=1, options={"blueprint": held, "sample_index": 0})
+        telcoenv.make("beam_misalignment", embedder=None, split="train", blueprint=held)
     with pytest.raises(EpisodeOptionError, match="split must be one of"):
         telcoenv.make("beam_misalignment", embedder=None, split="validation")
 
