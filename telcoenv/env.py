@@ -13,7 +13,6 @@ This module only draws episodes and keeps Gymnasium's contract; the step itself 
 from __future__ import annotations
 
 import json
-import zlib
 from collections.abc import Mapping
 from typing import Any, ClassVar, SupportsFloat
 
@@ -267,7 +266,7 @@ class TelcoEnv(gymnasium.Env[str, Any]):
                 "environment draws the train split"
             )
         if sample_index is not None:
-            key = [zlib.crc32(blueprint.blueprint_id.encode()), sample_index]
+            key = splits.sample_key(blueprint.blueprint_id, sample_index)
             found = splits.episode_split(blueprint.blueprint_id, siblings, key)
             if found != self.split:
                 raise EpisodeOptionError(
@@ -308,13 +307,13 @@ class TelcoEnv(gymnasium.Env[str, Any]):
             intent = catalog.intents[int(self.np_random.integers(len(catalog.intents)))]
         family = catalog.blueprints[intent.key]
         if self.split == "train":  # the test split's own blueprints are never drawn
-            held = splits.held_out([b.blueprint_id for b in family])
+            held = splits.held_out(self._siblings(family[0]))
             family = [b for b in family if b.blueprint_id not in held]
         return intent, family[int(self.np_random.integers(len(family)))]
 
     def _episode_key(self, blueprint: Any, sample_index: int | None) -> list[int]:
         if sample_index is not None:
-            return [zlib.crc32(blueprint.blueprint_id.encode()), sample_index]
+            return splits.sample_key(blueprint.blueprint_id, sample_index)
         key = [int(self.np_random.integers(2**63))]
         if self.split != "all":  # drawn again until the episode is the split's (one in 5 or 4/5)
             siblings = self._siblings(blueprint)

@@ -41,6 +41,7 @@ __all__ = [
     "episode_split",
     "held_out",
     "phrasing",
+    "sample_key",
     "split_options",
     "split_samples",
 ]
@@ -93,6 +94,11 @@ def episode_split(blueprint_id: str, siblings: Sequence[str], key: Sequence[int]
     return "test" if digest % EPISODE_SHARE == 0 else "train"
 
 
+def sample_key(blueprint_id: str, sample_index: int) -> list[int]:
+    """The key of an episode fixed by its blueprint and sample index (``reset(options=...)``)."""
+    return [zlib.crc32(blueprint_id.encode()), sample_index]
+
+
 def split_samples(
     blueprint_id: str, siblings: Sequence[str], split: str, count: int, start: int = 0
 ) -> list[int]:
@@ -103,11 +109,10 @@ def split_samples(
         return list(range(start, start + count))
     if split == "train" and blueprint_id in held_out(siblings):
         return []
-    crc = zlib.crc32(blueprint_id.encode())
     found: list[int] = []
     index = start
     while len(found) < count:
-        if episode_split(blueprint_id, siblings, [crc, index]) == split:
+        if episode_split(blueprint_id, siblings, sample_key(blueprint_id, index)) == split:
             found.append(index)
         index += 1
     return found
