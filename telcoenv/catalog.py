@@ -24,7 +24,7 @@ from pydantic import ValidationError
 
 from telcoenv.datafiles import read_json, read_yaml
 from telcoenv.errors import CatalogError, UnknownIntentError
-from telcoenv.specs import TOOL_FORMATS, ToolFormat, ToolSpec
+from telcoenv.specs import TOOL_FORMATS, TOOL_SETS, ToolFormat, ToolSet, ToolSpec
 
 if TYPE_CHECKING:
     import jsonschema
@@ -111,19 +111,34 @@ class Catalog:
         valid = ", ".join(b.blueprint_id for f in self.blueprints.values() for b in f)
         raise UnknownIntentError(f"unknown blueprint {blueprint_id!r}; valid blueprints: {valid}")
 
-    def openai_tools(self, tool_format: ToolFormat = "full") -> list[dict[str, Any]]:
-        """All tool specs (core, distractor and submit_resolution) in OpenAI format, by name,
-        ``full`` or ``compact``."""
-        return [self.tools[name].openai(tool_format) for name in sorted(self.tools)]
+    def offered(self, tool_set: ToolSet = "all") -> list[str]:
+        """The names of the tools an episode offers, sorted: every tool, or (``"core"``) all
+        but the distractors."""
+        return sorted(
+            name
+            for name, spec in self.tools.items()
+            if tool_set == "all" or spec.kind != "distractor"
+        )
 
-    def openai_tools_json(self, tool_format: ToolFormat = "full") -> bytes:
-        """:meth:`openai_tools` as JSON, encoded once per format and shared by every
-        environment of the catalogue (each reset decodes a fresh copy from it)."""
-        return self._tools_json[tool_format]
+    def openai_tools(
+        self, tool_format: ToolFormat = "full", tool_set: ToolSet = "all"
+    ) -> list[dict[str, Any]]:
+        """The offered tool specs (core, distractor and submit_resolution; ``"core"``: no
+        distractor) in OpenAI format, by name, ``full`` or ``compact``."""
+        return [self.tools[name].openai(tool_format) for name in self.offered(tool_set)]
+
+    def openai_tools_json(
+        self, tool_format: ToolFormat = "full", tool_set: ToolSet = "all"
+    ) -> bytes:
+        """:meth:`openai_tools` as JSON, encoded once per format and tool set and shared by
+        every environment of the catalogue (each reset decodes a fresh copy from it)."""
+        return self._tools_json[tool_format, tool_set]
 
     @cached_property
-    def _tools_json(self) -> dict[str, bytes]:
-        return {f: orjson.dumps(self.openai_tools(f)) for f in TOOL_FORMATS}
+    def _tools_json(self) -> dict[tuple[str, str], bytes]:
+        return {
+            (f, t): orjson.dumps(self.openai_tools(f, t)) for f in TOOL_FORMATS for t in TOOL_SETS
+        }
 
 
 def load_tools(tools_dir: Path, domain: str = "network") -> dict[str, ToolSpec]:

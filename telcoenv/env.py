@@ -102,10 +102,16 @@ class TelcoEnv(gymnasium.Env[str, Any]):
             split's episodes, blueprints and phrasings (:mod:`telcoenv.splits`; the test split
             holds out whole blueprints, one episode in five of the others, and a third of the
             phrasings). Shown in ``info["split"]`` and recorded in snapshots.
+        tool_set: the tools offered: ``"all"`` (default) or ``"core"`` (no distractor: they
+            are left out of ``info["tools"]``, and a call of one is refused as an unknown
+            tool). A curriculum knob (:mod:`telcoenv.curriculum`).
+        hints: after every step (and in the opening message) a line naming the next gold step's
+            tool, or saying to submit once the chain is done. A curriculum knob; off by default.
 
     ``reset(seed, options)`` options: ``intent`` (whole-taxonomy env only), ``blueprint``,
     ``sample_index`` (with the blueprint, fixes the episode independently of the seed), ``lang``,
-    ``privileged``, ``intent_list``, ``require_approval``, ``difficulty``. Unknown options raise
+    ``privileged``, ``intent_list``, ``require_approval``, ``difficulty`` and the curriculum
+    knobs ``tool_set``, ``hints`` and ``max_steps`` (override the settings). Unknown options raise
     :class:`~telcoenv.errors.EpisodeOptionError`.
 
     ``step`` never raises on agent input: unknown tools, malformed JSON, invalid arguments and
@@ -139,6 +145,8 @@ class TelcoEnv(gymnasium.Env[str, Any]):
         database_url: str | None = None,
         render_mode: str | None = None,
         split: str = "all",
+        tool_set: str = "all",
+        hints: bool = False,
     ) -> None:
         self.settings = settings = EnvSettings.check(
             intent=intent,
@@ -158,6 +166,8 @@ class TelcoEnv(gymnasium.Env[str, Any]):
             database_url=database_url,
             render_mode=render_mode,
             split=split,
+            tool_set=tool_set,
+            hints=hints,
         )
         self.domain: Domain = settings.domain
         catalog = self.domain.catalog
@@ -167,11 +177,10 @@ class TelcoEnv(gymnasium.Env[str, Any]):
             self._check_in_split(self.fixed_blueprint, "blueprint")
         self.render_mode = render_mode
         self.observation_space = Unicode()
-        self.action_space = ToolCallSpace(catalog.tools)
-        self.tools = catalog.openai_tools(settings.tool_format)
-        # Every reset hands out a fresh copy; decoding this is ten times faster than deepcopy.
-        # The encoded specs are the catalogue's, shared by its environments (30 KB each).
-        self._tools_json = catalog.openai_tools_json(settings.tool_format)
+        self.action_space = ToolCallSpace(
+            {name: catalog.tools[name] for name in catalog.offered(settings.tool_set)}
+        )
+        self.tools = catalog.openai_tools(settings.tool_format, settings.tool_set)
         self._instructions: dict[tuple[str, bool], str] = {}
         self._episode: Episode | None = None
         self._start: EpisodeStart | None = None
@@ -196,6 +205,8 @@ class TelcoEnv(gymnasium.Env[str, Any]):
     tool_format = property(lambda self: self.settings.tool_format)
     database_url = property(lambda self: self.settings.database_url)
     split = property(lambda self: self.settings.split)
+    tool_set = property(lambda self: self.settings.tool_set)
+    hints = property(lambda self: self.settings.hints)
 
     @property
     def env_id(self) -> str:
@@ -345,7 +356,10 @@ class TelcoEnv(gymnasium.Env[str, Any]):
             database=self._database,
         )
         instructions = self.instructions(lang, episode.trace.intent_list)
-        statement = episode.setup.problem_statement
+        statement = episode.opening
+        # A fresh copy at every reset: decoding the catalogue's encoded specs (shared by its
+        # environments, 30 KB each) is ten times faster than deepcopy.
+        tools_json = self.domain.catalog.openai_tools_json(self.tool_format, episode.tool_set)
         info: dict[str, Any] = {
             "episode_id": episode.episode_id,
             "env_id": self.env_id,
@@ -353,7 +367,7 @@ class TelcoEnv(gymnasium.Env[str, Any]):
             "language": lang,
             "split": splits.current(),
             "require_approval": episode.require_approval,
-            "tools": orjson.loads(self._tools_json),
+            "tools": orjson.loads(tools_json),
             "instructions": instructions,
             "messages": [
                 {"role": "system", "content": instructions},

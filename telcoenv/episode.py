@@ -31,11 +31,11 @@ from telcoenv.catalog import fill_gold_arguments
 from telcoenv.domains import Domain
 from telcoenv.errors import EmbedderUnavailableError
 from telcoenv.events import evaluate
-from telcoenv.feedback import next_step, not_their_tool_reply, silence_reply
+from telcoenv.feedback import hint, next_step, not_their_tool_reply, silence_reply
 from telcoenv.grading import grade
 from telcoenv.metrics.scoring import EpisodeMetrics, score_episode
 from telcoenv.options import GUIDED, EnvSettings
-from telcoenv.policies import ApprovalGate, Remeasurements, StepBudget
+from telcoenv.policies import ApprovalGate, GoldProgress, Remeasurements, StepBudget
 from telcoenv.rewards import ShapingTracker, reward_from, terminal_components
 from telcoenv.specs import IntentModel, Language
 from telcoenv.text import handed_over_tool
@@ -102,7 +102,10 @@ class Episode:
             **tier,
         )
         self.privileged: bool = options.get("privileged", settings.privileged)
-        self.budget = StepBudget(settings.max_steps)
+        # The curriculum knobs (telcoenv.curriculum): an option overrides the setting.
+        self.tool_set: str = options.get("tool_set", settings.tool_set)
+        self.hints: bool = options.get("hints", settings.hints)
+        self.budget = StepBudget(options.get("max_steps", settings.max_steps))
         self.approval = ApprovalGate(
             options.get("require_approval", settings.require_approval), domain.counterpart
         )
@@ -124,6 +127,7 @@ class Episode:
         self.metrics_error: str | None = None
         self._privileged_json: bytes | None = None  # see privileged_info
         self.trace = self._start_trace(env_id, lang, seed, options)
+        self.progress = GoldProgress([call.tool for call in self.trace.gold_chain])
 
     def _start_trace(
         self, env_id: str, lang: Language, seed: int | None, options: dict[str, Any]
@@ -150,6 +154,9 @@ class Episode:
             language=lang,
             intent_list=options.get("intent_list", self.settings.intent_list),
             difficulty=self.difficulty,
+            tool_set=self.tool_set,
+            hints=self.hints,
+            max_steps=self.budget.max_steps,
             gold_label=intent.label.model_dump(),
             gold_summary=setup.gold_summary,
             seed=seed,
@@ -176,6 +183,26 @@ class Episode:
     @property
     def require_approval(self) -> bool:
         return self.approval.required
+
+    @property
+    def opening(self) -> str:
+        """The counterpart's opening message, as the agent sees it (with the hint, if on)."""
+        return self._hinted(self.setup.problem_statement)
+
+    def _hinted(self, observation: str) -> str:
+        """``observation`` with the next step's hint (``hints``; not after the end): a JSON
+        object's first member ``"hint"``, an array's last element, a line after text. JSON
+        stays JSON, for agents that read tool outputs as data."""
+        if not self.hints or self.ended:
+            return observation
+        text = hint(self.progress.next_tool, self.trace.language)
+        member = canonical_json({"hint": text})
+        if observation.startswith("{") and observation.endswith("}"):
+            rest = observation[1:]
+            return member[:-1] + ("," + rest if rest != "}" else "}")
+        if observation.startswith("[") and observation.endswith("]"):
+            return observation[:-1] + ("," if observation != "[]" else "") + member + "]"
+        return f"{observation}\n\n{text}"
 
     def counts(self) -> dict[str, int]:
         """The running counts every ``info`` carries."""
@@ -260,11 +287,15 @@ class Episode:
             trace.terminated = True
         elif self.budget.exhausted:
             trace.truncated = True
-        components = (
-            self.shaper.step(trace.actions[first_record:]) if self.shaper is not None else {}
-        )
+        taken = trace.actions[first_record:]
+        for record in taken:
+            self.progress.advance(record)
+        components = self.shaper.step(taken) if self.shaper is not None else {}
         if self.ended:
             components.update(self._finish())
+        elif self.hints:
+            observation = self._hinted(observation)
+            messages[-1] = {**messages[-1], "content": self._hinted(messages[-1]["content"])}
         info = self.info(messages)
         info["reward_components"] = components
         reward = math.fsum(components.values())
@@ -373,6 +404,8 @@ class Episode:
             return self._submit(arguments)
         self.tool_calls += 1
         key, spec = self.key, self.domain.toolbox.specs.get(call.name)
+        if self.tool_set == "core" and spec is not None and spec.kind == "distractor":
+            return self._not_offered(call.name), False
         result = self.approval.refusal(call.name, spec, arguments)
         changed = None
         if result is None:
@@ -403,6 +436,16 @@ class Episode:
             changed=changed,
         )
         return observation, False
+
+    def _not_offered(self, tool: str) -> str:
+        """A distractor called in a core-tools episode: refused as a tool it does not have."""
+        offered = ", ".join(self.domain.catalog.offered(self.tool_set))
+        return self._refused(
+            "tool_call",
+            "unknown_tool",
+            f"{tool} is not offered in this episode (core tools only); the tools are: {offered}",
+            tool=tool,
+        )
 
     def _submit(self, arguments: dict[str, Any]) -> tuple[str, bool]:
         checked = self.domain.toolbox.check(RESERVED_SUBMIT, arguments)

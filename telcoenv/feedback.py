@@ -133,3 +133,22 @@ def not_their_tool_reply(tool: str, lang: Language) -> str:
     request does not name): call it yourself."""
     texts = NOT_THEIR_TOOL if tool else NOT_THEIR_TOOLS
     return texts.get(lang, texts["en"]).format(tool=tool)
+
+
+# The ``hints`` curriculum knob: after every step, the next gold step's tool (telcoenv.curriculum).
+HINT = {
+    "en": "Hint: the next step is to call {tool}.",
+    "ar": "تلميح: الخطوة التالية هي استدعاء {tool}.",
+}
+HINT_SUBMIT = {
+    "en": "Hint: the investigation and the fix are done: call submit_resolution with the intent "
+    "and a summary.",
+    "ar": "تلميح: اكتمل التحقيق والإصلاح: استدعِ submit_resolution مع نوع المشكلة وملخص.",
+}
+
+
+def hint(tool: str | None, lang: Language) -> str:
+    """The hint after a step: call ``tool`` next, or (``None``: the gold chain is done) submit."""
+    if tool is None:
+        return HINT_SUBMIT.get(lang, HINT_SUBMIT["en"])
+    return HINT.get(lang, HINT["en"]).format(tool=tool)

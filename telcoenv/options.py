@@ -24,7 +24,15 @@ from telcoenv.rewards import (
     check_reward,
     check_shaping,
 )
-from telcoenv.specs import LANGUAGES, TOOL_FORMATS, IntentModel, Language, ToolFormat
+from telcoenv.specs import (
+    LANGUAGES,
+    TOOL_FORMATS,
+    TOOL_SETS,
+    IntentModel,
+    Language,
+    ToolFormat,
+    ToolSet,
+)
 from telcoenv.splits import check_split
 
 #: The options ``reset`` takes, with the type each must have (``None`` means "not given").
@@ -37,6 +45,10 @@ OPTION_TYPES: dict[str, type] = {
     "intent_list": bool,
     "require_approval": bool,
     "difficulty": str,
+    # Curriculum knobs (telcoenv.curriculum): the tools offered, hints, the step budget.
+    "tool_set": str,
+    "hints": bool,
+    "max_steps": int,
 }
 RESET_OPTIONS = frozenset(OPTION_TYPES)
 RENDER_MODES = ("ansi",)
@@ -110,6 +122,10 @@ def check_reset_options(options: Any) -> dict[str, Any]:
     }
     if "sample_index" in checked:
         _index("sample_index", checked["sample_index"])
+    if "tool_set" in checked:
+        check_tool_set(checked["tool_set"], "reset option 'tool_set'")
+    if "max_steps" in checked:
+        check_max_steps(checked["max_steps"], "reset option 'max_steps'")
     return checked
 
 
@@ -135,6 +151,20 @@ def check_tool_format(tool_format: Any) -> ToolFormat:
             f"tool_format must be one of {list(TOOL_FORMATS)}, got {tool_format!r}"
         )
     return tool_format
+
+
+def check_tool_set(tool_set: Any, where: str = "tool_set") -> ToolSet:
+    typed_value(where, tool_set, str)
+    if tool_set not in TOOL_SETS:
+        raise EpisodeOptionError(f"{where} must be one of {list(TOOL_SETS)}, got {tool_set!r}")
+    return tool_set
+
+
+def check_max_steps(max_steps: Any, where: str = "max_steps") -> int:
+    max_steps = typed_value(where, max_steps, int)
+    if max_steps < 1:
+        raise EpisodeOptionError(f"{where} must be a positive integer, got {max_steps!r}")
+    return max_steps
 
 
 def check_render_mode(render_mode: Any) -> None:
@@ -193,6 +223,8 @@ class EnvSettings:
     database_url: str | None
     render_mode: str | None
     split: str = "all"
+    tool_set: ToolSet = "all"
+    hints: bool = False
 
     @classmethod
     def check(
@@ -215,6 +247,8 @@ class EnvSettings:
         database_url: Any,
         render_mode: Any,
         split: Any = "all",
+        tool_set: Any = "all",
+        hints: Any = False,
     ) -> EnvSettings:
         for name, value in (
             ("intent", intent),
@@ -223,9 +257,7 @@ class EnvSettings:
         ):
             if value is not None:
                 typed_value(name, value, str)
-        max_steps = typed_value("max_steps", max_steps, int)
-        if max_steps < 1:
-            raise EpisodeOptionError(f"max_steps must be a positive integer, got {max_steps!r}")
+        max_steps = check_max_steps(max_steps)
         check_render_mode(render_mode)
         try:  # a copy of the weights: the caller's dict may change later
             reward = check_reward(reward, embedder is not None)
@@ -263,6 +295,8 @@ class EnvSettings:
             database_url=database_url,
             render_mode=render_mode,
             split=check_split(split),
+            tool_set=check_tool_set(tool_set),
+            hints=typed_value("hints", hints, bool),
         )
 
     def as_kwargs(self) -> dict[str, Any]:

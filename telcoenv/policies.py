@@ -6,6 +6,8 @@ Each rule is a small object with its own state, built fresh for every episode:
 * :class:`ApprovalGate`: with ``require_approval``, a change waits for the counterpart's yes.
 * :class:`Remeasurements`: which reads repeat an earlier read after a change (they verify the
   change and do not count twice in the predicted chain).
+* :class:`GoldProgress`: how far along the gold chain the agent is, for the ``hints`` knob
+  (the next step's tool) and the shaped reward's gold-step credit.
 
 Reward shaping is the fourth rule, :class:`telcoenv.rewards.ShapingTracker`, kept with the rest
 of the reward code.
@@ -19,6 +21,30 @@ from typing import Any, Protocol
 
 from telcoenv.specs import ToolSpec
 from telcoenv.tooling import ToolResult, canonical_json, measured
+from telcoenv.trace import ActionRecord
+
+
+@dataclass(slots=True)
+class GoldProgress:
+    """The gold chain's tools done in order: a call of the next one counts when it ran and,
+    for a write, changed something; a re-measurement does not count again."""
+
+    gold: list[str]
+    done: int = 0
+
+    def advance(self, record: ActionRecord) -> bool:
+        """Count ``record`` if it is the next gold step; whether it was."""
+        if record.kind != "tool_call" or record.tool is None or self.next_tool != record.tool:
+            return False
+        if not record.valid or record.changed is False or record.remeasure:
+            return False
+        self.done += 1
+        return True
+
+    @property
+    def next_tool(self) -> str | None:
+        """The next gold step's tool (``None`` once the chain is done)."""
+        return self.gold[self.done] if self.done < len(self.gold) else None
 
 
 @dataclass(slots=True)

@@ -46,6 +46,7 @@ from telcoenv.domains import get_domain
 from telcoenv.errors import RewardError
 from telcoenv.metrics import Embedder
 from telcoenv.metrics.scoring import EpisodeMetrics, score_episode
+from telcoenv.policies import GoldProgress
 from telcoenv.trace import ActionRecord, EpisodeTrace
 
 #: The default terminal reward (see :func:`outcome_components`).
@@ -296,7 +297,7 @@ class ShapingTracker:
     """Shaping terms of an episode, fed the action records of one step at a time."""
 
     def __init__(self, gold_tools: list[str], distractors: Iterable[str], shaping: Shaping):
-        self.gold, self.next_gold = gold_tools, 0
+        self.progress = GoldProgress(list(gold_tools))
         self.distractors = frozenset(distractors)
         self.shaping = shaping
         self.total = 0.0  # the step terms paid so far
@@ -312,11 +313,8 @@ class ShapingTracker:
                 continue
             if record.tool in self.distractors:
                 counts["distractor_call"] += 1
-            matches = self.next_gold < len(self.gold) and record.tool == self.gold[self.next_gold]
-            did_something = record.valid and record.changed is not False
-            if did_something and not record.remeasure and matches:
+            if self.progress.advance(record):
                 counts["gold_step"] += 1
-                self.next_gold += 1
         terms = {
             term: count * getattr(self.shaping, term) for term, count in counts.items() if count
         }

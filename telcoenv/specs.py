@@ -17,6 +17,9 @@ LANGUAGES: tuple[Language, ...] = ("en", "ar")
 #: How tools are offered to the agent: as written, or compact (see ToolSpec.openai).
 ToolFormat = Literal["full", "compact"]
 TOOL_FORMATS: tuple[ToolFormat, ...] = ("full", "compact")
+#: The tools an episode offers: every tool, or the core tools only (no distractors).
+ToolSet = Literal["all", "core"]
+TOOL_SETS: tuple[ToolSet, ...] = ("all", "core")
 
 # Words written in capitals inside env ids (BLERAnomaly rather than BlerAnomaly).
 _ACRONYMS = {

@@ -102,6 +102,11 @@ class EpisodeTrace(BaseModel):
     intent_list: bool
     # How much the opening message gave away ("guided": the published benchmark's statements).
     difficulty: str = "guided"
+    # The curriculum knobs (telcoenv.curriculum): the tools offered, hints, the step budget
+    # (None: recorded before the budget was kept in the trace).
+    tool_set: str = "all"
+    hints: bool = False
+    max_steps: int | None = None
     problem_statement: str
     gold_label: dict[str, str]
     gold_summary: dict[str, str]

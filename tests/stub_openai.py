@@ -20,7 +20,9 @@ model that takes that long to generate; it answers many requests at once.
 
 Like a strict hosted API, the server refuses (HTTP 400) a conversation in which a tool call
 has no id or arguments that are not JSON text, is not answered by exactly one tool message, or a
-tool message answers no call.
+tool message answers no call. ``StubServer(parse_arguments=True)`` also refuses, as llama.cpp's
+server does (it renders the history with the chat template), a tool call whose arguments do not
+parse as JSON (a hosted API takes them as text).
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ CELL = re.compile(r"\b(?:NR|LTE)-[A-Z]{3}-[A-Z]+-\d+\b")
 WINDOWS = {"scripted": ("1h",), "thorough": ("1h", "3h", "1d")}
 
 
-def conversation_error(messages: list[dict[str, Any]]) -> str | None:
+def conversation_error(messages: list[dict[str, Any]], parse_arguments: bool = False) -> str | None:
     """What a strict server would refuse in ``messages``, or ``None``."""
     open_ids: list[str] = []
     for message in messages:
@@ -58,13 +60,24 @@ def conversation_error(messages: list[dict[str, Any]]) -> str | None:
             if not all(ids) or len(set(ids)) != len(ids):
                 return f"tool calls need distinct ids, got {ids}"
             for call in calls:  # OpenAI's own wording
-                if not isinstance((call.get("function") or {}).get("arguments"), str):
+                arguments = (call.get("function") or {}).get("arguments")
+                if not isinstance(arguments, str):
                     return (
                         "Invalid type for 'function.arguments': expected a string, "
                         "but got an object instead."
                     )
+                if parse_arguments and not _parses(arguments):  # llama.cpp's wording
+                    return "Failed to parse tool call arguments as JSON"
             open_ids = list(ids)
     return None
+
+
+def _parses(text: str) -> bool:
+    try:
+        json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    return True
 
 
 def _written(model: str, call: dict[str, Any]) -> str:
@@ -160,7 +173,7 @@ class _Handler(BaseHTTPRequestHandler):
         if model == "garbage":
             self._send(200, b"<html>not json</html>")
             return
-        problem = conversation_error(messages)
+        problem = conversation_error(messages, self.server.parse_arguments)  # type: ignore[attr-defined]
         if problem is not None:
             self._send(400, json.dumps({"error": {"message": problem}}).encode())
             return
@@ -203,9 +216,13 @@ class StubServer:
     """Start on a free loopback port; ``base_url`` ends in ``/v1``; stop with ``close()``."""
 
     def __init__(
-        self, replays: dict[str, list[dict[str, Any]]] | None = None, latency: float = 0.0
+        self,
+        replays: dict[str, list[dict[str, Any]]] | None = None,
+        latency: float = 0.0,
+        parse_arguments: bool = False,
     ) -> None:
         self.httpd = _Server(("127.0.0.1", 0), _Handler)
+        self.httpd.parse_arguments = parse_arguments  # type: ignore[attr-defined]
         self.httpd.requests = []  # type: ignore[attr-defined]
         self.httpd.latency = latency  # type: ignore[attr-defined]
         queues = {name: list(replies) for name, replies in (replays or {}).items()}

@@ -153,6 +153,7 @@ class OpenAIAgent:
         self.tools: list[dict[str, Any]] = []
         self.usage = _empty_usage()
         self._pending: list[str] = []  # ids of the last action's tool calls, awaiting results
+        self._pending_as_text = False  # the last action's calls are kept as text (see _kept)
         self._turn = 0
         self._sync_client: Any = None
         self._async_client: Any = None
@@ -163,7 +164,7 @@ class OpenAIAgent:
         self.messages = [dict(m) for m in info["messages"]]
         self.tools = info["tools"]
         self.usage = _empty_usage()
-        self._pending, self._turn = [], 0
+        self._pending, self._turn, self._pending_as_text = [], 0, False
 
     def act(self, observation: str, info: dict[str, Any]) -> dict[str, Any]:
         self._receive(observation, info)
@@ -344,15 +345,19 @@ class OpenAIAgent:
                 {"role": "tool", "tool_call_id": call_id, "content": observation}
                 for call_id in missing
             ]
+        if self._pending_as_text:  # the calls are text in the history: so are their answers
+            messages = [_as_user(m) for m in messages]
         self.messages.extend(messages)
-        self._pending = []
+        self._pending, self._pending_as_text = [], False
 
     def _answer(self, reply: dict[str, Any], started: float) -> dict[str, Any]:
         self.usage["seconds"] += time.perf_counter() - started
         self._turn += 1
         message = self._action(reply)
-        self.messages.append(message)
+        kept = _kept(message)
+        self.messages.append(kept)
         self._pending = [call["id"] for call in message.get("tool_calls", ())]
+        self._pending_as_text = kept is not message
         return message
 
     def _action(self, reply: dict[str, Any]) -> dict[str, Any]:
@@ -562,6 +567,41 @@ def arguments_call(text: str, tools: list[dict[str, Any]]) -> dict[str, Any] | N
         return None
     call = {"type": "function", "function": {"name": matching[0], "arguments": arguments}}
     return {"role": "assistant", "content": None, "tool_calls": [call]}
+
+
+def _kept(message: dict[str, Any]) -> dict[str, Any]:
+    """The assistant message as the conversation keeps it: as sent, unless a call's arguments
+    are not JSON, which servers that render the history with the chat template refuse (llama.cpp
+    answers HTTP 500 "Failed to parse tool call arguments as JSON" to every later request: the
+    1.5B model dropped one closing brace of 19 settings and the episode died); those calls are
+    kept as the text the model wrote."""
+    calls = message.get("tool_calls") or ()
+    if all(_is_json(call["function"].get("arguments")) for call in calls):
+        return message
+    written = "".join(
+        f'<tool_call>{{"name": {json.dumps(c["function"].get("name"))}, '
+        f'"arguments": {c["function"].get("arguments")}}}</tool_call>'
+        for c in calls
+    )
+    text = str(message.get("content") or "").strip()
+    if all(str(c["function"].get("arguments")) in text for c in calls):
+        return {"role": "assistant", "content": text}  # the text holds the calls as written
+    return {"role": "assistant", "content": f"{text}\n{written}".strip()}
+
+
+def _is_json(text: Any) -> bool:
+    try:
+        json.loads(text)
+    except (TypeError, ValueError, RecursionError):
+        return False
+    return True
+
+
+def _as_user(message: dict[str, Any]) -> dict[str, Any]:
+    """A tool result as a user message (its call is text in the history, with no id)."""
+    if message.get("role") != "tool":
+        return message
+    return {"role": "user", "content": message.get("content")}
 
 
 def _without_none(value: Any) -> Any:

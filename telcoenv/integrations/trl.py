@@ -27,6 +27,7 @@ from typing import Any, ClassVar, Literal
 
 import telcoenv
 from telcoenv.actions import message_action
+from telcoenv.curriculum import Curriculum, Task
 from telcoenv.errors import ToolCallError
 from telcoenv.registration import env_id as resolve_env_id
 from telcoenv.specs import ToolSpec
@@ -35,13 +36,24 @@ from telcoenv.splits import CANARY
 __all__ = [
     "ROW_FIELDS",
     "ToolCallError",
+    "curriculum_reward",
     "episode_info",
     "prompt_rows",
     "resolved_reward",
     "trl_environment",
 ]
 
-ROW_FIELDS = ("seed", "intent", "blueprint", "sample_index", "lang", "difficulty")
+ROW_FIELDS = (
+    "seed",
+    "intent",
+    "blueprint",
+    "sample_index",
+    "lang",
+    "difficulty",
+    "tool_set",
+    "hints",
+    "max_steps",
+)
 """Dataset columns that ``reset(**row)`` reads; other columns (``prompt``, ...) are ignored."""
 
 _RESERVED_NAMES = frozenset({"reset", "get_reward"})  # TRL does not expose these as tools
@@ -191,23 +203,33 @@ class _TRLEnvironment:
     _env_name: ClassVar[str]
     _env_kwargs: ClassVar[dict[str, Any]]
     _tool_names: ClassVar[tuple[str, ...]]
+    _curriculum: ClassVar[Curriculum | None] = None
 
     def __init__(self) -> None:
         self._env = telcoenv.make(self._env_name, **self._env_kwargs)
         self._started = False
         self._reward = 0.0
         self._final_info: dict[str, Any] | None = None
+        self._task: Task | None = None  # the curriculum's task of the episode, if any
 
     def reset(self, **row: Any) -> str:
         """Start an episode from a dataset row; return the engineer's problem statement.
 
         Reads ``seed`` and, when present and not ``None``, the reset options ``intent``,
-        ``blueprint``, ``sample_index``, ``lang`` and ``difficulty``; ignores every other column
-        (such as ``prompt``). Rows with the same seed give the same episode, so the rollouts of
-        a GRPO group share their task.
+        ``blueprint``, ``sample_index``, ``lang``, ``difficulty`` and the curriculum knobs
+        ``tool_set``, ``hints`` and ``max_steps``; ignores every other column (such as
+        ``prompt``). Rows with the same seed give the same episode, so the rollouts of a GRPO
+        group share their task. With a curriculum (``trl_environment(..., curriculum=)``), a
+        row without ``intent`` plays the curriculum's task for its seed.
         """
         seed = row.get("seed")
         options = {k: row[k] for k in ROW_FIELDS[1:] if row.get(k) is not None}
+        self._task = None
+        if self._curriculum is not None and "intent" not in options:
+            if seed is None:
+                raise ValueError("a curriculum's rows need a seed (see prompt_rows)")
+            self._task = self._curriculum.task_for(int(seed))
+            options = dict(self._task.options)
         statement, _ = self._env.reset(seed=None if seed is None else int(seed), options=options)
         self._started, self._reward, self._final_info = True, 0.0, None
         return statement
@@ -280,12 +302,18 @@ def _error(observation: str) -> ToolCallError:
         return ToolCallError(observation, kind="error")
 
 
-def trl_environment(env_id: str = "troubleshooting", **env_kwargs: Any) -> type:
+def trl_environment(
+    env_id: str = "troubleshooting", *, curriculum: Curriculum | None = None, **env_kwargs: Any
+) -> type:
     """A class for ``GRPOTrainer(environment_factory=...)`` over one telcoenv environment.
 
     Args:
         env_id: a name of :func:`telcoenv.list_envs` (``"troubleshooting"``,
             ``"beam_misalignment"``, ...) or a Gymnasium id (``"telcoenv/Troubleshooting-v0"``).
+        curriculum: a :class:`telcoenv.curriculum.Curriculum` of the environment's domain:
+            a row without ``intent`` plays the curriculum's task for its seed (intent, rung,
+            language), and :func:`curriculum_reward` feeds the outcomes back. It lives in this
+            process: each training process has its own.
         **env_kwargs: keyword arguments of :class:`telcoenv.env.TelcoEnv` (``lang``,
             ``reward``, ``max_steps``, ...); ``embedder`` defaults to ``None`` (no IRA/RA, no
             embedding model), so the default reward is SAS. With ``tool_format="compact"`` the
@@ -310,6 +338,8 @@ def trl_environment(env_id: str = "troubleshooting", **env_kwargs: Any) -> type:
         specs = {n: s.compact() if compact else s for n, s in domain.catalog.tools.items()}
     finally:
         probe.close()
+    if curriculum is not None:
+        _check_curriculum(curriculum, probe.unwrapped)
     if env_kwargs.get("require_approval") and not domain.counterpart_required:
         raise ValueError(
             f"require_approval=True needs messages to the {domain.counterpart}, which TRL "
@@ -325,6 +355,7 @@ def trl_environment(env_id: str = "troubleshooting", **env_kwargs: Any) -> type:
         "_env_name": gym_id,
         "_env_kwargs": kwargs,
         "_tool_names": tuple(specs),
+        "_curriculum": curriculum,
     }
     methods = {name: _tool_method(spec) for name, spec in specs.items()}
     if domain.counterpart_required:  # e.g. only the customer knows their line number
@@ -333,6 +364,21 @@ def trl_environment(env_id: str = "troubleshooting", **env_kwargs: Any) -> type:
         method.__qualname__ = f"{class_name}.{name}"
         namespace[name] = method
     return type(class_name, (_TRLEnvironment,), namespace)
+
+
+def _check_curriculum(curriculum: Curriculum, env: Any) -> None:
+    """A curriculum fits the environment: its domain, and its intents if the env has one."""
+    if curriculum.domain.name != env.domain.name:
+        raise ValueError(
+            f"the curriculum is of the {curriculum.domain.name} domain, the environment of "
+            f"the {env.domain.name} domain"
+        )
+    fixed = env.fixed_intent
+    if fixed is not None and curriculum.intents != [fixed.env_name]:
+        raise ValueError(
+            f"the environment plays only {fixed.env_name}; give the curriculum that intent "
+            f"alone or use the domain's whole-taxonomy environment"
+        )
 
 
 # --- helpers for datasets and reward functions ----------------------------------------------------
@@ -393,3 +439,19 @@ def resolved_reward(environments: Sequence[Any], **_: Any) -> list[float]:
         info = episode_info(environment)
         rewards.append(1.0 if info is not None and info.get("resolved") else 0.0)
     return rewards
+
+
+def curriculum_reward(curriculum: Curriculum) -> Callable[..., list[float]]:
+    """A TRL reward function that feeds the curriculum: 1.0 for a resolved episode, else 0.0,
+    each episode of a curriculum task recorded once (:meth:`Curriculum.record`)."""
+
+    def curriculum_resolved(environments: Sequence[Any], **_: Any) -> list[float]:
+        rewards = resolved_reward(environments)
+        for environment, reward in zip(environments, rewards, strict=True):
+            task = getattr(environment, "_task", None)
+            if task is not None:
+                curriculum.record(task, reward)
+                environment._task = None  # counted once
+        return rewards
+
+    return curriculum_resolved

@@ -57,6 +57,7 @@ import asyncio
 import itertools
 import json
 import logging
+import os
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -131,11 +132,27 @@ ENV_KWARGS = frozenset(
         "require_approval",
         "tool_format",
         "database_url",
+        "difficulty",
+        "split",
+        "tool_set",
+        "hints",
     }
 )
 """TelcoEnv constructor arguments that the YAML configs may set (plain YAML values only)."""
+# What shapes a row's prompt, its tool list or its split: the prompt environment takes these.
 _PROMPT_ENV_KWARGS = frozenset(
-    {"intent", "lang", "blueprint", "intent_list", "require_approval", "tool_format"}
+    {
+        "intent",
+        "lang",
+        "blueprint",
+        "intent_list",
+        "require_approval",
+        "tool_format",
+        "difficulty",
+        "split",
+        "tool_set",
+        "hints",
+    }
 )
 _VERL_PROPERTY_KEYS = frozenset({"type", "description", "enum"})  # what verl's schema keeps
 
@@ -497,10 +514,12 @@ class TelcoAgentLoop(ToolAgentLoop):
     """verl's ``ToolAgentLoop`` with the simulated engineer and TelcoEnv's reward.
 
     Constructor arguments (besides verl's): ``registry``, ``env_kwargs`` (as in the tool
-    config: both must match) and ``max_engineer_turns`` (``None``: bounded by ``max_steps`` and
-    verl's ``max_user_turns``). ``run`` opens the row's episode, runs the tool loop, answers
-    plain assistant messages with the engineer's reply while the episode is open, stops once the
-    episode ends, sets ``reward_score`` to the episode's return and
+    config: both must match), ``max_engineer_turns`` (``None``: bounded by ``max_steps`` and
+    verl's ``max_user_turns``) and ``outcome_log`` (a file path: every trajectory appends a JSON
+    line ``{"spec", "resolved", "return"}``, which
+    :meth:`telcoenv.curriculum.Curriculum.record_log` reads). ``run`` opens the row's episode,
+    runs the tool loop, answers plain assistant messages with the engineer's reply while the
+    episode is open, stops once the episode ends, sets ``reward_score`` to the episode's return and
     ``extra_fields["reward_extra_info"]`` to :meth:`Episode.summary`, then closes the episode.
     """
 
@@ -510,6 +529,7 @@ class TelcoAgentLoop(ToolAgentLoop):
         registry: str = "default",
         env_kwargs: Mapping[str, Any] | None = None,
         max_engineer_turns: int | None = None,
+        outcome_log: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
@@ -517,6 +537,7 @@ class TelcoAgentLoop(ToolAgentLoop):
             {"registry": registry, "env_kwargs": _plain(env_kwargs)}
         )
         self.max_engineer_turns = max_engineer_turns
+        self.outcome_log = Path(outcome_log) if outcome_log else None
         self._spec: dict[str, Any] = {}
         self._trajectory: str | None = None
         self._engineer_turns = 0
@@ -536,7 +557,9 @@ class TelcoAgentLoop(ToolAgentLoop):
             raise RuntimeError("the trajectory's telcoenv episode is missing")
         output.reward_score = episode.episode_return
         output.extra_fields["reward_extra_info"] = episode.summary()
-        output.extra_fields["telcoenv"] = episode.report()
+        output.extra_fields["telcoenv"] = report = episode.report()
+        if self.outcome_log is not None:
+            _append_outcome(self.outcome_log, episode.spec, report, episode.episode_return)
         return output
 
     def _episode_open(self) -> bool:
@@ -616,6 +639,20 @@ class TelcoAgentLoop(ToolAgentLoop):
 # --- configuration files ----------------------------------------------------------------------
 
 
+def _append_outcome(
+    path: Path, spec: Mapping[str, Any], report: Mapping[str, Any], episode_return: float
+) -> None:
+    """One line of the outcome log, written whole in one call (O_APPEND: the lines of the
+    loops of one machine do not interleave)."""
+    line = {"spec": dict(spec), "resolved": bool(report.get("resolved")), "return": episode_return}
+    data = (json.dumps(line, sort_keys=True) + "\n").encode()
+    descriptor = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(descriptor, data)
+    finally:
+        os.close(descriptor)
+
+
 def verl_tool_schema(tool: Mapping[str, Any]) -> dict[str, Any]:
     """An OpenAI tool spec as verl's ``OpenAIFunctionToolSchema`` keeps it.
 
@@ -681,8 +718,10 @@ def agent_loop_config(
     env_kwargs: Mapping[str, Any] | None = None,
     registry: str = "default",
     max_engineer_turns: int | None = None,
+    outcome_log: str | Path | None = None,
 ) -> list[dict[str, Any]]:
-    """The agent-loop YAML content: :class:`TelcoAgentLoop` under :data:`AGENT_NAME`."""
+    """The agent-loop YAML content: :class:`TelcoAgentLoop` under :data:`AGENT_NAME`
+    (``outcome_log``: where each trajectory's outcome goes, for a curriculum)."""
     return [
         {
             "name": AGENT_NAME,
@@ -690,6 +729,7 @@ def agent_loop_config(
             "registry": registry,
             "env_kwargs": _env_kwargs(env_kwargs),
             "max_engineer_turns": max_engineer_turns,
+            "outcome_log": None if outcome_log is None else str(outcome_log),
         }
     ]
 
@@ -714,18 +754,20 @@ def write_configs(
     env_kwargs: Mapping[str, Any] | None = None,
     registry: str = "default",
     max_engineer_turns: int | None = None,
+    outcome_log: str | Path | None = None,
 ) -> VerlConfigPaths:
     """Write ``telcoenv_tools.yaml`` and ``telcoenv_agent_loop.yaml`` into ``directory``.
 
     Both carry the same ``env_kwargs`` (TelcoEnv constructor arguments, e.g. ``max_steps``,
-    ``reward``, ``embedder``) and ``registry``.
+    ``reward``, ``embedder``) and ``registry``; ``outcome_log`` goes to the agent loop (see
+    :class:`TelcoAgentLoop`).
     """
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     return VerlConfigPaths(
         _dump(tool_config(env_kwargs, registry), directory / "telcoenv_tools.yaml"),
         _dump(
-            agent_loop_config(env_kwargs, registry, max_engineer_turns),
+            agent_loop_config(env_kwargs, registry, max_engineer_turns, outcome_log),
             directory / "telcoenv_agent_loop.yaml",
         ),
     )

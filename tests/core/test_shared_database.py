@@ -147,7 +147,9 @@ def test_environments_share_the_encoded_tools_and_the_compiled_statements():
     second = TelcoEnv("contact_update", domain="bss", embedder=None)
     _, one = first.reset(seed=0)
     _, two = second.reset(seed=1)
-    assert first._tools_json is second._tools_json
+    catalog = first.domain.catalog
+    assert catalog is second.domain.catalog
+    assert catalog.openai_tools_json(first.tool_format) is catalog.openai_tools_json("full")
     assert first.database._multi_sql is second.database._multi_sql
     assert first.database._multi_sql  # the reset's inserts were compiled there
     assert one["tools"] == two["tools"] == first.tools and one["tools"] is not two["tools"]

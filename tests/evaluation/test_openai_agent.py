@@ -147,7 +147,7 @@ def test_a_refused_action_answers_every_call(server):
             "role": "assistant",
             "content": "",
             "tool_calls": [
-                {"id": i, "type": "function", "function": {"name": "x", "arguments": "{"}}
+                {"id": i, "type": "function", "function": {"name": "x", "arguments": "{}"}}
                 for i in ("call_a", "call_b")
             ],
         }
@@ -328,11 +328,17 @@ def test_evaluate_in_the_compact_format(server, tmp_path):
 
 
 def _replayed(
-    env_name: str, replies: list[dict], domain: str = "network", lang: str = "en", **options
+    env_name: str,
+    replies: list[dict],
+    domain: str = "network",
+    lang: str = "en",
+    parse_arguments: bool = False,
+    **options,
 ):
     """A 2-step episode of ``env_name`` whose model replies are ``replies``, in order: its
-    info, the agent and the temperature of each request."""
-    stub = StubServer(replays={"replayed": replies})
+    info, the agent and the temperature of each request (``parse_arguments``: the server
+    refuses, as llama.cpp does, a conversation with a call whose arguments do not parse)."""
+    stub = StubServer(replays={"replayed": replies}, parse_arguments=parse_arguments)
     try:
         env = TelcoEnv(env_name, domain=domain, embedder=None, max_steps=2, lang=lang)
         agent = OpenAIAgent("replay:replayed", base_url=stub.base_url, **options)
@@ -605,3 +611,32 @@ def test_an_object_that_is_no_one_tools_arguments_stays_text(text):
     env = TelcoEnv("beam_misalignment", embedder=None)
     _, info = env.reset(seed=0)
     assert arguments_call(text, info["tools"]) is None
+
+
+@pytest.mark.parametrize("as_text", [False, True])
+def test_a_call_whose_arguments_are_not_json_stays_in_the_conversation_as_text(as_text):
+    """llama.cpp's server renders the history with the chat template and answers HTTP 500 to a
+    conversation holding a tool call whose arguments do not parse: the 1.5B model dropped one
+    closing brace of 19 settings and every later request of the episode failed. The call still
+    reaches the environment (which names the problem); the conversation keeps it as the text
+    the model wrote and the environment's answer as a user message."""
+    broken = '{"cell_id": "NR-URB-MACRO-1", "changes": {"tilt_deg": 4}'
+    if as_text:
+        first = {
+            "role": "assistant",
+            "content": f'{{"name": "optimize_cell", "arguments": {broken}}}',
+        }
+    else:
+        call = {"id": "c0", "function": {"name": "optimize_cell", "arguments": broken}}
+        first = {"role": "assistant", "content": None, "tool_calls": [call]}
+    second = {"role": "assistant", "content": "Which cell is it?"}
+    info, agent, temperatures = _replayed(
+        "beam_misalignment", [first, second], parse_arguments=True
+    )
+    actions = info["trace"].actions
+    assert actions[0].error_kind == "malformed_arguments" and actions[0].tool == "optimize_cell"
+    assert actions[1].kind == "message"  # the second request was answered: no server error
+    assert len(temperatures) == 2
+    kept, answer = agent.messages[2], agent.messages[3]
+    assert "tool_calls" not in kept and broken in kept["content"]
+    assert answer["role"] == "user" and "malformed_arguments" in answer["content"]

@@ -334,3 +334,49 @@ def test_prompt_rows_refuse_fields_that_every_reset_would_refuse(troubleshooting
         with pytest.raises((EpisodeOptionError, UnknownIntentError)):
             prompt_rows(troubleshooting, seeds=[0], **fields)
     assert len(prompt_rows(troubleshooting, seeds=[0, 1], lang="ar")) == 2
+
+
+def test_a_curriculum_picks_each_seeds_task_and_learns_from_the_rewards() -> None:
+    """GRPO's rollouts of one row (one seed) play the curriculum's task for that seed; the
+    reward function records each finished rollout once, and a solved intent moves up."""
+    from telcoenv.curriculum import Curriculum
+    from telcoenv.feedback import hint
+    from telcoenv.integrations.trl import curriculum_reward
+
+    curriculum = Curriculum("network", intents=["beam_misalignment"], min_episodes=2, seed=4)
+    environment_class = trl_environment("troubleshooting", curriculum=curriculum)
+    reward = curriculum_reward(curriculum)
+    group = [environment_class() for _ in range(2)]
+    statements = [environment.reset(seed=11, prompt="ignored") for environment in group]
+    assert statements[0] == statements[1]
+    task = curriculum.task_for(11)
+    assert task.rung_name == "walkthrough"
+    env = group[0]._env.unwrapped
+    assert env.trace.intent == "BEAM_MISALIGNMENT" and env.trace.hints
+    assert env.trace.language == task.lang
+    privileged = env.episode.privileged_info()
+    assert statements[0].endswith(hint(privileged["gold_chain"][0]["tool"], task.lang))
+    for environment in group:  # both solve it
+        for call in privileged["gold_chain"]:
+            getattr(environment, call["tool"])(**as_trl_kwargs(call["arguments"]))
+        environment.submit_resolution(
+            intent=privileged["label"]["en"], summary=privileged["gold_summary"]["en"]
+        )
+    assert reward(environments=group) == [1.0, 1.0]
+    assert reward(environments=group) == [1.0, 1.0]  # counted once: no second record
+    assert curriculum.level("beam_misalignment") == 1
+    assert curriculum.table()[0]["rung_name"] == "core_tools"
+    # A row that names its intent plays it as given: the curriculum is not asked.
+    group[0].reset(seed=12, intent="beam_misalignment")
+    assert group[0]._task is None and not group[0]._env.unwrapped.trace.hints
+    for environment in group:
+        environment._close()
+
+
+def test_a_curriculum_of_another_domain_or_intent_is_refused() -> None:
+    from telcoenv.curriculum import Curriculum
+
+    with pytest.raises(ValueError, match="bss domain"):
+        trl_environment("troubleshooting", curriculum=Curriculum("bss"))
+    with pytest.raises(ValueError, match="plays only beam_misalignment"):
+        trl_environment("beam_misalignment", curriculum=Curriculum("network"))

@@ -571,3 +571,50 @@ def test_bad_env_kwargs_fail_when_the_configs_are_written(tmp_path: Path, env_kw
         tv.write_configs(tmp_path, env_kwargs=env_kwargs)
     with pytest.raises(TelcoEnvError):
         tv.build_rows([SPEC], env_kwargs={**ENV_KWARGS, **env_kwargs})
+
+
+def test_the_outcome_log_feeds_a_curriculum(
+    configs: tv.VerlConfigPaths,
+    tools: list,
+    tokenizer: PreTrainedTokenizerFast,
+    registry: str,
+    tmp_path: Path,
+) -> None:
+    """A curriculum's spec (a rung's knobs) plays through verl's loop, which logs the outcome
+    that the curriculum then reads."""
+    from telcoenv.curriculum import Curriculum
+
+    curriculum = Curriculum("network", intents=["beam_misalignment"], min_episodes=1, seed=2)
+    spec = {**curriculum.specs(1)[0], "lang": "en"}
+    spec.pop("intent")  # the environment of the configs plays that intent only
+    row = row_for(spec)
+    assert row["prompt"][-1]["content"].count("Hint") == 1  # the walkthrough's hint
+    log = tmp_path / "outcomes.jsonl"
+    script = [tool_call_text(action) for action in solution(spec)]
+    server = ScriptedServer(tokenizer, script)
+    output = asyncio.run(
+        rollout(build_agent_loop, configs, tools, tokenizer, server, row, outcome_log=str(log))
+    )
+    assert output.extra_fields["telcoenv"]["resolved"] is True
+    [line] = [json.loads(text) for text in log.read_text().splitlines()]
+    assert line["resolved"] is True and line["return"] == output.reward_score
+    assert line["spec"]["hints"] is True and line["spec"]["seed"] == spec["seed"]
+    line["spec"]["intent"] = "beam_misalignment"
+    log.write_text(json.dumps(line) + "\n")
+    assert curriculum.record_log(log) == log.stat().st_size
+    assert curriculum.level("beam_misalignment") == 1
+
+
+def test_rows_of_a_test_split_environment_carry_the_canary() -> None:
+    from telcoenv.splits import CANARY
+
+    rows = tv.build_rows(
+        [{"seed": 3}], env_kwargs={**ENV_KWARGS, "split": "test", "tool_set": "core"}
+    )
+    extra = rows[0]["extra_info"]
+    assert extra["telcoenv_split"] == "test" and extra["canary"] == CANARY
+    distractors = {"complaint_trend_analysis", "device_cap_lookup"}
+    assert not distractors & set(extra["tools_kwargs"])
+    config = tv.tool_config({**ENV_KWARGS, "tool_set": "core"})
+    names = {entry["tool_schema"]["function"]["name"] for entry in config["tools"]}
+    assert names == set(extra["tools_kwargs"]) and not distractors & names

@@ -171,3 +171,20 @@ def test_a_snapshot_restores_the_tier():
     other.set_state(env.get_state())
     assert other.trace.difficulty == "noisy"
     assert other.trace.problem_statement == env.trace.problem_statement
+
+
+def test_before_any_change_users_still_see_the_problem_in_every_intent():
+    """The engineer reports a problem; until something is changed, users still see it, even
+    where the fault barely moves its key KPIs (they then count as back at the start: 29 of
+    30 handover-failure hotspots did, and the engineer's first answer was "fine again")."""
+    env = make_env()
+    bank = symptoms.symptom_bank()["follow_ups"]
+    for index, intent in enumerate(network_catalog().intents):
+        family = symptoms.family_of(intent.key)
+        node = bank["status_fixed"]
+        fixed = node["en"] if "en" in node else node[family]["en"]
+        for seed in range(3):
+            env.reset(seed=100 * index + seed, options={"intent": intent.key})
+            reply = env.step("Is it fixed now? Do users still see it?")[0]
+            assert not _fits(reply, fixed), (intent.key, seed, reply)
+    env.close()
