@@ -3,15 +3,15 @@
 A policy learns nothing from a group of rollouts that all fail (or all succeed): GRPO's
 advantages are then zero. A small model resolves no episode of the published setting, so it
 starts lower: on a *ladder* of rungs, each a set of reset options (the difficulty knobs), from a
-walkthrough (the KPIs quoted, core tools only, the next step's tool named after every step) to
-the hardest tier on a tight step budget. :class:`Curriculum` keeps each intent on a rung and
-samples the intents whose recent success is strictly between 0 and 1 (online difficulty
+demonstration (the KPIs quoted, core tools only, the next gold call written out after every
+step) to the hardest tier on a tight step budget. :class:`Curriculum` keeps each intent on a
+rung and samples the intents whose recent success is strictly between 0 and 1 (online difficulty
 filtering); an intent moves up once it succeeds often enough, down when it never does.
 
 >>> curriculum = Curriculum("network", seed=0)
 >>> task = curriculum.sample()
 >>> task.rung_name, sorted(task.options)
-('walkthrough', ['difficulty', 'hints', 'intent', 'lang', 'max_steps', 'tool_set'])
+('demonstration', ['difficulty', 'hints', 'intent', 'lang', 'max_steps', 'tool_set'])
 >>> for _ in range(4):
 ...     curriculum.record(task, 1.0)
 >>> curriculum.level(task.intent)  # four successes in a row: the intent moves up a rung
@@ -21,7 +21,8 @@ The knobs (reset options of :class:`~telcoenv.env.TelcoEnv`, also constructor ar
 
 * ``difficulty``: how much the opening message gives away (``guided``, ``symptom``, ``noisy``).
 * ``tool_set``: ``"core"`` leaves the distractor tools out; ``"all"`` offers them.
-* ``hints``: a line after every observation naming the next gold step's tool.
+* ``hints``: after every observation, the next gold step's tool (``"tool"``) or its whole
+  call (``"call"``: a demonstration); ``"none"`` by default.
 * ``max_steps``: the step budget.
 * ``intent_list`` is a knob too (the intent labels in the system prompt); the ladders keep it
   on, since trainers put the system prompt in the dataset row.
@@ -68,35 +69,41 @@ class Rung:
 #: Every rung, easiest first; a domain's ladder keeps those whose tier it offers.
 RUNGS: tuple[Rung, ...] = (
     Rung(
+        "demonstration",
+        "the telling KPIs quoted, core tools only, and after every step the next gold call "
+        "written out (then the intent to submit): learning the loop and the call format",
+        {"difficulty": GUIDED, "tool_set": "core", "hints": "call", "max_steps": 20},
+    ),
+    Rung(
         "walkthrough",
         "the telling KPIs quoted, core tools only, and after every step a line naming the next "
-        "step's tool",
-        {"difficulty": GUIDED, "tool_set": "core", "hints": True, "max_steps": 20},
+        "step's tool: the arguments and the fix are the agent's",
+        {"difficulty": GUIDED, "tool_set": "core", "hints": "tool", "max_steps": 20},
     ),
     Rung(
         "core_tools",
         "the telling KPIs quoted, core tools only, no hints",
-        {"difficulty": GUIDED, "tool_set": "core", "hints": False, "max_steps": 20},
+        {"difficulty": GUIDED, "tool_set": "core", "hints": "none", "max_steps": 20},
     ),
     Rung(
         "guided",
         "the published benchmark's setting: the telling KPIs quoted, every tool (distractors too)",
-        {"difficulty": GUIDED, "tool_set": "all", "hints": False, "max_steps": 20},
+        {"difficulty": GUIDED, "tool_set": "all", "hints": "none", "max_steps": 20},
     ),
     Rung(
         "symptom",
         "only what users or the customer see: the tools must tell the intents of a family apart",
-        {"difficulty": "symptom", "tool_set": "all", "hints": False, "max_steps": 20},
+        {"difficulty": "symptom", "tool_set": "all", "hints": "none", "max_steps": 20},
     ),
     Rung(
         "noisy",
         "as symptom, plus a red herring planted in the network",
-        {"difficulty": "noisy", "tool_set": "all", "hints": False, "max_steps": 20},
+        {"difficulty": "noisy", "tool_set": "all", "hints": "none", "max_steps": 20},
     ),
     Rung(
         "tight",
         "the domain's hardest tier in 12 steps (every gold chain fits, with a few to spare)",
-        {"difficulty": "hardest", "tool_set": "all", "hints": False, "max_steps": 12},
+        {"difficulty": "hardest", "tool_set": "all", "hints": "none", "max_steps": 12},
     ),
 )
 

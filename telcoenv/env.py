@@ -105,8 +105,10 @@ class TelcoEnv(gymnasium.Env[str, Any]):
         tool_set: the tools offered: ``"all"`` (default) or ``"core"`` (no distractor: they
             are left out of ``info["tools"]``, and a call of one is refused as an unknown
             tool). A curriculum knob (:mod:`telcoenv.curriculum`).
-        hints: after every step (and in the opening message) a line naming the next gold step's
-            tool, or saying to submit once the chain is done. A curriculum knob; off by default.
+        hints: after every step (and in the opening message) a hint: ``"none"`` (default),
+            ``"tool"`` (the next gold step's tool, then "submit") or ``"call"`` (the next gold
+            call with its arguments, then the submission's intent: a demonstration). A
+            curriculum knob.
 
     ``reset(seed, options)`` options: ``intent`` (whole-taxonomy env only), ``blueprint``,
     ``sample_index`` (with the blueprint, fixes the episode independently of the seed), ``lang``,
@@ -146,7 +148,7 @@ class TelcoEnv(gymnasium.Env[str, Any]):
         render_mode: str | None = None,
         split: str = "all",
         tool_set: str = "all",
-        hints: bool = False,
+        hints: str = "none",
     ) -> None:
         self.settings = settings = EnvSettings.check(
             intent=intent,

@@ -104,7 +104,7 @@ class Episode:
         self.privileged: bool = options.get("privileged", settings.privileged)
         # The curriculum knobs (telcoenv.curriculum): an option overrides the setting.
         self.tool_set: str = options.get("tool_set", settings.tool_set)
-        self.hints: bool = options.get("hints", settings.hints)
+        self.hints: str = options.get("hints", settings.hints)
         self.budget = StepBudget(options.get("max_steps", settings.max_steps))
         self.approval = ApprovalGate(
             options.get("require_approval", settings.require_approval), domain.counterpart
@@ -191,18 +191,40 @@ class Episode:
 
     def _hinted(self, observation: str) -> str:
         """``observation`` with the next step's hint (``hints``; not after the end): a JSON
-        object's first member ``"hint"``, an array's last element, a line after text. JSON
-        stays JSON, for agents that read tool outputs as data."""
-        if not self.hints or self.ended:
+        object's last member ``"hint"``, an array's last element, a paragraph after text. JSON
+        stays JSON, for agents that read tool outputs as data; last, because a small model
+        reads the end of a long output (the 1.5B model passed over a hint ahead of a coverage
+        map's 64 bins). A call is written as the model writes one, ``{"name", "arguments"}``:
+        in JSON an object (``{"text", "call"}``), not a string of escaped quotes."""
+        if self.hints == "none" or self.ended:
             return observation
-        text = hint(self.progress.next_tool, self.trace.language)
-        member = canonical_json({"hint": text})
+        text, call = self._hint()
+        if call is None:
+            value = orjson.dumps(text).decode()
+        else:
+            value = '{"text":' + orjson.dumps(text).decode() + ',"call":' + call + "}"
+        member = '{"hint":' + value + "}"
         if observation.startswith("{") and observation.endswith("}"):
-            rest = observation[1:]
-            return member[:-1] + ("," + rest if rest != "}" else "}")
+            return observation[:-1] + ("," if observation != "{}" else "") + member[1:]
         if observation.startswith("[") and observation.endswith("]"):
             return observation[:-1] + ("," if observation != "[]" else "") + member + "]"
-        return f"{observation}\n\n{text}"
+        return f"{observation}\n\n{text}" + ("" if call is None else f" {call}")
+
+    def _hint(self) -> tuple[str, str | None]:
+        """The hint's words and (``"call"``) the call they introduce, as JSON: the next gold
+        call, or once the chain is done the submission's intent (and exact answer)."""
+        trace, lang, done = self.trace, self.trace.language, self.progress.done
+        if self.hints == "tool":
+            return hint(self.progress.next_tool, lang), None
+        if done < len(trace.gold_chain):
+            step = trace.gold_chain[done]
+            call = {"name": step.tool, "arguments": step.arguments}
+            return hint(step.tool, lang, call=True), _call_json(call)
+        arguments = {"intent": trace.gold_label.get(lang, trace.gold_label["en"])}
+        if trace.gold_answer is not None:
+            arguments["answer"] = trace.gold_answer
+        call = {"name": RESERVED_SUBMIT, "arguments": arguments}
+        return hint(None, lang, call=True), _call_json(call)
 
     def counts(self) -> dict[str, int]:
         """The running counts every ``info`` carries."""
@@ -293,7 +315,7 @@ class Episode:
         components = self.shaper.step(taken) if self.shaper is not None else {}
         if self.ended:
             components.update(self._finish())
-        elif self.hints:
+        elif self.hints != "none":
             observation = self._hinted(observation)
             messages[-1] = {**messages[-1], "content": self._hinted(messages[-1]["content"])}
         info = self.info(messages)
@@ -582,6 +604,12 @@ def _scored(trace: EpisodeTrace, embedder: Any) -> tuple[EpisodeMetrics, str | N
 
 def _distractors(domain: Domain) -> list[str]:
     return [name for name, spec in domain.catalog.tools.items() if spec.kind == "distractor"]
+
+
+def _call_json(call: dict[str, Any]) -> str:
+    """A call as a model writes it: ``name`` first, then the arguments (keys sorted)."""
+    name = orjson.dumps(call["name"]).decode()
+    return '{"name":' + name + ',"arguments":' + canonical_json(call["arguments"]) + "}"
 
 
 def _decoded(observation: str) -> Any:

@@ -135,10 +135,21 @@ def not_their_tool_reply(tool: str, lang: Language) -> str:
     return texts.get(lang, texts["en"]).format(tool=tool)
 
 
-# The ``hints`` curriculum knob: after every step, the next gold step's tool (telcoenv.curriculum).
+# The ``hints`` curriculum knob: after every step, the next gold step's tool or call
+# (telcoenv.curriculum).
 HINT = {
     "en": "Hint: the next step is to call {tool}.",
     "ar": "تلميح: الخطوة التالية هي استدعاء {tool}.",
+}
+HINT_CALL = {
+    "en": "Hint: the next step is this call:",
+    "ar": "تلميح: الخطوة التالية هي هذا الاستدعاء:",
+}
+HINT_SUBMIT_CALL = {
+    "en": "Hint: the investigation and the fix are done: submit this, with a summary of the "
+    "cause, the evidence and what you did added to it:",
+    "ar": "تلميح: اكتمل التحقيق والإصلاح: أرسل هذا الاستدعاء بعد أن تضيف إليه ملخصاً للسبب "
+    "والأدلة وما قمت به:",
 }
 HINT_SUBMIT = {
     "en": "Hint: the investigation and the fix are done: call submit_resolution with the intent "
@@ -147,8 +158,12 @@ HINT_SUBMIT = {
 }
 
 
-def hint(tool: str | None, lang: Language) -> str:
-    """The hint after a step: call ``tool`` next, or (``None``: the gold chain is done) submit."""
+def hint(tool: str | None, lang: Language, *, call: bool = False) -> str:
+    """The hint after a step: call ``tool`` next, or (``None``: the gold chain is done)
+    submit; with ``call``, the words that introduce the call written out after them."""
+    if call:
+        table = HINT_CALL if tool is not None else HINT_SUBMIT_CALL
+        return table.get(lang, table["en"])
     if tool is None:
         return HINT_SUBMIT.get(lang, HINT_SUBMIT["en"])
     return HINT.get(lang, HINT["en"]).format(tool=tool)

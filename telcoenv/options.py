@@ -25,9 +25,11 @@ from telcoenv.rewards import (
     check_shaping,
 )
 from telcoenv.specs import (
+    HINTS,
     LANGUAGES,
     TOOL_FORMATS,
     TOOL_SETS,
+    Hints,
     IntentModel,
     Language,
     ToolFormat,
@@ -47,7 +49,7 @@ OPTION_TYPES: dict[str, type] = {
     "difficulty": str,
     # Curriculum knobs (telcoenv.curriculum): the tools offered, hints, the step budget.
     "tool_set": str,
-    "hints": bool,
+    "hints": str,
     "max_steps": int,
 }
 RESET_OPTIONS = frozenset(OPTION_TYPES)
@@ -124,6 +126,8 @@ def check_reset_options(options: Any) -> dict[str, Any]:
         _index("sample_index", checked["sample_index"])
     if "tool_set" in checked:
         check_tool_set(checked["tool_set"], "reset option 'tool_set'")
+    if "hints" in checked:
+        check_hints(checked["hints"], "reset option 'hints'")
     if "max_steps" in checked:
         check_max_steps(checked["max_steps"], "reset option 'max_steps'")
     return checked
@@ -158,6 +162,13 @@ def check_tool_set(tool_set: Any, where: str = "tool_set") -> ToolSet:
     if tool_set not in TOOL_SETS:
         raise EpisodeOptionError(f"{where} must be one of {list(TOOL_SETS)}, got {tool_set!r}")
     return tool_set
+
+
+def check_hints(hints: Any, where: str = "hints") -> Hints:
+    typed_value(where, hints, str)
+    if hints not in HINTS:
+        raise EpisodeOptionError(f"{where} must be one of {list(HINTS)}, got {hints!r}")
+    return hints
 
 
 def check_max_steps(max_steps: Any, where: str = "max_steps") -> int:
@@ -224,7 +235,7 @@ class EnvSettings:
     render_mode: str | None
     split: str = "all"
     tool_set: ToolSet = "all"
-    hints: bool = False
+    hints: Hints = "none"
 
     @classmethod
     def check(
@@ -248,7 +259,7 @@ class EnvSettings:
         render_mode: Any,
         split: Any = "all",
         tool_set: Any = "all",
-        hints: Any = False,
+        hints: Any = "none",
     ) -> EnvSettings:
         for name, value in (
             ("intent", intent),
@@ -296,7 +307,7 @@ class EnvSettings:
             render_mode=render_mode,
             split=check_split(split),
             tool_set=check_tool_set(tool_set),
-            hints=typed_value("hints", hints, bool),
+            hints=check_hints(hints),
         )
 
     def as_kwargs(self) -> dict[str, Any]:

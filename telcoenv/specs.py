@@ -20,6 +20,9 @@ TOOL_FORMATS: tuple[ToolFormat, ...] = ("full", "compact")
 #: The tools an episode offers: every tool, or the core tools only (no distractors).
 ToolSet = Literal["all", "core"]
 TOOL_SETS: tuple[ToolSet, ...] = ("all", "core")
+#: What a hint after each step gives: nothing, the next gold step's tool, or its whole call.
+Hints = Literal["none", "tool", "call"]
+HINTS: tuple[Hints, ...] = ("none", "tool", "call")
 
 # Words written in capitals inside env ids (BLERAnomaly rather than BlerAnomaly).
 _ACRONYMS = {

@@ -105,7 +105,7 @@ class EpisodeTrace(BaseModel):
     # The curriculum knobs (telcoenv.curriculum): the tools offered, hints, the step budget
     # (None: recorded before the budget was kept in the trace).
     tool_set: str = "all"
-    hints: bool = False
+    hints: str = "none"
     max_steps: int | None = None
     problem_statement: str
     gold_label: dict[str, str]

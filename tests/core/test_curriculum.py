@@ -101,7 +101,7 @@ def test_hints_name_each_next_gold_step_then_the_submission(name, lang):
     """The oracle plays the same episode with and without hints: every observation is the
     same but for the hint, which names the gold step still to do, then the submission."""
     plain = telcoenv.make(name, embedder=None, privileged=True, lang=lang)
-    hinted = telcoenv.make(name, embedder=None, privileged=True, lang=lang, hints=True)
+    hinted = telcoenv.make(name, embedder=None, privileged=True, lang=lang, hints="tool")
     statement, info = plain.reset(seed=4)
     opening, hinted_info = hinted.reset(seed=4)
     chain = [c["tool"] for c in info["privileged"]["gold_chain"]]
@@ -130,12 +130,12 @@ def test_hints_name_each_next_gold_step_then_the_submission(name, lang):
     expected = [hint(tool, lang) for tool in chain[1:]] + [hint(None, lang)]
     assert [h for h in expected if h in hints_seen] == expected  # each next step, in order
     assert hints_seen[-1] == hint(None, lang)
-    assert hinted.unwrapped.trace.hints and not plain.unwrapped.trace.hints
+    assert (hinted.unwrapped.trace.hints, plain.unwrapped.trace.hints) == ("tool", "none")
     assert hinted.unwrapped.metrics == plain.unwrapped.metrics  # hints change no score
 
 
 def test_a_hint_waits_for_the_gold_step_done_right():
-    env = telcoenv.make("beam_misalignment", embedder=None, privileged=True, hints=True)
+    env = telcoenv.make("beam_misalignment", embedder=None, privileged=True, hints="tool")
     _, info = env.reset(seed=1)
     first, second = gold_actions(info)[:2]
     wrong = tool_call(first["name"], **{k: "nope" for k in first["arguments"]})
@@ -164,7 +164,7 @@ def test_max_steps_as_a_reset_option_and_the_trace_records_the_knobs():
     *_, truncated, info = env.step("anyone?")
     assert truncated and info["trace"].max_steps == 2
     trace = info["trace"]
-    assert (trace.tool_set, trace.hints) == ("all", False)
+    assert (trace.tool_set, trace.hints) == ("all", "none")
     env.reset(seed=0)  # the option held for that episode only
     assert env.unwrapped.trace.max_steps == 20
     env.close()
@@ -176,6 +176,7 @@ def test_max_steps_as_a_reset_option_and_the_trace_records_the_knobs():
         ({"tool_set": "some"}, "tool_set"),
         ({"tool_set": 1}, "tool_set"),
         ({"hints": "yes"}, "hints"),
+        ({"hints": True}, "hints"),
         ({"hints": 1}, "hints"),
         ({"max_steps": 0}, "max_steps"),
         ({"max_steps": "5"}, "max_steps"),
@@ -192,7 +193,7 @@ def test_bad_knob_values_are_refused_with_their_name(options, named):
 
 def test_a_snapshot_replays_the_knobs():
     env = telcoenv.make("contact_update", embedder=None, privileged=True)
-    _, info = env.reset(seed=3, options={"hints": True, "tool_set": "core", "max_steps": 9})
+    _, info = env.reset(seed=3, options={"hints": "tool", "tool_set": "core", "max_steps": 9})
     observations = [env.step(action)[0] for action in gold_actions(info)]
     twin = telcoenv.make("contact_update", embedder=None, privileged=True)
     twin.unwrapped.set_state(env.unwrapped.get_state())
@@ -210,6 +211,7 @@ def test_a_snapshot_replays_the_knobs():
 def test_ladders_go_from_the_walkthrough_to_the_hardest_tier_on_a_tight_budget():
     network, care = ladder("network"), ladder("bss")
     assert [r.name for r in network] == [
+        "demonstration",
         "walkthrough",
         "core_tools",
         "guided",
@@ -217,13 +219,20 @@ def test_ladders_go_from_the_walkthrough_to_the_hardest_tier_on_a_tight_budget()
         "noisy",
         "tight",
     ]
-    assert [r.name for r in care] == ["walkthrough", "core_tools", "guided", "symptom", "tight"]
+    assert [r.name for r in care] == [
+        "demonstration",
+        "walkthrough",
+        "core_tools",
+        "guided",
+        "symptom",
+        "tight",
+    ]
     assert network[-1].options["difficulty"] == "noisy"
     assert care[-1].options["difficulty"] == "symptom"
     assert network[0].options == {
         "difficulty": "guided",
         "tool_set": "core",
-        "hints": True,
+        "hints": "call",
         "max_steps": 20,
     }
     for rungs in (network, care):  # each rung is told apart by its options
@@ -258,7 +267,7 @@ def test_sampling_is_deterministic_and_tasks_reset_an_environment():
         row = task.row()
         _, info = env.reset(seed=row.pop("seed"), options=row)
         assert env.unwrapped.trace.intent == get_domain("bss").catalog.intent(task.intent).key
-        assert env.unwrapped.trace.hints is True and info["language"] == task.lang
+        assert env.unwrapped.trace.hints == "call" and info["language"] == task.lang
     env.close()
 
 
@@ -270,7 +279,7 @@ def test_an_intent_moves_up_when_it_succeeds_and_down_after_a_window_of_failures
     assert curriculum.level("pci_collision") == 0  # three episodes: not measured yet
     curriculum.record(task, 1)  # 3 of 4 = 0.75: up
     assert curriculum.level("pci_collision") == 1
-    assert curriculum.sample().rung_name == "core_tools"
+    assert curriculum.sample().rung_name == "walkthrough"
     curriculum.record(task, 0)  # an outcome of the rung it left moves nothing
     assert curriculum.level("pci_collision") == 1
     higher = curriculum.sample()
@@ -313,7 +322,7 @@ def test_online_filtering_samples_the_intents_still_being_learned():
     table = {r["intent"]: r for r in curriculum.table()}
     assert table["plan_change"]["success"] == 0.5 and table["bill_shock"]["success"] == 0.0
     assert (
-        table["data_topup"]["episodes"] == 2 and table["data_topup"]["rung_name"] == "walkthrough"
+        table["data_topup"]["episodes"] == 2 and table["data_topup"]["rung_name"] == "demonstration"
     )
 
 
@@ -381,8 +390,8 @@ def test_bad_arguments_raise_and_name_the_problem():
         Curriculum("bss", window=2, min_episodes=3)
     with pytest.raises(telcoenv.UnknownIntentError):
         Curriculum("bss", intents=["pci_collision"])
-    custom = Curriculum("bss", rungs=[Rung("only", "one", {"hints": True})])
-    assert isinstance(custom.sample(), Task) and custom.sample().options["hints"] is True
+    custom = Curriculum("bss", rungs=[Rung("only", "one", {"hints": "tool"})])
+    assert isinstance(custom.sample(), Task) and custom.sample().options["hints"] == "tool"
 
 
 def test_a_task_played_with_submit_only_is_not_resolved_at_any_rung():
@@ -395,3 +404,44 @@ def test_a_task_played_with_submit_only_is_not_resolved_at_any_rung():
     label = info["privileged"]["label"]["en"]
     *_, final = env.step(submit(label, "fixed"))
     assert final["resolved"] is False
+
+
+def _follow(observation: str) -> dict:
+    """The action a demonstration's hint spells out (what a model that copies it sends)."""
+    if observation.startswith("{"):
+        call = json.loads(observation)["hint"]["call"]
+    elif observation.startswith("["):
+        call = json.loads(observation)[-1]["hint"]["call"]
+    else:
+        text = observation.rpartition("\n\n")[2]
+        call = json.loads(text[text.index("{") :])
+    if call["name"] == "submit_resolution":
+        label = call["arguments"]["intent"]
+        summary = f"{label}: found with the tools and fixed; checked it recovered."
+        return submit(label, summary, call["arguments"].get("answer"))
+    return tool_call(call["name"], **call["arguments"])
+
+
+@pytest.mark.parametrize(
+    "name,lang",
+    [
+        ("troubleshooting", "en"),
+        ("troubleshooting", "ar"),
+        ("customer_care", "en"),
+        ("customer_care", "ar"),
+    ],
+)
+def test_the_demonstration_spells_out_every_call_and_copying_it_resolves(name, lang):
+    """The bottom rung teaches the loop and the call format: an agent that only copies its
+    hints resolves every episode; one rung up (tool names only) copying is not possible."""
+    env = telcoenv.make(name, embedder=None, lang=lang, hints="call", tool_set="core")
+    for seed in range(6):
+        observation, _ = env.reset(seed=seed)
+        done = False
+        while not done:
+            observation, _, terminated, truncated, info = env.step(_follow(observation))
+            done = terminated or truncated
+        assert info["resolved"] and terminated, (seed, info["trace"].predicted_chain)
+    walkthrough = telcoenv.make(name, embedder=None, lang=lang, hints="tool")
+    observation, _ = walkthrough.reset(seed=0)
+    assert "{" not in observation.rpartition("\n\n")[2]

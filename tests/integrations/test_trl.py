@@ -350,12 +350,15 @@ def test_a_curriculum_picks_each_seeds_task_and_learns_from_the_rewards() -> Non
     statements = [environment.reset(seed=11, prompt="ignored") for environment in group]
     assert statements[0] == statements[1]
     task = curriculum.task_for(11)
-    assert task.rung_name == "walkthrough"
+    assert task.rung_name == "demonstration"
     env = group[0]._env.unwrapped
-    assert env.trace.intent == "BEAM_MISALIGNMENT" and env.trace.hints
+    assert env.trace.intent == "BEAM_MISALIGNMENT" and env.trace.hints == "call"
     assert env.trace.language == task.lang
     privileged = env.episode.privileged_info()
-    assert statements[0].endswith(hint(privileged["gold_chain"][0]["tool"], task.lang))
+    first = privileged["gold_chain"][0]
+    arguments = json.dumps(first["arguments"], separators=(",", ":"), sort_keys=True)
+    written = f'{{"name":"{first["tool"]}","arguments":{arguments}}}'
+    assert statements[0].endswith(f"{hint(first['tool'], task.lang, call=True)} {written}")
     for environment in group:  # both solve it
         for call in privileged["gold_chain"]:
             getattr(environment, call["tool"])(**as_trl_kwargs(call["arguments"]))
@@ -365,10 +368,10 @@ def test_a_curriculum_picks_each_seeds_task_and_learns_from_the_rewards() -> Non
     assert reward(environments=group) == [1.0, 1.0]
     assert reward(environments=group) == [1.0, 1.0]  # counted once: no second record
     assert curriculum.level("beam_misalignment") == 1
-    assert curriculum.table()[0]["rung_name"] == "core_tools"
+    assert curriculum.table()[0]["rung_name"] == "walkthrough"
     # A row that names its intent plays it as given: the curriculum is not asked.
     group[0].reset(seed=12, intent="beam_misalignment")
-    assert group[0]._task is None and not group[0]._env.unwrapped.trace.hints
+    assert group[0]._task is None and group[0]._env.unwrapped.trace.hints == "none"
     for environment in group:
         environment._close()
 

@@ -588,7 +588,7 @@ def test_the_outcome_log_feeds_a_curriculum(
     spec = {**curriculum.specs(1)[0], "lang": "en"}
     spec.pop("intent")  # the environment of the configs plays that intent only
     row = row_for(spec)
-    assert row["prompt"][-1]["content"].count("Hint") == 1  # the walkthrough's hint
+    assert row["prompt"][-1]["content"].count("Hint") == 1  # the demonstration's hint
     log = tmp_path / "outcomes.jsonl"
     script = [tool_call_text(action) for action in solution(spec)]
     server = ScriptedServer(tokenizer, script)
@@ -598,7 +598,7 @@ def test_the_outcome_log_feeds_a_curriculum(
     assert output.extra_fields["telcoenv"]["resolved"] is True
     [line] = [json.loads(text) for text in log.read_text().splitlines()]
     assert line["resolved"] is True and line["return"] == output.reward_score
-    assert line["spec"]["hints"] is True and line["spec"]["seed"] == spec["seed"]
+    assert line["spec"]["hints"] == "call" and line["spec"]["seed"] == spec["seed"]
     line["spec"]["intent"] = "beam_misalignment"
     log.write_text(json.dumps(line) + "\n")
     assert curriculum.record_log(log) == log.stat().st_size
