@@ -28,7 +28,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_local_llm import Recorder, served
+from bench_local_llm import Recorder, add_server_arguments, server_url
 
 import telcoenv
 from telcoenv.agents import load_agent, run_episode
@@ -119,11 +119,7 @@ def summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    where = parser.add_mutually_exclusive_group(required=True)
-    where.add_argument("--base-url", help="a running OpenAI-compatible server (up to /v1)")
-    where.add_argument("--gguf", help="serve this GGUF with xllamacpp for the run")
-    parser.add_argument("--server-python", default=sys.executable, help="has xllamacpp")
-    parser.add_argument("--port", type=int, default=8766)
+    add_server_arguments(parser, 8766)
     parser.add_argument("--domain", choices=[*GRID, "all"], default="all")
     parser.add_argument("--rungs", default=None, help="comma-separated rung names (default all)")
     parser.add_argument("--seeds", type=int, default=1, help="episodes per intent and language")
@@ -139,10 +135,7 @@ def main() -> None:
     wanted = None if args.rungs is None else set(args.rungs.split(","))
     domains = list(GRID) if args.domain == "all" else [args.domain]
     with contextlib.ExitStack() as stack:
-        base_url = args.base_url or stack.enter_context(
-            served(args.gguf, args.server_python, args.port)
-        )
-        recorder = Recorder(base_url)
+        recorder = Recorder(server_url(args, stack))
         for domain in domains:
             for rung in ladder(domain):
                 if wanted is not None and rung.name not in wanted:

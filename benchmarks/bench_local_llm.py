@@ -225,13 +225,24 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_server_arguments(parser: argparse.ArgumentParser, port: int) -> None:
+    """``--base-url`` (a running server) or ``--gguf`` (served here), ``--server-python``,
+    ``--port``: what :func:`server_url` reads."""
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument("--base-url", help="a running OpenAI-compatible server (up to /v1)")
     where.add_argument("--gguf", help="serve this GGUF with xllamacpp for the run")
     parser.add_argument("--server-python", default=sys.executable, help="has xllamacpp")
-    parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--port", type=int, default=port)
+
+
+def server_url(args: argparse.Namespace, stack: contextlib.ExitStack) -> str:
+    """The chat server's URL: ``--base-url``, or the ``--gguf`` served until ``stack`` ends."""
+    return args.base_url or stack.enter_context(served(args.gguf, args.server_python, args.port))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_server_arguments(parser, 8765)
     parser.add_argument("--label", required=True, help="names the run (before, after, ...)")
     parser.add_argument("--tool-format", default=None, choices=[None, "full", "compact"])
     parser.add_argument("--agent-options", default="{}", help="JSON options of the agent")
@@ -245,10 +256,7 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     rows_path = args.out / f"{args.label}.jsonl"
     with contextlib.ExitStack() as stack:
-        base_url = args.base_url or stack.enter_context(
-            served(args.gguf, args.server_python, args.port)
-        )
-        recorder = Recorder(base_url)
+        recorder = Recorder(server_url(args, stack))
         rows = []
         for env_name, lang in grid:
             row = play(env_name, lang, args, recorder)
