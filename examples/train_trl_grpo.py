@@ -19,6 +19,11 @@ ChatML tool-calling template, a two-layer Qwen2). The steps:
    name) and ``resolved_reward`` (1 when the fault is verified fixed on the simulated network).
    The rewards logged at each step are printed.
 
+With ``--curriculum`` the episodes come from ``telcoenv.curriculum``: each row's seed gets the
+curriculum's task (its rung's knobs: the demonstration first, with the next call written out
+after every step), ``curriculum_reward`` feeds each rollout's outcome back, and the
+curriculum's table (rung, recent success, episodes) is printed at the end.
+
 The point is the plumbing, not the learning: the model is far too small to learn the task.
 """
 
@@ -49,8 +54,10 @@ from transformers import (
 from transformers.utils import get_json_schema
 from trl import GRPOConfig, GRPOTrainer
 
+from telcoenv.curriculum import Curriculum
 from telcoenv.env import TelcoEnv
 from telcoenv.integrations.trl import (
+    curriculum_reward,
     episode_info,
     prompt_rows,
     resolved_reward,
@@ -70,6 +77,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--max-completion-length", type=int, default=640)
     parser.add_argument("--temperature", type=float, default=0.7, help="sampling temperature")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--curriculum", action="store_true", help="draw the episodes from telcoenv.curriculum"
+    )
     return parser.parse_args(argv)
 
 
@@ -198,10 +208,14 @@ def grpo_config(args: argparse.Namespace, output_dir: str) -> GRPOConfig:
     )
 
 
-def train(args: argparse.Namespace) -> GRPOTrainer:
+def train(args: argparse.Namespace) -> tuple[GRPOTrainer, Curriculum | None]:
     """Build the environment class, data, tokenizer and model; warm up; run GRPO."""
+    curriculum, reward_funcs = None, [resolved_reward]
+    if args.curriculum:  # English only: the warm-up's gold episodes are read in English
+        curriculum = Curriculum("network", intents=[ENV_NAME], langs=["en"], min_episodes=2)
+        reward_funcs = [curriculum_reward(curriculum)]
     # No intent list in the system prompt: shorter prompts for the CPU run.
-    environment_class = trl_environment(ENV_NAME, intent_list=False)
+    environment_class = trl_environment(ENV_NAME, intent_list=False, curriculum=curriculum)
     rows = prompt_rows(environment_class, range(args.episodes))
     tools = trl_tools(environment_class())
     conversations = [gold_conversation(environment_class, row) for row in rows]
@@ -213,7 +227,7 @@ def train(args: argparse.Namespace) -> GRPOTrainer:
         trainer = GRPOTrainer(
             model=model,
             processing_class=tokenizer,
-            reward_funcs=[resolved_reward],
+            reward_funcs=reward_funcs,
             args=grpo_config(args, output_dir),
             train_dataset=Dataset.from_list(rows),
             environment_factory=environment_class,
@@ -221,7 +235,7 @@ def train(args: argparse.Namespace) -> GRPOTrainer:
         )
         trainer.remove_callback(PrinterCallback)  # PrintRewards prints what matters here
         trainer.train()
-    return trainer
+    return trainer, curriculum
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -229,11 +243,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     torch.manual_seed(args.seed)
     torch.set_num_threads(min(2, torch.get_num_threads()))
-    trainer = train(args)
+    trainer, curriculum = train(args)
     for environment in trainer.environments or []:  # the last batch's rollouts
         info = episode_info(environment)
         chain = info["metrics"]["predicted_chain"] if info else "(not submitted)"
         print(f"rollout: reward={environment.get_reward():.3f} tools={chain}")
+    for row in curriculum.table() if curriculum is not None else ():
+        print(f"curriculum: {json.dumps(row)}")
     print(f"done in {time.perf_counter() - started:.1f}s")
     return 0
 

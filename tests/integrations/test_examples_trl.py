@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -39,3 +40,24 @@ def test_grpo_example_runs_and_prints_rewards() -> None:
         assert 0.0 <= float(sas) <= 1.0 and 0.0 <= float(total) <= 2.0
     rollouts = [float(reward) for reward in ROLLOUT.findall(result.stdout)]
     assert len(rollouts) == 4 and all(0.0 <= reward <= 1.0 for reward in rollouts)
+
+
+def test_grpo_example_draws_its_episodes_from_a_curriculum() -> None:
+    """--curriculum: GRPOTrainer's rollouts play the curriculum's tasks and every one of them
+    reaches the curriculum through curriculum_reward (2 steps x 4 rollouts)."""
+    environment = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    result = subprocess.run(
+        [sys.executable, str(SCRIPT), "--max-steps", "2", "--curriculum", "--warmup-steps", "5"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=environment,
+        cwd=REPO_ROOT,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "curriculum_resolved=" in result.stdout
+    [line] = re.findall(r"^curriculum: (.*)$", result.stdout, re.M)
+    row = json.loads(line)
+    assert row["intent"] == "load_balancing_needed" and row["episodes"] == 8
+    assert row["rung_name"] in ("demonstration", "walkthrough")
