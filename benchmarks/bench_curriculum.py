@@ -123,6 +123,7 @@ def main() -> None:
     parser.add_argument("--domain", choices=[*GRID, "all"], default="all")
     parser.add_argument("--rungs", default=None, help="comma-separated rung names (default all)")
     parser.add_argument("--seeds", type=int, default=1, help="episodes per intent and language")
+    parser.add_argument("--intents", type=int, default=6, help="the first N intents of a grid")
     parser.add_argument("--tool-format", default="compact", choices=["full", "compact"])
     parser.add_argument("--record", action="store_true", help="keep every exchange")
     parser.add_argument("--max-tokens", type=int, default=512, help="per model reply")
@@ -141,7 +142,7 @@ def main() -> None:
                 if wanted is not None and rung.name not in wanted:
                     continue
                 for seed in range(args.seeds):
-                    for intent in GRID[domain]:
+                    for intent in GRID[domain][: args.intents]:
                         for lang in ("en", "ar"):
                             if (domain, rung.name, intent, lang, seed) in done:
                                 continue
