@@ -49,9 +49,6 @@ from telcoenv.domains import Domain, get_domain
 from telcoenv.options import GUIDED, difficulties
 from telcoenv.specs import LANGUAGES
 
-#: The reset options a rung sets.
-KNOBS = ("difficulty", "tool_set", "hints", "max_steps")
-
 
 @dataclass(frozen=True)
 class Rung:
@@ -184,6 +181,7 @@ class Curriculum:
         catalog = self.domain.catalog
         chosen = intents if intents is not None else [i.key for i in catalog.intents]
         self.intents = [catalog.intent(name).env_name for name in chosen]
+        self._env_names = {i.key: i.env_name for i in catalog.intents}  # key -> env name
         if not self.intents:
             raise ValueError("a curriculum needs at least one intent")
         bad = [lang for lang in langs if lang not in LANGUAGES]
@@ -350,8 +348,7 @@ class Curriculum:
 
     def _known(self, intent: Any) -> bool:
         """Whether ``intent`` (a key or env name) is one of this curriculum's intents."""
-        names = {i.key: i.env_name for i in self.domain.catalog.intents}
-        return names.get(intent, intent) in self._levels
+        return self._env_names.get(intent, intent) in self._levels
 
     # --- state ------------------------------------------------------------------------------------
 
