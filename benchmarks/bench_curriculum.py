@@ -33,6 +33,7 @@ from bench_local_llm import Recorder, add_server_arguments, server_url
 import telcoenv
 from telcoenv.agents import load_agent, run_episode
 from telcoenv.curriculum import ladder
+from telcoenv.domains import get_domain
 
 #: Per domain, the intents played (two languages each): a spread of families and chain lengths.
 GRID = {
@@ -59,7 +60,7 @@ def play(
     domain: str, intent: str, lang: str, rung: Any, seed: int, args: Any, recorder: Recorder
 ) -> dict[str, Any]:
     env = telcoenv.make(
-        intent, embedder=None, split="train", tool_format=args.tool_format, lang=lang
+        intent, embedder=None, split=args.split, tool_format=args.tool_format, lang=lang
     )
     agent = load_agent(
         "openai", model="local", base_url=recorder.base_url, max_tokens=args.max_tokens
@@ -79,6 +80,7 @@ def play(
         "intent": intent,
         "lang": lang,
         "seed": seed,
+        "split": args.split,
         "error": error,
         "resolved": bool(info.get("resolved")),
         "submitted": trace.submission is not None,
@@ -117,6 +119,13 @@ def summary(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return table
 
 
+def intents(domain: str, args: Any) -> list[str]:
+    if args.only is None:
+        return GRID[domain][: args.intents]
+    keys = get_domain(domain).catalog.blueprints
+    return [i for i in args.only.split(",") if i.upper() in keys]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_server_arguments(parser, 8766)
@@ -124,6 +133,8 @@ def main() -> None:
     parser.add_argument("--rungs", default=None, help="comma-separated rung names (default all)")
     parser.add_argument("--seeds", type=int, default=1, help="episodes per intent and language")
     parser.add_argument("--intents", type=int, default=6, help="the first N intents of a grid")
+    parser.add_argument("--only", default=None, help="comma-separated intents (instead of a grid)")
+    parser.add_argument("--split", default="train", choices=["train", "test"])
     parser.add_argument("--tool-format", default="compact", choices=["full", "compact"])
     parser.add_argument("--record", action="store_true", help="keep every exchange")
     parser.add_argument("--max-tokens", type=int, default=512, help="per model reply")
@@ -142,7 +153,7 @@ def main() -> None:
                 if wanted is not None and rung.name not in wanted:
                     continue
                 for seed in range(args.seeds):
-                    for intent in GRID[domain][: args.intents]:
+                    for intent in intents(domain, args):
                         for lang in ("en", "ar"):
                             if (domain, rung.name, intent, lang, seed) in done:
                                 continue

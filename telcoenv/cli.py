@@ -440,6 +440,9 @@ def _cmd_generate(args: argparse.Namespace) -> int:
 
     if args.trajectories:
         return _generate_trajectories(args)
+    narrowed = [flag for flag, value in _TRAJECTORY_FLAGS.items() if getattr(args, value)]
+    if narrowed:
+        raise UsageError(f"{', '.join(narrowed)}: only with --trajectories")
     if args.domain == "all":
         raise UsageError("--domain all is for --trajectories; a dataset is one domain's")
     args.domain = args.domain or DEFAULT_DOMAIN
@@ -485,9 +488,28 @@ def _generate_trajectories(args: argparse.Namespace) -> int:
     if any(domain not in EXPERTS for domain in domains):
         raise UsageError(f"--domain: trajectories are played in {', '.join(EXPERTS)} or all")
     split = args.split or "train"  # a warm-start set is the train split's
-    count = write_trajectories(out, args.samples, args.seed, domains, split=split)
+    narrowed = {
+        "intents": _listed(args.intents),
+        "agents": _listed(args.agents),
+        **({"tool_set": args.tool_set} if args.tool_set else {}),
+        **({"tool_format": args.tool_format} if args.tool_format else {}),
+    }
+    count = write_trajectories(out, args.samples, args.seed, domains, split=split, **narrowed)
     print(f"{count} resolved {split}-split episodes written to {out}")
     return 0
+
+
+#: The flags that narrow or shape the trajectories, by the argument they set.
+_TRAJECTORY_FLAGS = {
+    "--intents": "intents",
+    "--agents": "agents",
+    "--tool-set": "tool_set",
+    "--tool-format": "tool_format",
+}
+
+
+def _listed(text: str | None) -> list[str] | None:
+    return None if not text else [item.strip() for item in text.split(",") if item.strip()]
 
 
 def _split_flag(command: argparse.ArgumentParser) -> None:
@@ -719,6 +741,18 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="write expert trajectories instead (an SFT warm-start set: the oracle's and the "
         "investigators' resolved train-split episodes as chat transcripts, to --out FILE.jsonl)",
+    )
+    generate.add_argument("--intents", help="with --trajectories: comma-separated intents only")
+    generate.add_argument(
+        "--agents", help="with --trajectories: comma-separated experts only (e.g. oracle)"
+    )
+    generate.add_argument(
+        "--tool-set",
+        choices=["all", "core"],
+        help="with --trajectories: the tools the episodes offer (as the agent will be offered)",
+    )
+    generate.add_argument(
+        "--tool-format", choices=["full", "compact"], help="with --trajectories: as --tool-set"
     )
     generate.add_argument("--out", required=True, help="output folder (or .jsonl file)")
     generate.add_argument("--format", default="json", choices=["json", "jsonl"])

@@ -35,6 +35,7 @@ from typing import Any
 from telcoenv.agents import load_agent, run_episode
 from telcoenv.domains import get_domain
 from telcoenv.env import TelcoEnv
+from telcoenv.errors import TelcoEnvError
 from telcoenv.splits import CANARY, check_split, split_samples
 from telcoenv.tokens import call_arguments, chat_text
 from telcoenv.wrappers import TrajectoryRecorder, load_trajectories
@@ -67,12 +68,28 @@ def _hf_call(call: Mapping[str, Any]) -> dict[str, Any]:
     return {**call, "function": function}
 
 
-def _episodes(domain: str, samples: int, seed: int, split: str) -> Iterator[tuple[str, int]]:
-    for family in get_domain(domain).catalog.blueprints.values():
+def _episodes(
+    domain: str, samples: int, seed: int, split: str, intents: Sequence[str] | None
+) -> Iterator[tuple[str, int]]:
+    for key, family in get_domain(domain).catalog.blueprints.items():
+        if intents is not None and key not in intents:
+            continue
         ids = [b.blueprint_id for b in family]
         for blueprint_id in ids:
             for index in split_samples(blueprint_id, ids, split, samples, seed * samples):
                 yield blueprint_id, index
+
+
+def _intent_keys(intents: Sequence[str] | None, domains: Sequence[str]) -> set[str] | None:
+    """The intents' keys (an env name or the key itself), each of one of ``domains``."""
+    if intents is None:
+        return None
+    known = {key for domain in domains for key in get_domain(domain).catalog.blueprints}
+    unknown = sorted(intent for intent in intents if intent.upper() not in known)
+    if unknown:
+        names = ", ".join(sorted(key.lower() for key in known))
+        raise TelcoEnvError(f"intents {unknown} are not intents of {', '.join(domains)}: {names}")
+    return {intent.upper() for intent in intents}
 
 
 def write_trajectories(
@@ -83,17 +100,29 @@ def write_trajectories(
     langs: Sequence[str] = ("en", "ar"),
     split: str = "train",
     resolved_only: bool = True,
+    intents: Sequence[str] | None = None,
+    agents: Sequence[str] | None = None,
+    **env_kwargs: Any,
 ) -> int:
     """Write the expert trajectories (see the module docstring) to the JSONL file ``path``;
-    returns how many episodes were written."""
+    returns how many episodes were written. ``intents`` and ``agents`` narrow the set (by
+    default every intent of each domain, every expert); ``env_kwargs`` go to the environment
+    (e.g. ``tool_set="core"``, ``tool_format="compact"``) so that the transcripts show the
+    agent what it will be offered when it plays."""
     split = check_split(split)
+    keys = _intent_keys(intents, domains)
+    experts = {name for domain in domains for name in EXPERTS[domain]}
+    if agents is not None and not set(agents) <= experts:
+        raise TelcoEnvError(
+            f"agents {sorted(set(agents) - experts)} are not experts: {sorted(experts)}"
+        )
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     written = 0
     with tempfile.TemporaryDirectory() as scratch, path.open("w", encoding="utf-8") as out:
         raw = Path(scratch) / "episodes.jsonl"
         for domain in domains:
-            for agent_name in EXPERTS[domain]:
+            for agent_name in [a for a in EXPERTS[domain] if agents is None or a in agents]:
                 agent = load_agent(agent_name)
                 for lang in langs:
                     env = TelcoEnv(
@@ -102,9 +131,10 @@ def write_trajectories(
                         embedder=None,
                         privileged=agent_name == "oracle",
                         split=split,
+                        **env_kwargs,
                     )
                     recorder = TrajectoryRecorder(env, raw)
-                    for blueprint_id, index in _episodes(domain, samples, seed, split):
+                    for blueprint_id, index in _episodes(domain, samples, seed, split, keys):
                         options = {"blueprint": blueprint_id, "sample_index": index}
                         run_episode(recorder, agent, seed=seed, options=options)
                         [record] = load_trajectories(raw)

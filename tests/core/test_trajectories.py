@@ -88,3 +88,27 @@ def test_the_command_writes_them_and_refuses_a_folder(tmp_path, capsys):
     assert main([*args, "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "give the .jsonl file" in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_flags_narrow_the_set_to_what_the_agent_will_be_offered(tmp_path, capsys):
+    """--intents, --agents, --tool-set, --tool-format: one intent's oracle episodes, whose
+    transcripts offer the core tools in the compact format (what a fine-tuned agent then plays
+    with); unknown names and the flags without --trajectories are one-line usage errors."""
+    out = tmp_path / "narrow.jsonl"
+    args = ["generate", "--trajectories", "--samples", "1", "--domain", "network"]
+    narrowing = ["--intents", "pci_collision", "--agents", "oracle"]
+    shaping = ["--tool-set", "core", "--tool-format", "compact"]
+    assert main([*args, *narrowing, *shaping, "--out", str(out)]) == 0
+    rows = [json.loads(line) for line in out.read_text("utf-8").splitlines()]
+    assert rows and {(r["agent"], r["intent"]) for r in rows} == {("oracle", "PCI_COLLISION")}
+    offered = telcoenv.make("pci_collision", embedder=None, tool_set="core", tool_format="compact")
+    assert all(r["tools"] == offered.unwrapped.tools for r in rows)
+    every_tool = telcoenv.make("pci_collision", embedder=None).unwrapped.tools
+    assert len(rows[0]["tools"]) < len(every_tool)
+    capsys.readouterr()
+    for bad in (["--intents", "pci_colision"], ["--agents", "care_investigator"]):
+        assert main([*args, *bad, "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert bad[1] in err and len(err.strip().splitlines()) == 1
+    assert main(["generate", "--tool-set", "core", "--out", str(tmp_path / "d")]) == 2
+    assert "only with --trajectories" in capsys.readouterr().err

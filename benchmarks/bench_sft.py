@@ -1,0 +1,186 @@
+"""A real small model before and after supervised fine-tuning on telcoenv, on held-out episodes.
+
+Not a CI test (an hour or more on 2 cores). End to end, each stage skipped when its output is
+already in ``--out`` (so an interrupted run resumes):
+
+1. ``telcoenv generate --trajectories``: the oracle's resolved train-split episodes of
+   ``--intents`` (network, English and Arabic), with the tools the agent will be offered (core
+   tools, compact format);
+2. ``examples/train_sft_cpu.py``: LoRA on Qwen2.5-Coder-0.5B-Instruct (the GGUF of
+   ``../shared/reference/local_llm.md``'s PyPI packages), exported as ``sft/tuned.gguf``;
+3. ``bench_curriculum.py`` plays the **test split** on the ``core_tools`` rung (guided
+   statements, core tools, no hints, 20 steps) with the base GGUF and with the tuned one, each
+   served by llama.cpp (xllamacpp) to telcoenv's ``openai`` agent: same episodes, same agent,
+   same settings; ``--control`` also plays the base model re-exported with zero deltas (the
+   tuned file's quantisation without its training);
+4. the table (``summary.json``, ``summary.md``) and the learning curve (``curve.png``).
+
+    python benchmarks/bench_sft.py --gguf qwen2.5-coder-0.5b-instruct-q4_k_m.gguf \\
+        --server-python llm/bin/python --out bench-sft/
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+INTENTS = "load_balancing_needed,pci_collision,ho_failure_hotspot,beam_misalignment"
+ARMS = ("base", "control", "tuned")
+
+
+def run(*command: str | Path) -> None:
+    print("$", " ".join(str(part) for part in command), flush=True)
+    subprocess.run([str(part) for part in command], check=True, cwd=ROOT)
+
+
+def trajectories(args: argparse.Namespace) -> Path:
+    path = args.out / "train.jsonl"
+    if not path.exists():
+        run(
+            Path(sys.executable).parent / "telcoenv", "generate", "--trajectories",
+            "--domain", "network", "--agents", "oracle", "--intents", args.intents,
+            "--tool-set", "core", "--tool-format", "compact",
+            "--samples", str(args.samples), "--out", path,
+        )  # fmt: skip
+    return path
+
+
+def fine_tune(args: argparse.Namespace, train: Path) -> Path:
+    out = args.out / "sft"
+    if not (out / "tuned.gguf").exists():
+        run(
+            sys.executable, ROOT / "examples" / "train_sft_cpu.py", "--gguf", args.gguf,
+            "--trajectories", train, "--out", out, "--epochs", str(args.epochs),
+            "--lr", str(args.lr), "--max-minutes", str(args.max_minutes), "--export",
+        )  # fmt: skip
+    return out
+
+
+def control(args: argparse.Namespace, sft: Path) -> Path:
+    """The base model written the way the tuned one is (the same tensors as Q8_0), untrained."""
+    path = args.out / "control.gguf"
+    if not path.exists():
+        sys.path.insert(0, str(ROOT / "examples"))
+        import gguf
+        from train_sft_cpu import export_gguf
+
+        tuned = gguf.GGUFReader(sft / "tuned.gguf")
+        base = {t.name: t for t in gguf.GGUFReader(args.gguf).tensors}
+        zeros = {
+            t.name: gguf.quants.dequantize(base[t.name].data, base[t.name].tensor_type) * 0
+            for t in tuned.tensors
+            if t.tensor_type != base[t.name].tensor_type
+        }
+        export_gguf(Path(args.gguf), zeros, path)
+    return path
+
+
+def play(args: argparse.Namespace, arm: str, gguf: Path) -> list[dict[str, Any]]:
+    out = args.out / arm
+    run(
+        sys.executable, ROOT / "benchmarks" / "bench_curriculum.py", "--gguf", gguf,
+        "--server-python", args.server_python, "--port", str(args.port),
+        "--rungs", "core_tools", "--domain", "network", "--only", args.intents,
+        "--split", "test", "--seeds", str(args.seeds), "--max-tokens", str(args.max_tokens),
+        "--record", "--out", out,
+    )  # fmt: skip
+    rows = [json.loads(line) for line in (out / "episodes.jsonl").open(encoding="utf-8")]
+    intents = set(args.intents.split(","))
+    return [row for row in rows if row["seed"] < args.seeds and row["intent"] in intents]
+
+
+def line(arm: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    def mean(key: str) -> float:
+        return round(statistics.fmean(float(row[key]) for row in rows), 3)
+
+    return {
+        "arm": arm,
+        "episodes": len(rows),
+        "resolved": mean("resolved"),
+        "submitted": mean("submitted"),
+        "sas": mean("sas"),
+        "valid_share": mean("valid_share"),
+        "steps": mean("steps"),
+        "seconds_median": round(statistics.median(row["seconds"] for row in rows), 1),
+        "errors": sum(1 for row in rows if row.get("error")),
+    }
+
+
+def curve_png(sft: Path, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    points = [json.loads(line) for line in (sft / "curve.jsonl").open(encoding="utf-8")]
+    steps = [p["step"] for p in points]
+    losses = [p["loss"] for p in points]
+    window = 5
+    smooth = [statistics.fmean(losses[max(0, i - window + 1) : i + 1]) for i in range(len(losses))]
+    figure, axis = plt.subplots(figsize=(6, 3.4), dpi=120)
+    axis.plot(steps, losses, color="#9bb7d4", linewidth=1, label="loss per trajectory")
+    axis.plot(steps, smooth, color="#1f4e79", linewidth=2, label=f"mean of the last {window}")
+    axis.set_xlabel("step (one trajectory each)")
+    axis.set_ylabel("cross-entropy, assistant tokens")
+    minutes = points[-1]["minutes"]
+    axis.set_title(f"LoRA SFT of Qwen2.5-Coder-0.5B on 2 CPU cores ({minutes:.0f} min)")
+    axis.legend(frameon=False)
+    axis.grid(alpha=0.3)
+    figure.tight_layout()
+    figure.savefig(path)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--gguf", type=Path, required=True, help="the base model's GGUF")
+    parser.add_argument("--server-python", default=sys.executable, help="has xllamacpp")
+    parser.add_argument("--port", type=int, default=8767)
+    parser.add_argument("--intents", default=INTENTS, help="comma-separated network intents")
+    parser.add_argument("--samples", type=int, default=6, help="train episodes per blueprint")
+    parser.add_argument("--epochs", type=int, default=1)
+    parser.add_argument("--lr", type=float, default=3e-4)
+    parser.add_argument("--max-minutes", type=float, default=80.0, help="training time cap")
+    parser.add_argument("--seeds", type=int, default=2, help="test episodes per intent, language")
+    parser.add_argument("--max-tokens", type=int, default=512, help="per model reply")
+    parser.add_argument("--control", action="store_true", help="also play the untrained Q8_0")
+    parser.add_argument("--arms", default=None, help="play only these arms (comma-separated)")
+    parser.add_argument("--out", type=Path, default=Path("bench-sft"))
+    args = parser.parse_args()
+    args.out = args.out.resolve()
+    args.out.mkdir(parents=True, exist_ok=True)
+    train = trajectories(args)
+    sft = fine_tune(args, train)
+    models = {"base": args.gguf, "tuned": sft / "tuned.gguf"}
+    if args.control:
+        models["control"] = control(args, sft)
+    wanted = args.arms.split(",") if args.arms else list(models)
+    table = [line(arm, play(args, arm, models[arm])) for arm in ARMS if arm in wanted]
+    summary = {
+        "model": "Qwen2.5-Coder-0.5B-Instruct (Q4_K_M GGUF)",
+        "hardware": "2 CPU cores",
+        "trained_on": f"oracle train-split trajectories of {args.intents} ({train.name})",
+        "played": "test split, core_tools rung (guided, core tools, no hints, 20 steps), en+ar",
+        "training": json.loads((sft / "summary.json").read_text()),
+        "arms": table,
+    }
+    (args.out / "summary.json").write_text(json.dumps(summary, indent=2))
+    curve_png(sft, args.out / "curve.png")
+    header = "| arm | episodes | resolved | submitted | SAS | valid actions | steps | s / episode |"
+    rows = [header, "|---|---|---|---|---|---|---|---|"]
+    for t in table:
+        rows.append(
+            f"| {t['arm']} | {t['episodes']} | {t['resolved']:.2f} | {t['submitted']:.2f} | "
+            f"{t['sas']:.2f} | {t['valid_share']:.2f} | {t['steps']:.1f} | {t['seconds_median']} |"
+        )
+    (args.out / "summary.md").write_text("\n".join(rows) + "\n")
+    print("\n".join(rows))
+
+
+if __name__ == "__main__":
+    main()
