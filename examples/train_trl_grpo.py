@@ -1,4 +1,5 @@
-"""GRPO on telcoenv with TRL's ``GRPOTrainer(environment_factory=...)``, on a CPU, offline.
+"""GRPO on telcoenv with TRL's ``GRPOTrainer(environment_factory=...)``: offline on a CPU with
+a tiny local model, or a real chat model from its SFT warm start on a GPU.
 
     python examples/train_trl_grpo.py --max-steps 2
 
@@ -24,12 +25,26 @@ curriculum's task (its rung's knobs: the demonstration first, with the next call
 after every step), ``curriculum_reward`` feeds each rollout's outcome back, and the
 curriculum's table (rung, recent success, episodes) is printed at the end.
 
-The point is the plumbing, not the learning: the model is far too small to learn the task.
+The point of the default run is the plumbing, not the learning: the tiny model is far too
+small to learn the task. **With a real model** (``--model``: a Hugging Face id or folder, or a
+GGUF file read through transformers) the warm-up is skipped (``--adapter`` is the warm start:
+the LoRA adapter ``examples/train_sft_cpu.py`` wrote, trained further here), and on a CUDA
+device the run uses bfloat16, activation checkpointing and, where ``vllm`` is installed, vLLM
+generation colocated with training (``--vllm auto|on|off``). The GPU recipe (not run by the
+test suite; sizes for one 80 GB GPU, untested on one)::
+
+    python examples/train_trl_grpo.py --model Qwen/Qwen2.5-Coder-1.5B-Instruct \
+        --adapter runs/sft/adapter --curriculum --intents load_balancing_needed,pci_collision \
+        --episodes 64 --num-generations 8 --max-steps 40 --max-completion-length 4096 \
+        --learning-rate 5e-5 --output-dir runs/grpo
+
+The tests run the same path on the CPU with a tiny model and its SFT adapter (two steps).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import inspect
 import json
 import os
@@ -46,6 +61,8 @@ import torch
 from _tiny_model import build_model, build_tokenizer
 from datasets import Dataset
 from transformers import (
+    AutoModelForCausalLM,
+    AutoTokenizer,
     PreTrainedModel,
     PreTrainedTokenizerFast,
     PrinterCallback,
@@ -65,13 +82,32 @@ from telcoenv.integrations.trl import (
 )
 
 ENV_NAME = "load_balancing_needed"  # gold chain: neighbor_audit -> optimize_cell
+TINY = "tiny"
 Conversation = list[dict[str, Any]]
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--max-steps", type=int, default=4, help="GRPO optimisation steps")
-    parser.add_argument("--warmup-steps", type=int, default=70, help="supervised warm-up steps")
+    parser.add_argument(
+        "--model",
+        default=TINY,
+        help=f'"{TINY}" (built here, random), a Hugging Face model id or folder, or a .gguf file',
+    )
+    parser.add_argument("--adapter", default=None, help="a LoRA adapter to start from (SFT's)")
+    parser.add_argument(
+        "--warmup-steps",
+        type=int,
+        default=None,
+        help="supervised warm-up steps on the gold episodes (default 70 for the tiny model, "
+        "0 for a real one)",
+    )
+    parser.add_argument(
+        "--intents", default=ENV_NAME, help="comma-separated (several: --curriculum)"
+    )
+    parser.add_argument("--learning-rate", type=float, default=1e-4)
+    parser.add_argument("--vllm", default="auto", choices=["auto", "on", "off"])
+    parser.add_argument("--output-dir", default=None, help="keep the trained model here")
     parser.add_argument("--episodes", type=int, default=2, help="training episodes (seeds)")
     parser.add_argument("--num-generations", type=int, default=4, help="rollouts per episode")
     parser.add_argument("--max-completion-length", type=int, default=640)
@@ -80,7 +116,17 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--curriculum", action="store_true", help="draw the episodes from telcoenv.curriculum"
     )
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    args.intents = args.intents.split(",")
+    if len(args.intents) > 1 and not args.curriculum:
+        parser.error("several --intents are drawn by --curriculum")
+    if args.warmup_steps is None:
+        args.warmup_steps = 70 if args.model == TINY else 0
+    if args.warmup_steps > 0 and len(args.intents) > 1:
+        parser.error("the warm-up plays one intent's gold episodes: give one --intents")
+    if args.adapter is not None and args.model == TINY:
+        parser.error("--adapter needs the --model it was trained on")
+    return args
 
 
 def trl_tools(environment: object) -> list[Callable[..., str]]:
@@ -97,9 +143,9 @@ def tool_call(name: str, arguments: dict[str, Any]) -> dict[str, Any]:
     return {"role": "assistant", "content": "", "tool_calls": [call]}
 
 
-def gold_conversation(environment_class: type, row: dict[str, Any]) -> Conversation:
+def gold_conversation(environment_class: type, row: dict[str, Any], env_id: str) -> Conversation:
     """The gold trajectory of a row's episode, played through the TRL class's tool methods."""
-    privileged = TelcoEnv(ENV_NAME, privileged=True, embedder=None, intent_list=False)
+    privileged = TelcoEnv(env_id, privileged=True, embedder=None, intent_list=False)
     info = privileged.reset(seed=row["seed"])[1]["privileged"]
     environment = environment_class()
     messages = [row["prompt"][0], {"role": "user", "content": environment.reset(**row)}]
@@ -185,56 +231,97 @@ class PrintRewards(TrainerCallback):
             print(f"step {state.global_step}: " + " ".join(parts), flush=True)
 
 
+def on_gpu() -> bool:
+    return torch.cuda.is_available()
+
+
+def use_vllm(choice: str) -> bool:
+    """vLLM generation: ``on``, ``off``, or (``auto``) on a GPU where vllm is installed."""
+    if choice != "auto":
+        return choice == "on"
+    return on_gpu() and importlib.util.find_spec("vllm") is not None
+
+
 def grpo_config(args: argparse.Namespace, output_dir: str) -> GRPOConfig:
-    """A few small CPU steps: one episode per step, ``--num-generations`` rollouts of it."""
+    """One episode per step, ``--num-generations`` rollouts of it; bfloat16, activation
+    checkpointing and (where installed) vLLM on a GPU, float32 on the CPU."""
+    gpu, vllm = on_gpu(), use_vllm(args.vllm)
     return GRPOConfig(
         output_dir=output_dir,
         max_steps=args.max_steps,
         per_device_train_batch_size=args.num_generations,
         num_generations=args.num_generations,
         max_completion_length=args.max_completion_length,  # all turns, tool results included
-        max_tool_calling_iterations=6,
-        learning_rate=1e-4,
+        max_tool_calling_iterations=6 if args.model == TINY else 12,
+        learning_rate=args.learning_rate,
         temperature=args.temperature,
         disable_tqdm=True,
         logging_steps=1,
         save_strategy="no",
         report_to="none",
-        use_cpu=True,
-        bf16=False,
-        activation_checkpointing=False,
+        use_cpu=not gpu,
+        bf16=gpu,
+        activation_checkpointing=gpu,
+        use_vllm=vllm,
+        **({"vllm_mode": "colocate"} if vllm else {}),
         shuffle_dataset=False,
         seed=args.seed,
     )
 
 
+def load_model(
+    args: argparse.Namespace, conversations: list[Conversation], tools: list[Callable[..., str]]
+) -> tuple[PreTrainedModel, PreTrainedTokenizerFast]:
+    """The tiny model built here, or ``--model`` (with ``--adapter`` trainable on top)."""
+    if args.model == TINY:
+        tokenizer = build_tokenizer(corpus(conversations, tools))
+        return build_model(tokenizer, seed=args.seed), tokenizer
+    where: dict[str, Any] = {"pretrained_model_name_or_path": args.model}
+    if args.model.endswith(".gguf"):  # read and dequantised by transformers
+        where = {"pretrained_model_name_or_path": os.path.dirname(args.model) or ".",
+                 "gguf_file": os.path.basename(args.model)}  # fmt: skip
+    tokenizer = AutoTokenizer.from_pretrained(**where)
+    dtype = torch.bfloat16 if on_gpu() else torch.float32
+    model = AutoModelForCausalLM.from_pretrained(**where, dtype=dtype)
+    if args.adapter is not None:
+        from peft import PeftModel
+
+        model = PeftModel.from_pretrained(model, args.adapter, is_trainable=True)
+    return model, tokenizer
+
+
 def train(args: argparse.Namespace) -> tuple[GRPOTrainer, Curriculum | None]:
     """Build the environment class, data, tokenizer and model; warm up; run GRPO."""
     curriculum, reward_funcs = None, [resolved_reward]
-    if args.curriculum:  # English only: the warm-up's gold episodes are read in English
-        curriculum = Curriculum("network", intents=[ENV_NAME], langs=["en"], min_episodes=2)
+    langs = ["en"] if args.model == TINY else ["en", "ar"]
+    if args.curriculum:  # the tiny model's warm-up reads its gold episodes in English
+        curriculum = Curriculum("network", intents=args.intents, langs=langs, min_episodes=2)
         reward_funcs = [curriculum_reward(curriculum)]
+    env_id = args.intents[0] if len(args.intents) == 1 else "troubleshooting"
     # No intent list in the system prompt: shorter prompts for the CPU run.
-    environment_class = trl_environment(ENV_NAME, intent_list=False, curriculum=curriculum)
+    environment_class = trl_environment(env_id, intent_list=False, curriculum=curriculum)
     rows = prompt_rows(environment_class, range(args.episodes))
     tools = trl_tools(environment_class())
-    conversations = [gold_conversation(environment_class, row) for row in rows]
-    tokenizer = build_tokenizer(corpus(conversations, tools))
-    model = build_model(tokenizer, seed=args.seed)
+    conversations = []
+    if args.model == TINY or args.warmup_steps > 0:
+        conversations = [gold_conversation(environment_class, row, env_id) for row in rows]
+    model, tokenizer = load_model(args, conversations, tools)
     if args.warmup_steps > 0:
         warm_up(model, tokenizer, conversations, tools, args.warmup_steps)
-    with tempfile.TemporaryDirectory() as output_dir:
+    with tempfile.TemporaryDirectory() as scratch:
         trainer = GRPOTrainer(
             model=model,
             processing_class=tokenizer,
             reward_funcs=reward_funcs,
-            args=grpo_config(args, output_dir),
+            args=grpo_config(args, args.output_dir or scratch),
             train_dataset=Dataset.from_list(rows),
             environment_factory=environment_class,
             callbacks=[PrintRewards()],
         )
         trainer.remove_callback(PrinterCallback)  # PrintRewards prints what matters here
         trainer.train()
+        if args.output_dir:
+            trainer.save_model(args.output_dir)
     return trainer, curriculum
 
 
@@ -242,7 +329,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.perf_counter()
     args = parse_args(argv)
     torch.manual_seed(args.seed)
-    torch.set_num_threads(min(2, torch.get_num_threads()))
+    if not on_gpu():
+        torch.set_num_threads(min(2, torch.get_num_threads()))
     trainer, curriculum = train(args)
     for environment in trainer.environments or []:  # the last batch's rollouts
         info = episode_info(environment)

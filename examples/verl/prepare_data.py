@@ -5,6 +5,12 @@ train with ``examples/verl/run_grpo.sh telcoenv_verl`` (verl on GPUs). Every row
 episode: its prompt is the episode's system prompt and problem statement, and
 ``extra_info.tools_kwargs`` / ``interaction_kwargs`` tell the tools and the engineer which episode
 to open, so the GRPO rollouts of a row share one scenario.
+
+``--curriculum --intents a,b`` draws the training rows from ``telcoenv.curriculum`` instead
+(each row one of its tasks: intent, rung, language) and has the agent loop append each
+trajectory's outcome to ``outcomes.jsonl`` (``Curriculum.record_log`` reads it between stages).
+``--tool-set core --tool-format compact`` offer what ``telcoenv generate --trajectories`` showed
+an SFT warm start (``examples/train_sft_cpu.py``), whose adapter ``run_grpo.sh`` continues.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from telcoenv.curriculum import Curriculum
 from telcoenv.integrations.verl import build_rows, write_configs, write_parquet
 
 
@@ -32,14 +39,29 @@ def main(argv: list[str] | None = None) -> dict[str, Path]:
     parser.add_argument(
         "--embedder", default="multilingual", help="IRA/RA embedder ('none' to skip them)"
     )
+    parser.add_argument("--split", default="train", choices=["train", "test", "all"])
+    parser.add_argument("--tool-set", default="all", choices=["all", "core"])
+    parser.add_argument("--tool-format", default="full", choices=["full", "compact"])
+    parser.add_argument("--curriculum", action="store_true", help="rows from the curriculum")
+    parser.add_argument("--intents", default=None, help="the curriculum's (comma-separated)")
     args = parser.parse_args(argv)
-    env_kwargs: dict = {"max_steps": args.max_steps}
+    if args.curriculum and args.intent is not None:
+        parser.error("--curriculum draws its intents (--intents), not one --intent")
+    env_kwargs: dict = {"max_steps": args.max_steps, "split": args.split}
     env_kwargs["embedder"] = None if args.embedder == "none" else args.embedder
+    env_kwargs.update(tool_set=args.tool_set, tool_format=args.tool_format)
     if args.intent is not None:
         env_kwargs["intent"] = args.intent
     langs = args.lang.split(",")
-    configs = write_configs(args.out, env_kwargs=env_kwargs)
-    train = build_rows(_episodes(args.seed, args.train, langs), env_kwargs=env_kwargs)
+    outcome_log = args.out.resolve() / "outcomes.jsonl" if args.curriculum else None
+    configs = write_configs(args.out, env_kwargs=env_kwargs, outcome_log=outcome_log)
+    specs = _episodes(args.seed, args.train, langs)
+    if args.curriculum:
+        intents = args.intents.split(",") if args.intents else None
+        curriculum = Curriculum("network", intents=intents, langs=langs, seed=args.seed)
+        specs = curriculum.specs(args.train)
+        curriculum.save(args.out / "curriculum.json")
+    train = build_rows(specs, env_kwargs=env_kwargs)
     val_specs = _episodes(args.seed + args.train, args.val, langs)  # seeds after the training ones
     val = build_rows(val_specs, env_kwargs=env_kwargs, split="val")
     paths = {

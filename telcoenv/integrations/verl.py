@@ -671,6 +671,8 @@ def verl_tool_schema(tool: Mapping[str, Any]) -> dict[str, Any]:
             hint = "JSON Schema: " + json.dumps(rest, ensure_ascii=False, separators=(",", ":"))
             description = kept.get("description")
             kept["description"] = f"{description} {hint}" if description else hint
+        if "type" not in kept:  # verl requires one; the compact format leaves it to the enum
+            kept["type"] = _json_type(schema)
         properties[name] = kept
     return {
         "type": "function",
@@ -684,6 +686,13 @@ def verl_tool_schema(tool: Mapping[str, Any]) -> dict[str, Any]:
             },
         },
     }
+
+
+def _json_type(schema: Mapping[str, Any]) -> str:
+    """A parameter's JSON type when its schema names none: its enum values' (else string)."""
+    names = {bool: "boolean", int: "integer", float: "number", str: "string"}
+    kinds = {names.get(type(value), "string") for value in schema.get("enum") or ["text"]}
+    return kinds.pop() if len(kinds) == 1 else "string"
 
 
 def _prompt_env(env_kwargs: Mapping[str, Any]) -> TelcoEnv:

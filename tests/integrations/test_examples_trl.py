@@ -57,3 +57,58 @@ def test_grpo_example_draws_its_episodes_from_a_curriculum() -> None:
     row = json.loads(line)
     assert row["intent"] == "load_balancing_needed" and row["episodes"] == 8
     assert row["rung_name"] in ("demonstration", "walkthrough")
+
+
+def test_grpo_continues_an_sft_adapter_of_a_model_given_by_path(tmp_path) -> None:
+    """The GPU recipe's path on the CPU: a model folder (--model) and the LoRA adapter that
+    examples/train_sft_cpu.py wrote for it (--adapter), trained further by two GRPO steps and
+    saved (--output-dir); only the adapter's weights train."""
+    sys.path.insert(0, str(EXAMPLES))
+    import _tiny_model
+    import train_sft_cpu
+    import train_trl_grpo
+
+    from telcoenv.trajectories import write_trajectories
+
+    experts = tmp_path / "experts.jsonl"
+    write_trajectories(
+        experts, samples=1, domains=("network",), langs=("en",),
+        intents=["load_balancing_needed"], agents=["oracle"],
+    )  # fmt: skip
+    rows = [json.loads(line) for line in experts.read_text("utf-8").splitlines()]
+    texts = [json.dumps(row["tools"]) for row in rows]
+    texts += [json.dumps(m) for row in rows for m in row["messages"]]
+    tokenizer = _tiny_model.build_tokenizer(texts)
+    folder = tmp_path / "model"
+    _tiny_model.build_model(tokenizer, seed=0).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    sft = tmp_path / "sft"
+    argv = ["--model-dir", str(folder), "--trajectories", str(experts), "--out", str(sft)]
+    assert train_sft_cpu.main([*argv, "--max-steps", "2", "--rank", "4"]) == 0
+
+    out = tmp_path / "grpo"
+    args = train_trl_grpo.parse_args(
+        ["--model", str(folder), "--adapter", str(sft / "adapter"), "--max-steps", "2",
+         "--max-completion-length", "256", "--output-dir", str(out)]
+    )  # fmt: skip
+    assert args.warmup_steps == 0  # a real model's warm start is its adapter
+    trainer, _ = train_trl_grpo.train(args)
+    assert trainer.state.global_step == 2
+    trainable = [n for n, p in trainer.model.named_parameters() if p.requires_grad]
+    assert trainable and all("lora_" in name for name in trainable)
+    saved = json.loads((out / "adapter_config.json").read_text())
+    assert saved["r"] == 4 and (out / "adapter_model.safetensors").exists()
+
+
+def test_the_recipe_refuses_what_it_cannot_do(capsys) -> None:
+    sys.path.insert(0, str(EXAMPLES))
+    import train_trl_grpo
+
+    for argv, message in (
+        (["--intents", "pci_collision,beam_misalignment"], "--curriculum"),
+        (["--adapter", "runs/sft/adapter"], "--model"),
+        (["--intents", "pci_collision,beam_misalignment", "--curriculum"], "one --intents"),
+    ):
+        with pytest.raises(SystemExit):
+            train_trl_grpo.parse_args(argv)
+        assert message in capsys.readouterr().err

@@ -388,6 +388,52 @@ def test_example_prepares_what_verl_reads(
     assert seeds == [0, 1, 2, 3, 4]  # validation episodes are not training episodes
 
 
+def test_example_prepares_curriculum_rows_for_an_sft_warm_start(
+    tmp_path: Path, tokenizer: PreTrainedTokenizerFast
+) -> None:
+    """--curriculum: the rows are the curriculum's tasks (its intents, rungs and languages), the
+    agent loop logs outcomes where the curriculum reads them, and the tools offered are the
+    core ones in the compact format (what the SFT trajectories showed)."""
+    script = EXAMPLES / "verl" / "prepare_data.py"
+    intents = "load_balancing_needed,pci_collision"
+    argv = ["--out", str(tmp_path), "--curriculum", "--intents", intents, "--lang", "en,ar"]
+    argv += ["--tool-set", "core", "--tool-format", "compact", "--embedder", "none"]
+    paths = runpy.run_path(str(script))["main"]([*argv, "--train", "6", "--val", "2"])
+    config = OmegaConf.create({"filter_overlong_prompts": False, "cache_dir": str(tmp_path)})
+    train = RLHFDataset(str(paths["train_files"]), tokenizer, config)
+    specs = [tv.episode_spec(item["interaction_kwargs"]) for item in train]
+    assert {spec["intent"] for spec in specs} <= set(intents.split(","))
+    assert all(spec["hints"] == "call" and spec["tool_set"] == "core" for spec in specs)
+    loop = OmegaConf.load(paths["agent_loop_config"])
+    assert str(tmp_path.resolve() / "outcomes.jsonl") in json.dumps(OmegaConf.to_container(loop))
+    tools = initialize_tools_from_config(str(paths["tool_config"]))
+    offered = TelcoEnv(embedder=None, tool_set="core").tools
+    assert len(tools) == len(offered) < len(TelcoEnv(embedder=None).tools)
+    assert (tmp_path / "curriculum.json").exists()
+
+
+def test_the_grpo_script_sets_only_keys_verl_has() -> None:
+    """run_grpo.sh's overrides (LoRA from the SFT adapter included) are keys of verl's own
+    trainer config: a misspelt one would fail at the start of a GPU run."""
+    import re
+
+    import verl
+
+    text = (EXAMPLES / "verl" / "run_grpo.sh").read_text()
+    keys = set(re.findall(r"^\s*\(?([a-z_]+(?:\.[a-z_0-9]+)+)=", text, re.M))
+    keys |= set(re.findall(r"\s([a-z_]+(?:\.[a-z_0-9]+)+)=", text))
+    assert "actor_rollout_ref.model.lora_adapter_path" in keys and len(keys) > 20
+    generated = Path(verl.__file__).parent / "trainer" / "config" / "_generated_ppo_trainer.yaml"
+    config = OmegaConf.load(generated)
+
+    def has(key: str) -> bool:  # a key whose value is mandatory (???) exists too
+        parent, _, leaf = key.rpartition(".")
+        node = OmegaConf.select(config, parent, default=None)
+        return node is not None and leaf in node.keys()
+
+    assert [key for key in sorted(keys) if not has(key)] == []
+
+
 # --- the agent loop -------------------------------------------------------------------------------
 
 
