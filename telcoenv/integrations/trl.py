@@ -317,7 +317,10 @@ def trl_environment(
         **env_kwargs: keyword arguments of :class:`telcoenv.env.TelcoEnv` (``lang``,
             ``reward``, ``max_steps``, ...); ``embedder`` defaults to ``None`` (no IRA/RA, no
             embedding model), so the default reward is SAS. With ``tool_format="compact"`` the
-            tool methods' docstrings (the schemas TRL shows the model) are the compact ones.
+            tool methods' docstrings (the schemas TRL shows the model) are the compact ones;
+            with ``tool_set="core"`` the class has methods for the core tools only. TRL lists
+            a class's tools once, so a curriculum's rungs cannot change them per episode: on
+            its core-tools rungs a distractor the model is shown is refused when called.
 
     The class has a no-argument ``__init__``, ``reset(**row) -> str``, ``get_reward() ->
     float`` and one method per tool of the catalogue, ``submit_resolution(intent, summary)``
@@ -335,7 +338,9 @@ def trl_environment(
     try:
         domain = probe.unwrapped.domain
         compact = probe.unwrapped.tool_format == "compact"
+        offered = domain.catalog.offered(probe.unwrapped.settings.tool_set)  # core: no distractor
         specs = {n: s.compact() if compact else s for n, s in domain.catalog.tools.items()}
+        specs = {name: spec for name, spec in specs.items() if name in offered}
     finally:
         probe.close()
     if curriculum is not None:

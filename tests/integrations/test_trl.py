@@ -383,3 +383,15 @@ def test_a_curriculum_of_another_domain_or_intent_is_refused() -> None:
         trl_environment("troubleshooting", curriculum=Curriculum("bss"))
     with pytest.raises(ValueError, match="plays only beam_misalignment"):
         trl_environment("beam_misalignment", curriculum=Curriculum("network"))
+
+
+def test_a_core_tool_set_class_has_no_distractor_methods() -> None:
+    """tool_set="core": the class's methods (the tools TRL shows the model) are the core
+    tools the environment offers, not the whole catalogue."""
+    core = trl_environment("beam_misalignment", tool_set="core", tool_format="compact")
+    every = trl_environment("beam_misalignment")
+    env = TelcoEnv("beam_misalignment", embedder=None, tool_set="core")
+    offered = {tool["function"]["name"] for tool in env.tools}
+    methods = {name for name in vars(core) if not name.startswith("_")} - {"reset", "get_reward"}
+    assert methods == offered
+    assert offered < {name for name in vars(every) if not name.startswith("_")}
