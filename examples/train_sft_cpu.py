@@ -68,6 +68,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--layers", type=int, default=12, help="adapt the top N layers (0: all)")
     parser.add_argument("--threads", type=int, default=None, help="torch threads (all cores)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--loss", default="tokens", choices=["tokens", "turns"], help="mean over tokens or turns"
+    )
+    parser.add_argument("--balance", action="store_true", help="as many of each intent")
     parser.add_argument("--export", action="store_true", help="write tuned.gguf (needs --gguf)")
     args = parser.parse_args(argv)
     args.layers = args.layers or None
@@ -168,7 +172,7 @@ def train(model: Any, examples: list[Example], args: argparse.Namespace) -> list
         for ids, labels in order.sample(examples, len(examples)):
             if step >= total or (time.perf_counter() - started) / 60 >= args.max_minutes:
                 return curve
-            loss = assistant_loss(model, ids, labels)
+            loss = assistant_loss(model, ids, labels, per_turn=args.loss == "turns")
             loss.backward()
             torch.nn.utils.clip_grad_norm_(trainable, 1.0)
             optimizer.step()
@@ -189,15 +193,44 @@ def train(model: Any, examples: list[Example], args: argparse.Namespace) -> list
     return curve
 
 
-def assistant_loss(model: Any, ids: list[int], labels: list[int]) -> torch.Tensor:
-    """The mean cross-entropy of the labelled tokens. Only the logits that predict them are
-    computed: most of a trajectory is context, and the 152k-word output layer over every
-    position would cost a fifth of the step and gigabytes of memory."""
+def assistant_loss(model: Any, ids: list[int], labels: list[int], per_turn: bool = False) -> Any:
+    """The cross-entropy of the labelled tokens: their mean, or (``per_turn``) the mean over
+    the assistant turns of each turn's mean, so that a short decision (which tool, which
+    intent) weighs as much as a long submission summary. Only the logits that predict
+    labelled tokens are computed: most of a trajectory is context, and the 152k-word output
+    layer over every position would cost a fifth of the step and gigabytes of memory."""
     targets = [position for position in range(1, len(ids)) if labels[position] != IGNORE]
     keep = torch.tensor([position - 1 for position in targets])
     logits = model(input_ids=torch.tensor([ids]), logits_to_keep=keep).logits[0]
     expected = torch.tensor([ids[position] for position in targets])
-    return torch.nn.functional.cross_entropy(logits.float(), expected)
+    losses = torch.nn.functional.cross_entropy(logits.float(), expected, reduction="none")
+    if not per_turn:
+        return losses.mean()
+    weights = torch.tensor(turn_weights(targets))
+    return (losses * weights).sum() / weights.sum()
+
+
+def turn_weights(targets: list[int]) -> list[float]:
+    """1 / (the length of its turn) for each labelled position; a turn is a run of
+    consecutive positions (the context between two assistant turns is never labelled)."""
+    runs: list[list[int]] = []
+    for position in targets:
+        if runs and position == runs[-1][-1] + 1:
+            runs[-1].append(position)
+        else:
+            runs.append([position])
+    return [1.0 / len(run) for run in runs for _ in run]
+
+
+def balanced(rows: list[dict[str, Any]], seed: int) -> list[dict[str, Any]]:
+    """As many trajectories of each intent as the rarest has (a seeded draw): a majority
+    intent would otherwise teach its chain as the answer to every statement."""
+    by_intent: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        by_intent.setdefault(row["intent"], []).append(row)
+    fewest = min(len(group) for group in by_intent.values())
+    draw = random.Random(seed)
+    return [row for key in sorted(by_intent) for row in draw.sample(by_intent[key], fewest)]
 
 
 def lora_deltas(model: Any) -> dict[str, np.ndarray]:
@@ -259,6 +292,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.perf_counter()
     model, tokenizer = load_model(args)
     rows = read_trajectories(args.trajectories)
+    if args.balance:
+        rows = balanced(rows, args.seed)
     examples, dropped = build_examples(tokenizer, rows, args.max_length)
     if not examples:
         raise SystemExit(f"{args.trajectories}: no trajectory of at most {args.max_length} tokens")

@@ -164,3 +164,36 @@ def test_the_gguf_export_adds_the_deltas_and_copies_the_rest(tmp_path):
     np.testing.assert_allclose(after, before + delta, atol=0.03)
     with pytest.raises(ValueError, match="no tensors"):
         sft.export_gguf(base_path, {"blk.9.attn_q.weight": delta}, tmp_path / "x.gguf")
+
+
+def test_per_turn_loss_weighs_each_assistant_turn_alike(rows, tiny):
+    """--loss turns: each turn's mean, averaged over turns (hand-computed against the token
+    losses); a turn is a run of labelled positions."""
+    assert sft.turn_weights([3, 4, 5, 9, 10, 20]) == [1 / 3] * 3 + [1 / 2] * 2 + [1.0]
+    _, model, tokenizer = tiny
+    ids, labels = sft.assistant_example(tokenizer, rows[0]["hf_messages"], rows[0]["tools"])
+    targets = [p for p in range(1, len(ids)) if labels[p] != sft.IGNORE]
+    with torch.no_grad():
+        logits = model(input_ids=torch.tensor([ids])).logits[0]
+        token = torch.nn.functional.cross_entropy(
+            logits[[p - 1 for p in targets]],
+            torch.tensor([ids[p] for p in targets]),
+            reduction="none",
+        ).tolist()
+        per_turn = sft.assistant_loss(model, ids, labels, per_turn=True).item()
+    turns, start = [], 0
+    for index in range(1, len(targets) + 1):
+        if index == len(targets) or targets[index] != targets[index - 1] + 1:
+            turns.append(sum(token[start:index]) / (index - start))
+            start = index
+    assistant = [m for m in rows[0]["hf_messages"] if m["role"] == "assistant"]
+    assert len(turns) == len(assistant)
+    assert per_turn == pytest.approx(sum(turns) / len(turns), rel=1e-5)
+
+
+def test_balancing_keeps_as_many_of_each_intent_as_the_rarest():
+    rows = [{"intent": "A", "i": i} for i in range(5)] + [{"intent": "B", "i": i} for i in range(2)]
+    kept = sft.balanced(rows, seed=0)
+    assert sorted(r["intent"] for r in kept) == ["A", "A", "B", "B"]
+    assert kept == sft.balanced(rows, seed=0)  # seeded
+    assert {r["i"] for r in kept if r["intent"] == "B"} == {0, 1}
