@@ -66,6 +66,7 @@ def fine_tune(args: argparse.Namespace, train: Path) -> Path:
             sys.executable, ROOT / "examples" / "train_sft_cpu.py", "--gguf", args.gguf,
             "--trajectories", train, "--out", out, "--epochs", str(args.epochs),
             "--lr", str(args.lr), "--max-minutes", str(args.max_minutes), "--export",
+            "--loss", args.loss, *(["--balance"] if args.balance else []),
         )  # fmt: skip
     return out
 
@@ -152,7 +153,11 @@ def main() -> None:
     parser.add_argument("--intents", default=INTENTS, help="comma-separated network intents")
     parser.add_argument("--samples", type=int, default=6, help="train episodes per blueprint")
     parser.add_argument("--epochs", type=int, default=1)
-    parser.add_argument("--lr", type=float, default=3e-4)
+    parser.add_argument("--lr", type=float, default=5e-4)
+    parser.add_argument("--loss", default="turns", choices=["tokens", "turns"])
+    parser.add_argument(
+        "--balance", action=argparse.BooleanOptionalAction, default=True, help="per intent"
+    )
     parser.add_argument("--max-minutes", type=float, default=80.0, help="training time cap")
     parser.add_argument("--seeds", type=int, default=2, help="test episodes per intent, language")
     parser.add_argument("--max-tokens", type=int, default=512, help="per model reply")

@@ -33,9 +33,9 @@ device the run uses bfloat16, activation checkpointing and, where ``vllm`` is in
 generation colocated with training (``--vllm auto|on|off``). The GPU recipe (not run by the
 test suite; sizes for one 80 GB GPU, untested on one)::
 
-    python examples/train_trl_grpo.py --model Qwen/Qwen2.5-Coder-1.5B-Instruct \
-        --adapter runs/sft/adapter --curriculum --intents load_balancing_needed,pci_collision \
-        --episodes 64 --num-generations 8 --max-steps 40 --max-completion-length 4096 \
+    python examples/train_trl_grpo.py --model qwen2.5-coder-0.5b-instruct-q4_k_m.gguf \\
+        --adapter runs/sft/adapter --curriculum --intents load_balancing_needed,pci_collision \\
+        --episodes 64 --num-generations 8 --max-steps 40 --max-completion-length 4096 \\
         --learning-rate 5e-5 --output-dir runs/grpo
 
 The tests run the same path on the CPU with a tiny model and its SFT adapter (two steps).

@@ -4,8 +4,8 @@
 #          --intents load_balancing_needed,pci_collision,ho_failure_hotspot,beam_misalignment \
 #          --lang en,ar --tool-set core --tool-format compact --embedder none
 # Every key below exists in verl 0.9.1's trainer config. The defaults: Qwen2.5-Coder-1.5B-Instruct
-# on one GPU, continuing the LoRA adapter of examples/train_sft_cpu.py when ADAPTER names it
-# (its rank and alpha: 16 and 32). Sizes are a starting point, not a measured recipe.
+# on one GPU, continuing the LoRA adapter of examples/train_sft_cpu.py when ADAPTER names one
+# (rank 16, alpha 32) trained on the same MODEL. Sizes are a starting point, not measured.
 set -euo pipefail
 DATA=${1:-telcoenv_verl}
 MODEL=${MODEL:-Qwen/Qwen2.5-Coder-1.5B-Instruct}
