@@ -153,11 +153,11 @@ def main() -> None:
     parser.add_argument("--intents", default=INTENTS, help="comma-separated network intents")
     parser.add_argument("--samples", type=int, default=6, help="train episodes per blueprint")
     parser.add_argument("--epochs", type=int, default=1)
-    parser.add_argument("--lr", type=float, default=5e-4)
-    parser.add_argument("--loss", default="turns", choices=["tokens", "turns"])
-    parser.add_argument(
-        "--balance", action=argparse.BooleanOptionalAction, default=True, help="per intent"
-    )
+    # The defaults are the first measured run's (docs/training.md); the second run's
+    # --balance --loss turns --lr 5e-4 did no better on the episodes it played.
+    parser.add_argument("--lr", type=float, default=3e-4)
+    parser.add_argument("--loss", default="tokens", choices=["tokens", "turns"])
+    parser.add_argument("--balance", action="store_true", help="as many of each intent")
     parser.add_argument("--max-minutes", type=float, default=80.0, help="training time cap")
     parser.add_argument("--seeds", type=int, default=2, help="test episodes per intent, language")
     parser.add_argument("--max-tokens", type=int, default=512, help="per model reply")
