@@ -489,8 +489,8 @@ def _generate_trajectories(args: argparse.Namespace) -> int:
         raise UsageError(f"--domain: trajectories are played in {', '.join(EXPERTS)} or all")
     split = args.split or "train"  # a warm-start set is the train split's
     narrowed = {
-        "intents": _listed(args.intents),
-        "agents": _listed(args.agents),
+        "intents": _split(args.intents) if args.intents else None,
+        "agents": _split(args.agents) if args.agents else None,
         **({"tool_set": args.tool_set} if args.tool_set else {}),
         **({"tool_format": args.tool_format} if args.tool_format else {}),
     }
@@ -506,10 +506,6 @@ _TRAJECTORY_FLAGS = {
     "--tool-set": "tool_set",
     "--tool-format": "tool_format",
 }
-
-
-def _listed(text: str | None) -> list[str] | None:
-    return None if not text else [item.strip() for item in text.split(",") if item.strip()]
 
 
 def _split_flag(command: argparse.ArgumentParser) -> None:

@@ -339,8 +339,11 @@ def trl_environment(
         domain = probe.unwrapped.domain
         compact = probe.unwrapped.tool_format == "compact"
         offered = domain.catalog.offered(probe.unwrapped.settings.tool_set)  # core: no distractor
-        specs = {n: s.compact() if compact else s for n, s in domain.catalog.tools.items()}
-        specs = {name: spec for name, spec in specs.items() if name in offered}
+        specs = {
+            name: spec.compact() if compact else spec
+            for name, spec in domain.catalog.tools.items()
+            if name in offered
+        }
     finally:
         probe.close()
     if curriculum is not None:
