@@ -44,11 +44,11 @@ so that a cause always outweighs another intent's alarm and symptoms together (6
 highest score wins; ties go to the intent with a holding cause, then to the taxonomy order.
 Two refinements keep causes apart: a configuration value the audit lists as off the approved
 baseline counts as drift (for ``CONFIG_MISMATCH``), not as another intent's cause; and the short
-time-to-trigger of ``PINGPONG_HANDOVERS`` does not count when a negative cell offset is present,
-which is the too-early-handover cause of ``HO_FAILURE_HOTSPOT``. ``InvestigatorAgent(counters_only=
-True)`` keeps only the rules on KPI counters (no configuration, state, policy, PCI plan or
-alarm), to measure which intents the counters alone cannot tell apart. docs/evaluation.md
-prints the whole table (:func:`rules_markdown`).
+time-to-trigger of ``PINGPONG_HANDOVERS`` does not count when a neighbour relation carries a
+large positive offset, which is the too-early-handover cause of ``HO_FAILURE_HOTSPOT``.
+``InvestigatorAgent(counters_only=True)`` keeps only the rules on KPI counters (no
+configuration, state, policy, PCI plan or alarm), to measure which intents the counters alone
+cannot tell apart. docs/evaluation.md prints the whole table (:func:`rules_markdown`).
 
 The agent is deterministic (no random draws), never raises on an odd observation (a tool's error
 JSON is retried once, after asking the engineer for the cell when the cell was unknown; anything
@@ -298,8 +298,8 @@ RULES: dict[str, IntentRules] = {
     "PINGPONG_HANDOVERS": IntentRules(
         cause=Check("config.ttt_ms", "<", 480,
                     "time-to-trigger under the standard 480 ms lets brief fades trigger handovers "
-                    "(blueprints 80-320 ms); with a negative cell offset, the offset is the cause",
-                    unless=Check("config.cio_db", "<=", -2, "HO_FAILURE_HOTSPOT's cause")),
+                    "(blueprints 80-320 ms); with a relation's large offset, that is the cause",
+                    unless=Check("neighbours.max_cio_db", ">=", 4, "HO_FAILURE_HOTSPOT's cause")),
         alarm="Handover Ping-Pong Ratio High",
         symptoms=(
             Check("kpi.ping_pong_rate", ">=", 10,
@@ -309,9 +309,9 @@ RULES: dict[str, IntentRules] = {
         model_alarms=("Handover Performance Degraded",),
     ),
     "HO_FAILURE_HOTSPOT": IntentRules(
-        cause=Check("config.cio_db", "<=", -2,
-                    "a negative cell offset shrinks the handover margin: too-early handovers fail "
-                    "and bounce back (standard 0 dB; fault -6 to -3 dB)"),
+        cause=Check("neighbours.max_cio_db", ">=", 4,
+                    "a neighbour relation's offset turns the handover margin toward it negative: "
+                    "too-early handovers fail and bounce back (standard 0 dB; fault 6-16 dB)"),
         alarm="Handover Failure Rate High",
         symptoms=(
             Check("kpi.HO_success", "<", 95, "handover success under 95 % is degraded (ref. 1.3)"),
@@ -573,7 +573,8 @@ def read_oss(output: Mapping[str, Any]) -> Evidence:
 
 def read_neighbours(output: Mapping[str, Any]) -> Evidence:
     """Evidence from a ``neighbor_audit``: ``neighbours.pci_collision`` (how many neighbours
-    reuse the cell's PCI) and ``neighbours.imbalance_index``."""
+    reuse the cell's PCI), ``neighbours.imbalance_index`` and ``neighbours.max_cio_db`` (the
+    largest offset of the cell's relations, and ``.cell`` its neighbour)."""
     findings = [_dict(f) for f in _list(output.get("findings"))]
     evidence: Evidence = {
         "neighbours.pci_collision": sum(f.get("type") == "pci_collision" for f in findings),
@@ -587,6 +588,14 @@ def read_neighbours(output: Mapping[str, Any]) -> Evidence:
     imbalance = _dict(output.get("load")).get("imbalance_index")
     if isinstance(imbalance, int | float):
         evidence["neighbours.imbalance_index"] = imbalance
+    offsets = [
+        (row["cio_db"], str(row.get("cell_id")))
+        for row in map(_dict, _list(output.get("neighbours")))
+        if isinstance(row.get("cio_db"), int | float) and not isinstance(row["cio_db"], bool)
+    ]
+    if offsets:
+        value, cell = max(offsets, key=lambda item: item[0])
+        evidence["neighbours.max_cio_db"], evidence["neighbours.max_cio_db.cell"] = value, cell
     return evidence
 
 
@@ -673,6 +682,7 @@ PHRASES: dict[str, dict[str, str]] = {
         "state": "operational state {value}",
         "off_baseline": "{count} parameter(s) off the approved baseline ({names})",
         "pci": "PCI shared with {cells}",
+        "relation": "an offset of {value} dB on the relation to {cell}",
         "on_slice": "{text} on {slice_id}",
         "nothing": "no decisive measurement",
         "and": " and ",
@@ -696,6 +706,7 @@ PHRASES: dict[str, dict[str, str]] = {
         "state": "الحالة التشغيلية {value}",
         "off_baseline": "{count} من المعاملات خارج الإعداد المرجعي المعتمد ({names})",
         "pci": "معرف PCI مشترك مع {cells}",
+        "relation": "إزاحة {value} ديسيبل على علاقة الجوار مع {cell}",
         "on_slice": "{text} على الشريحة {slice_id}",
         "nothing": "لا يوجد قياس حاسم",
         "and": " و",
@@ -773,6 +784,17 @@ def _number(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:g}"
     return str(value)
+
+
+def _changes_text(fix: Mapping[str, Any]) -> str:
+    """``tilt_deg → 4``, a relation's ``neighbour_cio_db[NR-URB-MACRO-412] → 0``."""
+    parts = []
+    for name, value in fix.items():
+        if isinstance(value, Mapping):
+            parts += [f"{name}[{key}] → {item}" for key, item in value.items()]
+        else:
+            parts.append(f"{name} → {value}")
+    return ", ".join(parts) or "no parameter change"
 
 
 class _Fields(dict):
@@ -1022,8 +1044,16 @@ class InvestigatorAgent(GeneratorAgent):
 
     def _fix(self, intent: NetworkIntent) -> dict[str, Any]:
         """The intent's standard corrective values (intents.yaml): a free PCI and the link's
-        capacity where the taxonomy says so."""
-        fix = {}
+        capacity where the taxonomy says so; a relation's on the relation with the largest
+        offset the neighbour audit showed."""
+        fix: dict[str, Any] = {}
+        if intent.fault.target == "relation":
+            neighbour = self._evidence.get("neighbours.max_cio_db.cell")
+            return {
+                name: {neighbour: parameter.healthy}
+                for name, parameter in intent.fault.parameters.items()
+                if neighbour is not None
+            }
         for name, parameter in intent.fault.parameters.items():
             if name == "operational_state":
                 continue
@@ -1056,7 +1086,7 @@ class InvestigatorAgent(GeneratorAgent):
             slice_id=self._slice_id(intent),
             config_id=self._config_id,
             fix=fix,
-            changes=", ".join(f"{k} → {v}" for k, v in fix.items()) or "no parameter change",
+            changes=_changes_text(fix),
             ticket_severity=ticket.severity if ticket else "minor",
             ticket_team=ticket.team if ticket else "ran_optimization",
         )
@@ -1112,6 +1142,9 @@ class InvestigatorAgent(GeneratorAgent):
         if name == "neighbours.pci_collision":
             cells = ", ".join(evidence.get("neighbours.pci_collision.cells", ()))
             return phrases["pci"].format(cells=cells)
+        if name == "neighbours.max_cio_db":
+            cell = evidence.get("neighbours.max_cio_db.cell", "")
+            return phrases["relation"].format(value=_number(value), cell=cell)
         short = name.rsplit(".", 1)[-1]
         if "unit:" + name in evidence:
             text = phrases["kpi"].format(name=short, value=self._quote(name, value, lang))

@@ -27,7 +27,9 @@ REFERENCE = {
     "BEAM_MISALIGNMENT": ("coverage_interference", 2, "coverage_map optimize_cell create_ticket"),
     "TA_DISTRIBUTION_DRIFT": ("coverage_interference", 2, "oss_query kpi_timeseries optimize_cell"),
     "PINGPONG_HANDOVERS": ("mobility_handover", 3, "oss_query kpi_timeseries optimize_cell"),
-    "HO_FAILURE_HOTSPOT": ("mobility_handover", 2, "coverage_map optimize_cell"),
+    # Table I reads the coverage map; the fault is on a neighbour relation, which only the
+    # neighbour audit shows (docs/network_model.md, Handover failure hotspot).
+    "HO_FAILURE_HOTSPOT": ("mobility_handover", 2, "neighbor_audit optimize_cell"),
     "HIGH_PRB_UTILIZATION": ("resource_management", 5, "oss_query optimize_cell create_ticket"),
     "LOAD_BALANCING_NEEDED": ("resource_management", 2, "neighbor_audit optimize_cell"),
     "RESOURCE_SCHED_ANOMALY": ("resource_management", 2, "oss_query kpi_timeseries optimize_cell"),

@@ -251,6 +251,8 @@ def test_the_rules_cover_every_intent_and_match_its_fault_in_intents_yaml():
                 assert rules.cause.holds({measure: 100 * value / 1000}), (intent.key, value)
             continue
         name = "operational_state" if measure == "state" else measure.rsplit(".", 1)[-1]
+        if measure == "neighbours.max_cio_db":  # the largest offset of the cell's relations
+            name = "neighbour_cio_db"
         parameter = intent.fault.parameters.get(name)
         if parameter is None:  # SLA (no fault parameter), the baseline, the PCI plan
             assert intent.key in ("SLA_VIOLATION_REPORT", "CONFIG_MISMATCH", "PCI_COLLISION")
@@ -267,11 +269,13 @@ def test_the_scores_follow_the_documented_weights():
     drifted["off_baseline.names"] = ["t310_ms", "tilt_deg"]
     best, *others = assess(drifted)
     assert best.intent == "CONFIG_MISMATCH" and best.score == 6 and not others[0].cause
-    # A short time-to-trigger is ping-pong, unless a negative offset (the hotspot's too-early
-    # handovers) is the cause.
+    # A short time-to-trigger is ping-pong, unless a relation's large offset (the hotspot's
+    # too-early handovers) is the cause; a relation's tuned few dB are neither.
     assert assess({"config.ttt_ms": 128})[0].intent == "PINGPONG_HANDOVERS"
-    offset = assess({"config.ttt_ms": 128, "config.cio_db": -4})
+    offset = assess({"config.ttt_ms": 128, "neighbours.max_cio_db": 8})
     assert offset[0].intent == "HO_FAILURE_HOTSPOT"
+    tuned = assess({"config.ttt_ms": 128, "neighbours.max_cio_db": 3})
+    assert tuned[0].intent == "PINGPONG_HANDOVERS"
     # A cause (6) beats another intent's alarm and capped symptoms (2 + 3).
     evidence = {"config.scheduler_type": "RR", "alarms": ["Cell Unavailable"]}
     evidence |= {"kpi.availability": 50, "kpi.call_setup_fail": 30, "kpi.user_drop_rate": 20}

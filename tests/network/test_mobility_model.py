@@ -123,9 +123,11 @@ def _reference_handovers(
     ttt_ms: np.ndarray,
     cio_db: np.ndarray,
     t310_ms: np.ndarray,
+    relation_cio_db: np.ndarray | None = None,
 ) -> mobility.Mobility:
     """The step-by-step oracle :func:`mobility.handovers` must equal, field for field: the
-    original implementation, kept verbatim (one numpy pass over all cells and tracks per step)."""
+    original implementation, kept verbatim (one numpy pass over all cells and tracks per step),
+    with the relations' offsets added to each neighbour as its serving cell sees it."""
     rsrp = radio.rsrp_dbm
     n_cells, n_tracks, steps = rsrp.shape
     lin = np.where(np.isfinite(rsrp), 10.0 ** (rsrp / 10.0), 0.0)
@@ -137,6 +139,7 @@ def _reference_handovers(
     sinr_all = 10.0 * np.log10(np.maximum(lin, 1e-30) / (noise + total[None] - activity * lin))
     below, above = sinr_all < mobility.Q_OUT_DB, sinr_all > mobility.Q_IN_DB
     ranked = rsrp + cio_db[:, None, None]
+    relation = np.zeros((n_cells, n_cells)) if relation_cio_db is None else relation_cio_db
     best_at = np.argmax(np.where(np.isfinite(rsrp), rsrp, -1e9), axis=0)  # [tracks, steps]
     offsets = a3_offset_db + hysteresis_db
     need_ms = np.maximum(ttt_ms, mobility.STEP_MS) + mobility.EXECUTION_MS
@@ -172,7 +175,8 @@ def _reference_handovers(
             pending = entered_ms >= (need_ms[serving] - mobility.EXECUTION_MS)[None, :]
             preparing = failed & pending.any(axis=0)
             if preparing.any():
-                column = np.where(pending, ranked[:, :, k], -np.inf)[:, preparing]
+                seen = ranked[:, :, k] + relation[serving].T
+                column = np.where(pending, seen, -np.inf)[:, preparing]
                 events["att_src"].append(serving[preparing])
                 events["att_dst"].append(np.argmax(column, axis=0))
                 events["lost"].append(serving[preparing])
@@ -192,9 +196,9 @@ def _reference_handovers(
             t310_left = np.where(failed, np.inf, t310_left)
             entered_ms[:, failed] = 0.0
             last_ho_ms = np.where(failed, mobility.NEVER_MS, last_ho_ms)
-        # Event A3 with the serving cell's offsets, each cell's CIO.
-        column = ranked[:, :, k]
-        meets = column > (column[serving, idx] + offsets[serving])[None, :]
+        # Event A3 with the serving cell's offsets, each cell's CIO, the relations' offsets.
+        column = ranked[:, :, k] + relation[serving].T
+        meets = column > (ranked[serving, idx, k] + offsets[serving])[None, :]
         meets[serving, idx] = False
         entered_ms = np.where(meets, entered_ms + mobility.STEP_MS, 0.0)
         ready = entered_ms >= need_ms[serving][None, :]
@@ -312,7 +316,7 @@ def _random_configuration(rng: np.random.Generator, n: int) -> dict[str, np.ndar
         cio = rng.choice(CIO_DB, n)
     else:
         ttt, t310, cio = rng.uniform(0, 5120, n), rng.uniform(0, 6000, n), rng.uniform(-24, 24, n)
-    return {
+    configuration = {
         "load": np.where(rng.random(n) < 0.2, 0.0, rng.uniform(0, 1, n)),
         "a3_offset_db": rng.choice(np.arange(-6.0, 15.5, 0.5), n),
         "hysteresis_db": rng.choice(np.arange(0.0, 10.5, 0.5), n),
@@ -320,6 +324,15 @@ def _random_configuration(rng: np.random.Generator, n: int) -> dict[str, np.ndar
         "cio_db": cio.astype(float),
         "t310_ms": t310.astype(float),
     }
+    # Relations' own offsets: none, or some relations (never a cell to itself) from the value
+    # set or anywhere in the range.
+    relation = None
+    if rng.random() < 0.6:
+        values = rng.choice(CIO_DB, (n, n)) if rng.random() < 0.5 else rng.uniform(-24, 24, (n, n))
+        relation = np.where(rng.random((n, n)) < 0.4, values, 0.0).astype(float)
+        np.fill_diagonal(relation, 0.0)
+    configuration["relation_cio_db"] = relation
+    return configuration
 
 
 def _both(radio, pci, configuration) -> tuple[mobility.Mobility, mobility.Mobility]:
@@ -332,6 +345,7 @@ def _both(radio, pci, configuration) -> tuple[mobility.Mobility, mobility.Mobili
         configuration["ttt_ms"],
         configuration["cio_db"],
         configuration["t310_ms"],
+        configuration.get("relation_cio_db"),
     )
     return _reference_handovers(*arguments), mobility.handovers(*arguments)
 

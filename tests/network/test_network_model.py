@@ -555,6 +555,15 @@ def test_the_son_advisor_reads_counters_and_configuration_only():
             "evidence": {"neighbour_pci_conflict": True},
         }
     ]
+    # Failing handovers with a large offset toward a neighbour: that relation back to neutral
+    # (a tuned few dB are left alone; without failures nothing fires).
+    offsets = {"NR-A": 10.0, "NR-B": 3.0, "NR-C": -6.0}
+    failing = recommend({"ho_fail_rate": 16.0}, config, False, 9, None, {}, offsets)
+    relation = [c for c in failing if c["parameter"] == "neighbour_cio_db"]
+    assert [(c["neighbour_id"], c["current"], c["recommended"]) for c in relation] == [
+        ("NR-A", 10.0, 0.0)
+    ]
+    assert recommend({"ho_fail_rate": 4.0}, config, False, 9, None, {}, offsets) == []
 
 
 def test_the_son_advisor_in_an_episode_never_quotes_the_engineering_profile():

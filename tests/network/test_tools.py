@@ -85,6 +85,9 @@ def test_every_fault_is_in_the_state_and_the_gold_fix_changes_it(catalog):
                     ][name]
                 elif intent.fault.target == "backhaul":
                     current = snapshot["backhaul"]["config"][name]
+                elif intent.fault.target == "relation":  # {neighbour id: offset}
+                    offsets = {n["cell_id"]: n["cio_db"] for n in snapshot["neighbours"]}
+                    current = {n: offsets[n] for n in healthy}
                 elif name == "pci":
                     current = snapshot["serving_cell"]["pci"]
                 else:

@@ -39,6 +39,7 @@ from telcoenv.domains.network.topology import (
     baseline_id,
     build_network,
     fault_of,
+    fault_relation,
 )
 from telcoenv.domains.network.tuning import plant_decoy, tune
 from telcoenv.domains.network.verification import unrelated_changes, verify
@@ -71,7 +72,12 @@ COMPACT_INSTRUCTIONS = (
 
 
 def _render_changes(fix: dict[str, Any]) -> str:
-    return ", ".join(f"{name} → {value}" for name, value in fix.items())
+    """``tilt_deg → 4``; a relation's offset ``neighbour_cio_db[NR-URB-MACRO-412] → 0``."""
+    return ", ".join(
+        f"{name}[{key}] → {item}" if isinstance(value, dict) else f"{name} → {value}"
+        for name, value in fix.items()
+        for key, item in (value.items() if isinstance(value, dict) else [(None, value)])
+    )
 
 
 class NetworkDomain:
@@ -307,6 +313,8 @@ class NetworkDomain:
             "fix": fix,
             "changes": _render_changes(fix) or "no parameter change",
         }
+        if intent.fault.target == "relation":
+            values["neighbour_id"] = fault_relation(initial)[1]
         ticket = intent.resolution.ticket
         values["ticket_severity"] = ticket.severity if ticket else "minor"
         values["ticket_team"] = ticket.team if ticket else "ran_optimization"
@@ -420,6 +428,8 @@ class NetworkDomain:
                     "pci": c.pci,
                     "distance_km": c.distance_km,
                     "prb_util": c.load,
+                    # The serving cell's relation to the neighbour: its offset.
+                    "cio_db": initial.relation_cio_db.get((serving.cell_id, c.cell_id), 0.0),
                 }
                 for c in initial.neighbours
             ],

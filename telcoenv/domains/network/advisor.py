@@ -1,9 +1,10 @@
 """The SON advisor behind ``recommend_param_change`` in the network model: rules over a cell's
 counters and configuration, as an optimisation tool runs them.
 
-It sees what the OSS shows (the cell's KPIs, its configuration, its neighbours' PCIs, the
-site's link) and nothing else: not the fault, not the model. Each rule fires on a symptom and
-proposes a change in the usual engineering step, with its reason and the counter it read;
+It sees what the OSS shows (the cell's KPIs, its configuration and its relations' offsets, its
+neighbours' PCIs, the site's link) and nothing else: not the fault, not the model. Each rule
+fires on a symptom and proposes a change in the usual engineering step, with its reason and the
+counter it read;
 candidates come ranked by how far that counter is past the rule's threshold. Symptoms that
 several causes share make it wrong at times, as such tools are: a congested cell gets a load
 balancing proposal whatever congests it, a handover failure storm a hysteresis change whether
@@ -49,8 +50,6 @@ RULES: tuple[Rule, ...] = (
          lambda v: v + 1.0, "ping-pong above 8 %: more handover hysteresis"),
     Rule("ho_fail_rate", 8.0, True, "hysteresis_db", lambda v: v > 1,
          lambda v: v - 0.5, "handover failures above 8 %: hand over earlier"),
-    Rule("ho_fail_rate", 8.0, True, "cio_db", lambda v: v < -2,
-         lambda v: 0, "handover failures above 8 % with a negative CIO: neutral CIO"),
     Rule("RLF_rate", 0.02, True, "t310_ms", lambda v: v < 500,
          lambda v: 1000, "radio link failures above 2 % with a short T310"),
     Rule("BLER", 0.11, True, "olla_bler_target_pct", lambda v: v > 12,
@@ -83,8 +82,10 @@ def recommend(
     free_pci: int,
     link: Mapping[str, Any] | None,
     link_kpis: Mapping[str, float],
+    relation_offsets: Mapping[str, float] | None = None,
 ) -> list[dict[str, Any]]:
-    """Candidate changes for a cell, most urgent first (see the module docstring)."""
+    """Candidate changes for a cell, most urgent first (see the module docstring);
+    ``relation_offsets``: the offset of the cell's relation to each neighbour, by its id."""
     found: list[tuple[float, dict[str, Any]]] = []
     for rule in RULES:
         value = kpis.get(rule.kpi)
@@ -109,6 +110,7 @@ def recommend(
                 },
             )
         )
+    found += _relation_candidates(kpis, relation_offsets or {})
     if pci_shared:
         found.append(
             (
@@ -139,3 +141,35 @@ def recommend(
             )
     found.sort(key=lambda item: -item[0])
     return [candidate for _, candidate in found]
+
+
+#: Handover failures past this share (%) with a relation's offset above this (dB): the relation
+#: hands UEs over early (its tuned few dB stay below).
+RELATION_FAILURES_PCT, RELATION_OFFSET_DB = 8.0, 3.0
+
+
+def _relation_candidates(
+    kpis: Mapping[str, float], offsets: Mapping[str, float]
+) -> list[tuple[float, dict[str, Any]]]:
+    """A neutral offset for each relation whose large positive one may hand UEs over early,
+    when the cell's handovers fail."""
+    failures = kpis.get("ho_fail_rate")
+    if failures is None or failures <= RELATION_FAILURES_PCT:
+        return []
+    urgency = (failures - RELATION_FAILURES_PCT) / RELATION_FAILURES_PCT
+    return [
+        (
+            urgency,
+            {
+                "parameter": "neighbour_cio_db",
+                "neighbour_id": neighbour,
+                "current": offset,
+                "recommended": 0.0,
+                "rationale": "handover failures above 8 % with a large offset toward this "
+                "neighbour: neutral offset",
+                "evidence": {"ho_fail_rate": round(failures, 3)},
+            },
+        )
+        for neighbour, offset in sorted(offsets.items())
+        if offset > RELATION_OFFSET_DB
+    ]

@@ -33,7 +33,7 @@ from telcoenv.domains.network.parameters import (
     change_schemas,
 )
 from telcoenv.domains.network.state import Configuration, NetworkState
-from telcoenv.domains.network.topology import Fault
+from telcoenv.domains.network.topology import Fault, fix_settings
 
 FIX_TOOLS = frozenset({"optimize_cell", "optimize_slice", "push_config"})
 CHANGE_DELAY = dt.timedelta(minutes=15)  # time for a change to take effect and be measured
@@ -51,15 +51,6 @@ def parameter_distance(name: str, value: Any, target: Any) -> float:
     return min(1.0, abs(float(value) - float(target)) / span)
 
 
-def _fault_owner(state: NetworkState, fault: Fault) -> str:
-    return {
-        "cell": f"cell:{state.serving_id}",
-        "backhaul": f"backhaul:{state.link_id}",
-        "slice": f"slice:{state.fault_slice_id}",
-        "config": f"cell:{state.serving_id}",
-    }[fault.intent.fault.target]
-
-
 def severity(state: NetworkState, fault: Fault, config: Configuration) -> float:
     """Share of the injected root cause still present (see the module docstring)."""
     intent = fault.intent
@@ -70,20 +61,26 @@ def severity(state: NetworkState, fault: Fault, config: Configuration) -> float:
         baseline = state.baseline_of(state.serving_id)
         drifted = [n for n, v in baseline.items() if config[serving][n] != v]
         return min(1.0, len(drifted) / max(1, fault.start_drift))
-    owner = _fault_owner(state, fault)
     remaining = 0.0
-    for name in intent.fault.parameters:
+    if "pci" in intent.fault.parameters:
+        pci = config[serving]["pci"]
+        shared = any(config[f"cell:{other}"]["pci"] == pci for other in state.cell_ids[1:])
+        remaining = float(shared)
+    ids = state.serving_id, state.link_id, state.fault_slice_id
+    for owner, name, target in _fix_values(intent.fault.target, fault.fix, ids):
         if name == "pci":
-            pci = config[serving]["pci"]
-            shared = any(config[f"cell:{other}"]["pci"] == pci for other in state.cell_ids[1:])
-            remaining = max(remaining, float(shared))
             continue
-        target, current = fault.fix.get(name), config[owner].get(name)
+        current = config[owner].get(name)
         initial = parameter_distance(name, state.start[owner].get(name, current), target)
         if initial == 0.0:
             continue
         remaining = max(remaining, min(1.0, parameter_distance(name, current, target) / initial))
     return remaining
+
+
+def _fix_values(target: str, fix: dict[str, Any], ids: tuple[str, str, str]) -> list[Any]:
+    """(owner, parameter, corrective value) of each value the fix sets."""
+    return [(s.owner, s.parameter, s.value) for s in fix_settings(target, fix, *ids)]
 
 
 def harm(state: NetworkState, fault: Fault, config: Configuration) -> dict[str, float]:
@@ -93,7 +90,15 @@ def harm(state: NetworkState, fault: Fault, config: Configuration) -> dict[str, 
     if fault.intent.fault.target == "config":
         faulty |= set(state.baseline_of(state.serving_id))
     totals: dict[str, float] = {}
+    ids = state.serving_id, state.link_id, state.fault_slice_id
+    fixed = {
+        (owner, name) for owner, name, _ in _fix_values(fault.intent.fault.target, fault.fix, ids)
+    }
     for (owner, name), before, after in state.diff(config):
+        if (owner, name) in fixed:
+            continue
+        if owner.startswith("relation:"):  # a relation is its cell's configuration
+            owner = "cell:" + owner.removeprefix("relation:").partition("->")[0]
         if not owner.startswith("cell:") or (owner == serving_key and name in faulty):
             continue
         cell_id = owner[5:]

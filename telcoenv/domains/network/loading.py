@@ -69,20 +69,25 @@ HEALTHY_RESOLVERS = frozenset(RESOLVED_PARAMETER)
 _RESOLVER_EXAMPLES = {"$free_pci": 1, "$link_capacity": 1000}
 
 
-# Names a resolution template may use.
+# Names a resolution template may use; a relation fault's also its neighbour's id.
 RESOLUTION_FIELDS = frozenset(
     {"cell_id", "cluster_id", "window", "slice_id", "config_id", "changes"}
 )
+RELATION_FIELDS = frozenset({"neighbour_id"})
+#: The neighbour of a relation fault in the examples that validate templates at load time.
+_EXAMPLE_NEIGHBOUR = "NR-URB-MACRO-001"
 
 
 def _example_gold_values(intent: Intent) -> dict[str, Any]:
     """Plausible episode values used to validate gold argument templates at load time."""
     # "$free_pci"-style resolvers are computed per episode: a legal value stands in here.
-    fix = {
+    fix: dict[str, Any] = {
         name: _RESOLVER_EXAMPLES.get(p.healthy, 1) if str(p.healthy).startswith("$") else p.healthy
         for name, p in intent.fault.parameters.items()
         if name != "operational_state"
     }
+    if intent.fault.target == "relation":  # {neighbour id: offset}
+        fix = {name: {_EXAMPLE_NEIGHBOUR: value} for name, value in fix.items()}
     return {
         "cell_id": "NR-URB-MACRO-000",  # the reserved examples of the specs (topology.py)
         "cluster_id": "CL-URB-000",
@@ -106,10 +111,13 @@ def _check_templates(intent: Intent, file: str, index: int) -> None:
         field = f"{where}.gold_chain.{step_no}.arguments"
         for value in template_strings(step.arguments):
             check_template(value, GOLD_ARGUMENT_FIELDS, file, field)
+    fields = RESOLUTION_FIELDS
+    if intent.fault.target == "relation":
+        fields |= RELATION_FIELDS
     for part in ("root_cause", "corrective_action"):
         for lang in ("en", "ar"):
             text = getattr(getattr(intent.resolution, part), lang)
-            check_template(text, RESOLUTION_FIELDS, file, f"{where}.resolution.{part}.{lang}")
+            check_template(text, fields, file, f"{where}.resolution.{part}.{lang}")
 
 
 def _parameter_schemas(tools: Mapping[str, ToolSpec]) -> dict[str, dict[str, Any]]:
@@ -183,8 +191,15 @@ def _check_fault(intent: Intent, tools: Mapping[str, ToolSpec], file: str, index
                 field,
                 f"{name!r} cannot be set with {tool}.{group}; settable: {sorted(settable)}",
             )
+        schema = settable[name]
+        if intent.fault.target == "relation":  # a map of neighbour ids to offsets
+            schema = schema.get("additionalProperties")
+            if not isinstance(schema, dict):
+                raise CatalogError(
+                    file, field, f"{tool}.{group}.{name} is no map of a cell's relations"
+                )
         if parameter.faulty is not None:
-            _check_fault_values(parameter.faulty, settable[name], file, field + ".faulty")
+            _check_fault_values(parameter.faulty, schema, file, field + ".faulty")
         if isinstance(parameter.healthy, str) and parameter.healthy.startswith("$"):
             if parameter.healthy not in HEALTHY_RESOLVERS:
                 raise CatalogError(
@@ -201,7 +216,7 @@ def _check_fault(intent: Intent, tools: Mapping[str, ToolSpec], file: str, index
                 )
             continue
         error = jsonschema.exceptions.best_match(
-            jsonschema.Draft202012Validator(settable[name]).iter_errors(parameter.healthy)
+            jsonschema.Draft202012Validator(schema).iter_errors(parameter.healthy)
         )
         if error is not None:
             raise CatalogError(file, field + ".healthy", error.message)

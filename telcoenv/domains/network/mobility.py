@@ -11,7 +11,9 @@ connected-mode procedures on those measurements, for a configuration:
 
 * **Event A3** (TS 38.331 §5.5.4.4): neighbour n enters when ``Mn + Ocn - Hys > Ms + Ocs + Off``
   (M in dBm; Oc a cell's individual offset, the OSS's ``cio_db``, which biases that cell in
-  every comparison; Hys and Off the serving cell's ``hysteresis_db`` and ``a3_offset_db``) and
+  every comparison, and Ocn also the serving cell's relation to n's own offset, its
+  ``neighbour_cio_db``, which only the serving cell's UEs apply; Hys and Off the serving cell's
+  ``hysteresis_db`` and ``a3_offset_db``) and
   must stay entered for the serving cell's time-to-trigger ``ttt_ms``; the UE is then handed
   to the best such neighbour after :data:`EXECUTION_MS`. The source must still reach the UE
   with the handover command then: below :data:`Q_COMMAND_DB` the command is lost (the
@@ -411,9 +413,12 @@ def handovers(
     ttt_ms: np.ndarray,
     cio_db: np.ndarray,
     t310_ms: np.ndarray,
+    relation_cio_db: np.ndarray | None = None,
 ) -> Mobility:
     """Play A3 handovers and radio link monitoring along every track (configuration per cell;
-    a cell's offsets and timers are those its UEs are configured with while it serves them).
+    a cell's offsets and timers are those its UEs are configured with while it serves them;
+    ``relation_cio_db`` [cell, neighbour]: each relation's own offset, which the cell's UEs add
+    to that neighbour's measurement, none if None).
 
     All tracks advance together, step by step, as the procedures run: a step costs a handful of
     numpy operations on one contiguous [cells x tracks] row (this runs several times per RL
@@ -443,12 +448,15 @@ def handovers(
         _steps_reaching(np.maximum(ttt_ms, STEP_MS) + EXECUTION_MS, steps + 1),
         t310_ms,
         (load, radio.noise_dbm, radio.site_share),
+        relation_cio_db,
     )
     # What each step reads and updates.
     below, above = monitor.below, monitor.above
     threshold, neighbour = play.threshold, play.neighbour
     count, trigger = play.count.reshape(-1), play.trigger.reshape(-1)
     row_index, running, due = play.row_index, play.running, play.due
+    bias = play.bias  # the serving cells' relation offsets toward each cell, or None
+    biased = np.empty((n_cells, n_tracks)) if bias is not None else None
     # With a negative offset, a cell would meet A3 against itself.
     against_itself = bool((np.asarray(offsets) < 0).any())
     meets = np.empty((n_cells, n_tracks), dtype=bool)
@@ -469,7 +477,11 @@ def handovers(
             play.expire(k)
         # Event A3 with the serving cell's offsets, each cell's CIO: the steps each neighbour
         # has stayed entered, count * meets + meets.
-        np.greater(ranked[k], threshold[k], out=meets)
+        if bias is None:
+            np.greater(ranked[k], threshold[k], out=meets)
+        else:
+            np.add(ranked[k], bias, out=biased)
+            np.greater(biased, threshold[k], out=meets)
         if against_itself:
             np.logical_and(meets, neighbour, out=meets)
         entered = np.count_nonzero(meets)
@@ -648,6 +660,7 @@ class _Play:
         trigger: np.ndarray,
         t310_ms: np.ndarray,
         link: tuple[np.ndarray, float, float],
+        relation: np.ndarray | None = None,
     ) -> None:
         steps, n_cells, n_tracks = ranked.shape
         self.link = link  # load, noise (dBm per RE), share: the rest of _sinr_db's arguments
@@ -673,6 +686,9 @@ class _Play:
         self.threshold = ranked.reshape(steps, -1)[:, self.row_index] + offsets[first]
         self.neighbour = np.ones((n_cells, n_tracks), dtype=bool)
         self.neighbour[first, tracks] = False
+        # Each cell as its tracks' serving cell sees it: its relation offset [cells, tracks].
+        self.relation = None if relation is None or not np.any(relation) else relation
+        self.bias = None if self.relation is None else np.ascontiguousarray(self.relation[first].T)
         # A timer of T ms losing STEP_MS a step (the starting one included) runs out on step
         # start + n - 1, n the fewest steps reaching T; an infinite or NaN one never runs (it
         # restarts at every step below Qout and never expires).
@@ -685,6 +701,12 @@ class _Play:
         self.due: dict[int, list[int]] = {}  # step -> tracks whose timer may expire on it
         self.one: dict[str, list[int]] = {kind: [] for kind in _EVENTS}
         self.many: dict[str, list[np.ndarray]] = {kind: [] for kind in _EVENTS}
+
+    def _seen(self, k: int, tracks: np.ndarray | int) -> np.ndarray:
+        """Every cell's ranked RSRP on step ``k`` as ``tracks``' serving cells compare it (their
+        relation offsets added): [cells, tracks], or [cells] for one track."""
+        column = self.ranked[k][:, tracks]
+        return column if self.bias is None else column + self.bias[:, tracks]
 
     # --- T310 ---------------------------------------------------------------------------------
 
@@ -740,7 +762,7 @@ class _Play:
         pending = self.count[:, failed] >= self.trigger[:, failed] - 1
         preparing = pending.any(axis=0)
         if preparing.any():
-            column = np.where(pending, self.ranked[k][:, failed], -np.inf)[:, preparing]
+            column = np.where(pending, self._seen(k, failed), -np.inf)[:, preparing]
             many["att_src"].append(source[preparing])
             many["att_dst"].append(np.argmax(column, axis=0))
             many["lost"].append(source[preparing])
@@ -770,7 +792,7 @@ class _Play:
         one = self.one
         pending = (self.count[:, track] >= self.trigger[:, track] - 1).tolist()
         if any(pending):  # a handover under way (see _reestablish)
-            column = self.ranked[k, :, track].tolist()
+            column = self._seen(k, track).tolist()
             one["att_src"].append(source)
             one["att_dst"].append(
                 _first_max([v if p else -math.inf for v, p in zip(column, pending, strict=True)])
@@ -806,13 +828,13 @@ class _Play:
                 candidates.setdefault(i % n_tracks, []).append(i // n_tracks)
             for track, cells in candidates.items():
                 if len(cells) > 1:  # to the best
-                    column = self.ranked[k, :, track].tolist()
+                    column = self._seen(k, track).tolist()
                     cells = [cells[_first_max([column[c] for c in cells])]]
                 self._hand_over_one(track, cells[0], k)
             return
         ready = ready.reshape(n_cells, n_tracks)
         moving = np.flatnonzero(ready.any(axis=0))
-        column = self.ranked[k][:, moving]
+        column = self._seen(k, moving)
         target = np.argmax(np.where(ready[:, moving], column, -np.inf), axis=0)
         source = self.cell[moving]
         many = self.many
@@ -892,6 +914,8 @@ class _Play:
         self.cell[tracks] = cells
         self.row_index[tracks] = cells * self.n_tracks + tracks
         self.threshold[k:, tracks] = self.ranked[k:, cells, tracks] + self.offsets[cells]
+        if self.relation is not None:
+            self.bias[:, tracks] = self.relation[cells].T
         if not self.uniform_trigger:
             self.trigger[:, tracks] = self.trigger_columns[:, cells]
         self.count[:, tracks] = 0
@@ -907,6 +931,8 @@ class _Play:
         self.cell[track] = cell
         self.row_index[track] = cell * self.n_tracks + track
         np.add(self.ranked[k:, cell, track], self.offsets[cell], out=self.threshold[k:, track])
+        if self.relation is not None:
+            self.bias[:, track] = self.relation[cell]
         if self.trigger_steps[cell] != self.trigger_steps[old]:
             self.trigger[:, track] = self.trigger_columns[:, cell]
         self.count[:, track] = 0

@@ -33,6 +33,7 @@ import numpy as np
 
 from telcoenv.domains.network import layout, mobility, radio, slicing, traffic, transport
 from telcoenv.domains.network.radio import Cells, Coupling, UEs
+from telcoenv.domains.network.topology import relation_cells
 
 Configuration = Mapping[str, Mapping[str, Any]]
 
@@ -912,6 +913,18 @@ class Moves:
     started: np.ndarray  # [cells]
 
 
+def relation_offsets(world: World, config: Configuration) -> np.ndarray | None:
+    """Each relation's cell individual offset [cell, neighbour] (dB; 0 where there is no
+    relation), or None when every one is 0."""
+    index = {cell_id: i for i, cell_id in enumerate(world.cell_ids)}
+    offsets = np.zeros((len(index), len(index)))
+    for owner, params in config.items():
+        if owner.startswith("relation:") and params["cio_db"]:
+            cell_id, neighbour_id = relation_cells(owner.removeprefix("relation:"))
+            offsets[index[cell_id], index[neighbour_id]] = float(params["cio_db"])
+    return offsets if offsets.any() else None
+
+
 def mobility_of(
     world: World,
     groups: tuple[mobility.TrackGeometry, ...],
@@ -930,10 +943,11 @@ def mobility_of(
         evaluation.cio_db,
         _column(world, config, "t310_ms"),
     ]
+    relations = relation_offsets(world, config)
     counts, started = [], np.zeros(cells.count)
     for geometry in groups:
         measured = replace(mobility.track_radio(cells, geometry), site_share=world.site_share)
-        counts.append(mobility.handovers(measured, *parameters))
+        counts.append(mobility.handovers(measured, *parameters, relation_cio_db=relations))
         first = measured.rsrp_dbm[:, :, 0] + evaluation.cio_db[:, None]
         first = np.where(np.isfinite(first), first, -np.inf)
         started += np.bincount(np.argmax(first, axis=0), minlength=cells.count)

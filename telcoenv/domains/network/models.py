@@ -31,7 +31,7 @@ class Fault(FrozenModel):
     load, neighbours, the environment). The fix leaves them where they were sampled, and the
     engineer quotes them after the symptoms, never as the complaint's key figures."""
 
-    target: Literal["cell", "backhaul", "slice", "config"]
+    target: Literal["cell", "backhaul", "slice", "config", "relation"]
     alarm: str
     parameters: dict[str, FaultParameter]
     context_kpis: tuple[str, ...] = ()

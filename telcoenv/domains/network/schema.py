@@ -55,6 +55,17 @@ def _parameter_columns(names: tuple[str, ...], table: str) -> list[Any]:
     return items
 
 
+def _relation_offset() -> list[Any]:
+    """The relation's ``cio_db`` column, in the range optimize_cell's ``neighbour_cio_db``
+    allows."""
+    from sqlalchemy import CheckConstraint, Column, Float
+
+    schema = change_schemas()["neighbour_cio_db"]["additionalProperties"]
+    column = Column("cio_db", Float, nullable=False)
+    check = column.between(schema["minimum"], schema["maximum"])
+    return [column, CheckConstraint(check, name="neighbour_relations_cio_db_range")]
+
+
 def _episode_key() -> Column[str]:
     from sqlalchemy import Column, String
 
@@ -120,6 +131,9 @@ def network_metadata() -> MetaData:
         Column("neighbour_id", String(_ID), primary_key=True),
         Column("distance_km", Float, nullable=False),
         Column("status", String(20), nullable=False),
+        # The relation as a configuration owner ("<cell id>-><neighbour id>") and its offset.
+        Column("relation_id", String(2 * _ID + 2), nullable=False),
+        *_relation_offset(),
     )
     Table(
         "slices",
@@ -171,11 +185,12 @@ def network_metadata() -> MetaData:
         metadata,
         _episode_key(),
         Column("change_id", String(_ID), primary_key=True),
+        # One change may set the same parameter on several objects (a cell's relations).
+        Column("object_id", String(2 * _ID + 2), primary_key=True),
         Column("parameter", String(60), primary_key=True),
         Column("step", Integer, nullable=False),
         Column("tool", String(60), nullable=False),
         Column("object_type", String(20), nullable=False),
-        Column("object_id", String(_ID), nullable=False),
         Column("old_value", Text, nullable=False),  # JSON
         Column("new_value", Text, nullable=False),  # JSON
         Column("reason", Text, nullable=False),

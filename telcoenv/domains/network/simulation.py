@@ -40,6 +40,7 @@ from telcoenv.domains.network.model import (
 )
 from telcoenv.domains.network.parameters import KPI_TO_CELL_PARAMETER, KPI_TO_SLICE_POLICY
 from telcoenv.domains.network.timeline import Timeline
+from telcoenv.domains.network.topology import fault_relation, fix_settings, relation_id
 
 Configuration = Mapping[str, Mapping[str, Any]]
 
@@ -303,13 +304,9 @@ def normal_configuration(
         _, baseline = initial.baselines[f"CFG-{initial.serving.cell_id}-BASELINE"]
         config[serving].update(baseline)
         return config
-    owner = {
-        "cell": serving,
-        "backhaul": f"backhaul:{initial.backhaul.link_id}",
-        "slice": f"slice:{initial.fault_slice_id}",
-    }[target]
-    for name, value in fix.items():
-        config[owner][name] = value
+    ids = initial.serving.cell_id, initial.backhaul.link_id, initial.fault_slice_id
+    for setting in fix_settings(target, fix, *ids):
+        config[setting.owner][setting.parameter] = setting.value
     return config
 
 
@@ -593,6 +590,8 @@ def start_model(initial: Any, blueprint: Any, fault: Any, rng: np.random.Generat
     tilt = initial.configuration()[serving]["tilt_deg"]
     tall = "tilt_deg" in fault.fix and fault.fix["tilt_deg"] > tilt
     simulation = simulate(initial, blueprint, sampled, normal, timeline, rng, tall)
+    if intent.fault.target == "relation":
+        size_relation_fault(initial, fault, simulation)
     start = freeze(initial.configuration())
     begin = initial.now - RETENTION_DAYS
     epochs = [Epoch(begin, freeze(normal), faulty=False), Epoch(onset, start, faulty=True)]
@@ -600,6 +599,27 @@ def start_model(initial: Any, blueprint: Any, fault: Any, rng: np.random.Generat
 
 
 RETENTION_DAYS = dt.timedelta(days=7)
+
+
+def size_relation_fault(initial: Any, fault: Any, simulation: Simulation) -> None:
+    """A faulty relation's offset: the intent's faulty values are tried in order, up to the
+    first whose handover failure rate reaches the sample's, and the one nearest it is kept (the
+    blueprint's range holds where that border's crossings can reach it; else the largest)."""
+    target = fault.sampled.get("ho_fail_rate")
+    if target is None:
+        return  # the offset drawn stays
+    ((_, parameter),) = fault.intent.fault.parameters.items()
+    pair = fault_relation(initial)
+    owner = f"relation:{relation_id(*pair)}"
+    config = freeze(initial.configuration())
+    rates: list[float] = []
+    for value in parameter.faulty:
+        config[owner]["cio_db"] = float(value)
+        rates.append(simulation.kpis(pair[0], config)["ho_fail_rate"])
+        if rates[-1] >= target:  # more offset fails more: the rest lie farther
+            break
+    best = min(range(len(rates)), key=lambda i: (abs(rates[i] - target), i))
+    initial.relation_cio_db[pair] = float(parameter.faulty[best])
 
 
 def observe_start(

@@ -29,7 +29,7 @@ from telcoenv.domains.network.topology import (
     InitialNetwork,
     baseline_id,
     derived_kpis,
-    distance_km,
+    relation_id,
 )
 from telcoenv.errors import ToolError
 
@@ -44,6 +44,7 @@ _OBJECT_TABLES = {
     "cell": ("cells", "cell_id"),
     "slice": ("slices", "slice_id"),
     "backhaul": ("transport_links", "link_id"),
+    "relation": ("neighbour_relations", "relation_id"),
 }
 
 _CELL_COLUMNS = (
@@ -113,12 +114,14 @@ _BOOLEAN_CONFIG = {
     "cell": [n for n in CELL_PARAMETERS if n in _BOOLEAN],
     "slice": [n for n in SLICE_PARAMETERS if n in _BOOLEAN],
     "backhaul": [n for n in BACKHAUL_PARAMETERS if n in _BOOLEAN],
+    "relation": [],
 }
 # The configuration columns of each table, after its key (see configuration()).
 _CONFIGURATION = {
     "cells": ("cell", ("cell_id", "pci", "azimuth_deg", *CELL_PARAMETERS)),
     "slices": ("slice", ("slice_id", *SLICE_PARAMETERS)),
     "transport_links": ("backhaul", ("link_id", *BACKHAUL_PARAMETERS)),
+    "neighbour_relations": ("relation", ("relation_id", "cio_db")),
 }
 # Configuration values in column order, from a parameter dict.
 _CELL_CONFIG = operator.itemgetter(*CELL_PARAMETERS)
@@ -309,18 +312,18 @@ class NetworkState:
         self._remember(measured)
 
     def _relations(self) -> list[tuple[Any, ...]]:
-        """The serving cell and each neighbour relate both ways; a neighbour also relates to
-        the two nearest other neighbours (its own neighbour list within the cluster)."""
-        serving, neighbours = self.initial.serving, self.initial.neighbours
-        by_id = {cell.cell_id: cell for cell in neighbours}
-        pairs = [(serving, n, n.distance_km) for n in neighbours]
-        pairs += [(n, serving, n.distance_km) for n in neighbours]
-        for cell in neighbours:
-            others = sorted((distance_km(cell, o), o.cell_id) for o in neighbours if o is not cell)
-            pairs += [(cell, by_id[other], km) for km, other in others[:2]]
+        offsets = self.initial.relation_cio_db
         return [
-            (self.episode_id, cell.cell_id, other.cell_id, km, "active")
-            for cell, other, km in pairs
+            (
+                self.episode_id,
+                cell.cell_id,
+                other.cell_id,
+                km,
+                "active",
+                relation_id(cell.cell_id, other.cell_id),
+                offsets.get((cell.cell_id, other.cell_id), 0.0),
+            )
+            for cell, other, km in self.initial.relation_pairs()
         ]
 
     def _sample_rows(
@@ -365,6 +368,15 @@ class NetworkState:
         """(neighbour id, distance in km) of a cell's neighbour relations, nearest first."""
         rows = self._fetch(_RELATIONS, cell_id)
         return sorted(rows, key=lambda row: (row[1], row[0]))
+
+    def relation_offsets(self, cell_id: str) -> dict[str, float]:
+        """Each of a cell's neighbour relations' cell individual offset (dB), by neighbour id."""
+        prefix = f"relation:{cell_id}->"
+        return {
+            owner.removeprefix(prefix): float(params["cio_db"])
+            for owner, params in self.configuration().items()
+            if owner.startswith(prefix)
+        }
 
     def slices(self) -> list[SliceRow]:
         rows = self._fetch(_SLICES)

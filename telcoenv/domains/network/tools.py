@@ -28,7 +28,7 @@ import numpy as np
 from telcoenv.domains.network.kpis import kpi_band, kpi_definitions, series_batch
 from telcoenv.domains.network.parameters import BACKHAUL_PARAMETERS, PROFILE, parse_window
 from telcoenv.domains.network.state import TIME_FORMAT, CellRow, NetworkState, latest
-from telcoenv.domains.network.topology import baseline_id, free_pci
+from telcoenv.domains.network.topology import baseline_id, free_pci, relation_id
 from telcoenv.errors import ToolError
 from telcoenv.tooling import ToolRegistry, canonical_json, full_detail, truncated
 
@@ -684,6 +684,7 @@ def neighbor_audit(ctx: ToolContext, cell_id: str) -> dict[str, Any]:
     kpis = state.kpis(cell_id)
     attempts_5min = kpis.get("ho_attempts_per_5min", 30.0)
     success = kpis.get("HO_success", 0.985)
+    offsets = state.relation_offsets(cell_id)
     rows = []
     for (other, km), weight in zip(related, weights, strict=True):
         attempts = max(1, round(attempts_5min * 12 * weight))
@@ -697,6 +698,7 @@ def neighbor_audit(ctx: ToolContext, cell_id: str) -> dict[str, Any]:
                 "prb_util_pct": round(other.load * 100),
                 "ho_attempts_per_hour": attempts,
                 "ho_success_pct": round(100 * pair_success, 1),
+                "cio_db": offsets.get(other.cell_id, 0.0),
                 "relation": "active",
             }
         )
@@ -731,6 +733,7 @@ def _model_audit(
     source = index[cell.cell_id]
     crossings = float(crossings_per_5min(simulation.world, ev)[source]) * 12.0  # per hour
     started = max(float(moves.started[source]), 1.0)
+    offsets = state.relation_offsets(cell.cell_id)
     rows = []
     for other, km in related:
         target = index[other.cell_id]
@@ -744,6 +747,7 @@ def _model_audit(
                 "prb_util_pct": round(float(ev.traffic.load[target]) * 100),
                 "ho_attempts_per_hour": round(crossings * attempts / started),
                 "ho_success_pct": round(100 * successes / attempts, 1) if attempts else None,
+                "cio_db": offsets.get(other.cell_id, 0.0),
                 "relation": "active",
             }
         )
@@ -836,6 +840,7 @@ def _son_advice(
         free_pci([cell.pci, *(o.pci for o in others)], [o.pci for o in others]),
         {"config": link.config, "capacity_mbps": link.capacity_mbps} if link else None,
         state.kpis(state.link_id) if link else {},
+        state.relation_offsets(cell.cell_id),
     )
     return {
         "cell_id": cell.cell_id,
@@ -872,7 +877,11 @@ def optimize_cell(
         )
     link = state.backhaul().config if backhaul else {}
     current = {**cell.config, "pci": cell.pci, "azimuth_deg": cell.azimuth_deg, **link}
-    applied = [{"parameter": n, "old": current[n], "new": v} for n, v in changes.items()]
+    applied = [
+        {"parameter": n, "old": current[n], "new": v}
+        for n, v in changes.items()
+        if n != RELATION_OFFSETS
+    ]
     targets = [
         (kind, object_id, [(c["parameter"], c["old"], c["new"]) for c in group])
         for kind, object_id, group in (
@@ -881,8 +890,36 @@ def optimize_cell(
         )
         if group
     ]
+    for change in _relation_changes(state, cell_id, changes.get(RELATION_OFFSETS, {})):
+        applied.append(change)
+        object_id = relation_id(cell_id, change["neighbour_id"])
+        targets.append(("relation", object_id, [("cio_db", change["old"], change["new"])]))
     change_id = _change(ctx, "optimize_cell", reason or "", targets)
     return {"status": "applied", "change_id": change_id, "cell_id": cell_id, "changes": applied}
+
+
+#: optimize_cell's change of a cell's relations' offsets: {neighbour id: dB}.
+RELATION_OFFSETS = "neighbour_cio_db"
+
+
+def _relation_changes(
+    state: NetworkState, cell_id: str, offsets: dict[str, float]
+) -> list[dict[str, Any]]:
+    """The changes of a cell's relations' offsets, each relation one the cell has."""
+    if not offsets:
+        return []
+    current = state.relation_offsets(cell_id)
+    unknown = sorted(set(offsets) - set(current))
+    if unknown:
+        raise ToolError(
+            f"{cell_id} has no neighbour relation to {', '.join(unknown)}; its relations are "
+            f"to {', '.join(sorted(current))} (neighbor_audit lists them)",
+            kind="not_found",
+        )
+    return [
+        {"parameter": RELATION_OFFSETS, "neighbour_id": n, "old": current[n], "new": v}
+        for n, v in offsets.items()
+    ]
 
 
 @TOOLS.tool

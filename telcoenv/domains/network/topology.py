@@ -13,9 +13,9 @@ import bisect
 import datetime as dt
 import itertools
 import math
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -196,14 +196,32 @@ class InitialNetwork:
     now: dt.datetime
     window: str
     fault_slice_id: str
+    #: Each neighbour relation's cell individual offset (dB), by (cell id, neighbour id): what
+    #: the cell's UEs add to that neighbour's measurement in event A3 (TS 38.331 Ocn; the
+    #: relation's cellIndividualOffset of TS 28.541).
+    relation_cio_db: dict[tuple[str, str], float] = field(default_factory=dict)
 
     @property
     def cells(self) -> list[Cell]:
         return [self.serving, *self.neighbours]
 
+    def relation_pairs(self) -> list[tuple[Cell, Cell, float]]:
+        """The neighbour relations (cell, neighbour, km): the serving cell and each neighbour
+        relate both ways; a neighbour also relates to the two nearest other neighbours (its
+        own neighbour list within the cluster)."""
+        serving, neighbours = self.serving, self.neighbours
+        by_id = {cell.cell_id: cell for cell in neighbours}
+        pairs = [(serving, n, n.distance_km) for n in neighbours]
+        pairs += [(n, serving, n.distance_km) for n in neighbours]
+        for cell in neighbours:
+            others = sorted((distance_km(cell, o), o.cell_id) for o in neighbours if o is not cell)
+            pairs += [(cell, by_id[other], km) for km, other in others[:2]]
+        return pairs
+
     def configuration(self) -> dict[str, dict[str, Any]]:
         """Every configurable value, per object (``"cell:<id>"``, ``"slice:<id>"``,
-        ``"backhaul:<id>"``): what the verification diffs the final state against."""
+        ``"backhaul:<id>"``, ``"relation:<cell id>-><neighbour id>"``): what the verification
+        diffs the final state against."""
         values = {
             f"cell:{cell.cell_id}": {
                 "pci": cell.pci,
@@ -215,7 +233,57 @@ class InitialNetwork:
         for network_slice in self.slices.values():
             values[f"slice:{network_slice.slice_id}"] = dict(network_slice.policy)
         values[f"backhaul:{self.backhaul.link_id}"] = dict(self.backhaul.config)
+        for (cell_id, neighbour_id), cio in self.relation_cio_db.items():
+            values[f"relation:{relation_id(cell_id, neighbour_id)}"] = {"cio_db": cio}
         return values
+
+
+def relation_id(cell_id: str, neighbour_id: str) -> str:
+    """The id of a cell's relation to a neighbour (its configuration owner is
+    ``"relation:<id>"``)."""
+    return f"{cell_id}->{neighbour_id}"
+
+
+def relation_cells(relation: str) -> tuple[str, str]:
+    """(cell id, neighbour id) of a relation id."""
+    cell_id, _, neighbour_id = relation.partition("->")
+    return cell_id, neighbour_id
+
+
+class FixSetting(NamedTuple):
+    """One configuration value a fix sets: the intent's fault parameter, the configuration
+    owner and that owner's parameter, and the corrective value."""
+
+    name: str
+    owner: str
+    parameter: str
+    value: Any
+
+
+def fix_settings(
+    target: str, fix: Mapping[str, Any], serving_id: str, link_id: str, slice_id: str
+) -> list[FixSetting]:
+    """Where a fault's corrective values go: the serving cell's (a drifted configuration's
+    too), its link's, the faulty slice's parameters, or the offsets of the serving cell's
+    relations (``{neighbour id: dB}``)."""
+    if target == "relation":
+        return [
+            FixSetting(name, f"relation:{relation_id(serving_id, neighbour)}", "cio_db", value)
+            for name, offsets in fix.items()
+            for neighbour, value in offsets.items()
+        ]
+    owner = fault_owner(target, serving_id, link_id, slice_id)
+    return [FixSetting(name, owner, name, value) for name, value in fix.items()]
+
+
+def fault_owner(target: str, serving_id: str, link_id: str, slice_id: str) -> str:
+    """The configuration owner of a cell, link, slice or drifted-configuration fault."""
+    return {
+        "cell": f"cell:{serving_id}",
+        "config": f"cell:{serving_id}",
+        "backhaul": f"backhaul:{link_id}",
+        "slice": f"slice:{slice_id}",
+    }[target]
 
 
 def baseline_id(cell_id: str) -> str:
@@ -374,8 +442,15 @@ def _apply_fault(
             state.slices[state.fault_slice_id].policy[name] = _draw_faulty(name, choices, rng)
         elif fault.target == "backhaul":
             state.backhaul.config[name] = _draw_faulty(name, choices, rng)
+        elif fault.target == "relation":
+            state.relation_cio_db[fault_relation(state)] = _draw_faulty(name, choices, rng)
         else:
             state.serving.config[name] = _draw_faulty(name, choices, rng)
+
+
+def fault_relation(state: InitialNetwork) -> tuple[str, str]:
+    """The relation a relation fault is on: the serving cell's to its nearest neighbour."""
+    return state.serving.cell_id, state.neighbours[0].cell_id
 
 
 def _inject_pci_conflict(state: InitialNetwork) -> None:
@@ -528,6 +603,9 @@ def build_network(
         window=context.time_window,
         fault_slice_id=f"SL-{fault_type.upper()}-{SLICE_NUMBER}",
     )
+    state.relation_cio_db = {
+        (cell.cell_id, other.cell_id): 0.0 for cell, other, _ in state.relation_pairs()
+    }
     # The approved baseline is the configuration before any drift: only CONFIG_MISMATCH differs.
     for cell in state.cells:
         state.baselines[baseline_id(cell.cell_id)] = (cell.cell_id, dict(cell.config))
@@ -593,6 +671,8 @@ def gold_fix(state: InitialNetwork, intent: Intent) -> dict[str, Any]:
             fix[name] = free_pci((cell.pci for cell in state.cells), nearest)
         elif parameter.healthy == "$link_capacity":  # a shaper back at the link's line rate
             fix[name] = state.backhaul.capacity_mbps
+        elif intent.fault.target == "relation":  # {neighbour id: offset} of the faulty relation
+            fix[name] = {fault_relation(state)[1]: parameter.healthy}
         else:
             fix[name] = parameter.healthy
     return fix

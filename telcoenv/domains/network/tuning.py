@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from telcoenv.domains.network.parameters import KPI_TO_CELL_PARAMETER
-from telcoenv.domains.network.topology import baseline_id
+from telcoenv.domains.network.topology import baseline_id, fault_relation
 
 #: Alternatives to the profile value per parameter: absolute values, or (for the two whose profile
 #: depends on the role) offsets from it. Tilt moves one degree at most: a micro cell at 8 + 2 would
@@ -76,6 +76,14 @@ HARMLESS_SHARE, HARMLESS_ABSOLUTE = 0.1, 0.5
 #: Share of (cell, parameter) pairs that carry a tuned value rather than the profile's.
 TUNED_SHARE = 0.3
 TUNABLE: tuple[str, ...] = (*ALTERNATIVES, *OFFSETS)
+#: Neighbour relations' tuned offsets (dB): a border nudged either way, within the margin an
+#: A3 offset and hysteresis of 3-6 dB keep (the investigator's and the advisor's threshold is 4),
+#: and the share of relations that carry one.
+RELATION_ALTERNATIVES = (-3.0, -2.0, -1.0, 1.0, 2.0, 3.0)
+RELATION_TUNED_SHARE = 0.3
+#: Mixed into the serving cell's KPI seed for the relations' own generator: their tuning leaves
+#: every other draw of the episode where it was.
+_RELATION_STREAM = 0x52454C
 
 
 def kept(initial: Any, fault_parameters: set[str]) -> set[str]:
@@ -107,7 +115,22 @@ def tune(initial: Any, fault_parameters: set[str], rng: np.random.Generator) -> 
             value = _tuned_value(name, cell.config[name], int(picks[row, column]))
             cell.config[name] = baseline[name] = value
             counts[cell.cell_id] += 1
+    _tune_relations(initial, fault_parameters)
     return counts
+
+
+def _tune_relations(initial: Any, fault_parameters: set[str]) -> None:
+    """Each neighbour relation takes a tuned offset with probability
+    :data:`RELATION_TUNED_SHARE` (a relation fault's own relation keeps its faulty one), from a
+    generator of its own seeded by the serving cell's KPI seed."""
+    rng = np.random.default_rng([initial.serving.kpi_seed, _RELATION_STREAM])
+    pairs = sorted(initial.relation_cio_db)
+    tuned = rng.random(len(pairs)) < RELATION_TUNED_SHARE
+    picks = rng.integers(0, len(RELATION_ALTERNATIVES), len(pairs))
+    faulty = fault_relation(initial) if "neighbour_cio_db" in fault_parameters else None
+    for pair, chosen, pick in zip(pairs, tuned.tolist(), picks.tolist(), strict=True):
+        if chosen and pair != faulty:
+            initial.relation_cio_db[pair] = RELATION_ALTERNATIVES[pick]
 
 
 def _tuned_value(name: str, profile: Any, pick: int) -> Any:

@@ -29,7 +29,7 @@ from telcoenv.domains.network.dynamics import FIX_TOOLS, key_kpis_recovered
 from telcoenv.domains.network.models import Intent
 from telcoenv.domains.network.simulation import degraded_neighbours, recovery
 from telcoenv.domains.network.state import ConfigKey, Configuration, NetworkState
-from telcoenv.domains.network.topology import Fault
+from telcoenv.domains.network.topology import Fault, FixSetting, fault_owner, fix_settings
 
 
 class Verification(BaseModel):
@@ -46,17 +46,20 @@ class Verification(BaseModel):
     collateral_changes: list[dict[str, Any]]
 
 
-def _fault_keys(intent: Intent, state: NetworkState) -> set[ConfigKey]:
+def _fault_keys(intent: Intent, state: NetworkState, fix: dict[str, Any]) -> set[ConfigKey]:
     """The (object, parameter) pairs the intent's fix is allowed to touch."""
     target = intent.fault.target
     if target == "config":
         return {(f"cell:{state.serving_id}", name) for name in state.baseline_of(state.serving_id)}
-    owner = {
-        "cell": f"cell:{state.serving_id}",
-        "backhaul": f"backhaul:{state.link_id}",
-        "slice": f"slice:{state.fault_slice_id}",
-    }[target]
+    if target == "relation":
+        return {(s.owner, s.parameter) for s in _settings(intent, state, fix)}
+    owner = fault_owner(target, state.serving_id, state.link_id, state.fault_slice_id)
     return {(owner, name) for name in intent.fault.parameters}
+
+
+def _settings(intent: Intent, state: NetworkState, fix: dict[str, Any]) -> list[FixSetting]:
+    ids = state.serving_id, state.link_id, state.fault_slice_id
+    return fix_settings(intent.fault.target, fix, *ids)
 
 
 def ticket_only(intent: Intent) -> bool:
@@ -100,23 +103,25 @@ def _root_cause_checks(
         baseline = state.baseline_of(state.serving_id)
         matches = all(config[serving][name] == value for name, value in baseline.items())
         return {"configuration matches the baseline": matches}
-    owner = {
-        "cell": serving,
-        "backhaul": f"backhaul:{state.link_id}",
-        "slice": f"slice:{state.fault_slice_id}",
-    }[intent.fault.target]
     checks = {}
-    for name, parameter in intent.fault.parameters.items():
-        if name == "pci":
-            pci = config[serving]["pci"]
-            checks["PCI unique among neighbours"] = all(
-                config[f"cell:{other}"]["pci"] != pci for other in state.cell_ids[1:]
-            )
-        elif state.model is not None:  # judged by effect: a band, not one value
-            band = _band(state, parameter, fix[name])
-            checks[f"{name} in {band}"] = _inside(config[owner].get(name), band)
+    if "pci" in intent.fault.parameters:
+        pci = config[serving]["pci"]
+        checks["PCI unique among neighbours"] = all(
+            config[f"cell:{other}"]["pci"] != pci for other in state.cell_ids[1:]
+        )
+    for setting in _settings(intent, state, fix):
+        if setting.name == "pci":
+            continue
+        # A relation's value is named with its neighbour: neighbour_cio_db[NR-...].
+        label = setting.name
+        if setting.owner.startswith("relation:"):
+            label += f"[{setting.owner.partition('->')[2]}]"
+        current = config[setting.owner].get(setting.parameter)
+        if state.model is not None:  # judged by effect: a band, not one value
+            band = _band(state, intent.fault.parameters[setting.name], setting.value)
+            checks[f"{label} in {band}"] = _inside(current, band)
         else:
-            checks[f"{name} at {fix[name]}"] = config[owner].get(name) == fix[name]
+            checks[f"{label} at {setting.value}"] = current == setting.value
     return checks
 
 
@@ -173,7 +178,7 @@ def verify(state: NetworkState, fault: Fault) -> Verification:
     ticket_found = state.ticket_count() > 0
     config = state.configuration()
     checks = _root_cause_checks(intent, state, config, fix)
-    allowed = _fault_keys(intent, state)
+    allowed = _fault_keys(intent, state, fix)
     collateral = [
         {"object": key[0], "parameter": key[1], "before": before, "after": after}
         for key, before, after in sorted(state.diff(config), key=lambda item: item[0])
@@ -213,6 +218,8 @@ def unrelated_changes(state: NetworkState, fault: Fault) -> list[str]:
     }
     changed = set()
     for (owner, name), _, _ in state.diff():
+        if owner.startswith("relation:"):  # a relation is its cell's configuration
+            owner = "cell:" + owner.removeprefix("relation:").partition("->")[0]
         if not owner.startswith("cell:") or owner == f"cell:{serving}":
             continue
         if owner in partner and name == "pci":
