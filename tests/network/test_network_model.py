@@ -405,6 +405,89 @@ def test_a_fix_that_is_short_wrong_or_too_much_is_refused(key, changes):
     assert not verdict["resolved"], verdict["checks"]
 
 
+def _relation(setup) -> tuple[str, str]:
+    """The hotspot's faulty relation: (its owner in the configuration, the neighbour)."""
+    (neighbour,) = setup.gold_values["fix"]["neighbour_cio_db"]
+    return f"relation:{setup.state.serving_id}->{neighbour}", neighbour
+
+
+def _with_relation(setup, offset: float) -> dict:
+    owner, _ = _relation(setup)
+    config = sim.freeze(setup.state.configuration())
+    config[owner]["cio_db"] = offset
+    return config
+
+
+def test_a_relation_offset_moves_no_rsrp_or_sinr():
+    """A relation's offset decides handovers only: the radio stays as it is."""
+    _, setup = _episode("ho_failure_hotspot", 3)
+    before = setup.state.model.simulation.evaluation(_with_relation(setup, 0.0))
+    after = setup.state.model.simulation.evaluation(_with_relation(setup, 12.0))
+    assert np.array_equal(before.radio.rsrp_dbm, after.radio.rsrp_dbm)
+    assert np.array_equal(before.radio.sinr_db, after.radio.sinr_db)
+
+
+def test_a_relation_offset_hands_over_early_toward_its_neighbour():
+    """Across episodes, more offset on the cell's relation to a neighbour: more handovers toward
+    that neighbour, more of them too early, more failures and returns; none of it on the
+    relation back, which its own configuration decides."""
+    rows = []
+    for seed in range(8):
+        _, setup = _episode("ho_failure_hotspot", seed)
+        simulation, index = setup.state.model.simulation, setup.state.model.simulation.index
+        _, neighbour = _relation(setup)
+        source, target = index[setup.state.serving_id], index[neighbour]
+        row = []
+        for offset in (0.0, 8.0, 16.0):
+            counts = simulation.moves(_with_relation(setup, offset)).counts
+            kpis = simulation.kpis(setup.state.serving_id, _with_relation(setup, offset))
+            toward = counts.relation_attempts[source, target]
+            row.append((toward, counts.too_early[source], kpis["ping_pong_rate"]))
+        rows.append(row)
+    mean = np.mean(np.array(rows), axis=0)  # [offsets, (attempts, too early, ping-pong)]
+    assert (np.diff(mean, axis=0) > 0).all(), mean
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_hotspot_fault_shows_in_its_counters_and_its_fix_cures_it(seed):
+    """The faulty offset fails more handovers than the relation at 0 (the old cell-CIO fault
+    failed fewer) and the oracle's fix takes the failures back down."""
+    _, setup = _episode("ho_failure_hotspot", seed)
+    simulation, cell = setup.state.model.simulation, setup.state.serving_id
+    faulty = simulation.kpis(cell, setup.state.configuration())
+    fixed = simulation.kpis(cell, _with_relation(setup, 0.0))
+    assert faulty["ho_fail_rate"] > fixed["ho_fail_rate"]
+    assert faulty["HO_success"] <= fixed["HO_success"]
+
+
+@pytest.mark.parametrize(
+    ("changes", "resolved"),
+    [
+        ({"offset": 1.0}, True),  # near gold, inside the accepted band
+        ({"offset": 2.0}, True),
+        ({"offset": 6.0}, False),  # the right direction, not far enough
+        # Past gold, inside the band: at this border handovers already come late, and later
+        # ones fail more, so the KPIs do not recover.
+        ({"offset": -2.0}, False),
+        ({"cio_db": 0.0}, False),  # the cell's own offset: the wrong parameter
+        ({"other": 0.0}, False),  # another relation: the wrong object
+    ],
+)
+def test_the_hotspot_fix_is_judged_on_its_relation(changes, resolved):
+    env, setup = _episode("ho_failure_hotspot", 4)
+    cell, (_, neighbour) = setup.state.serving_id, _relation(setup)
+    if "offset" in changes:
+        arguments = {"neighbour_cio_db": {neighbour: changes["offset"]}}
+    elif "other" in changes:
+        other = next(n for n in setup.state.relation_offsets(cell) if n != neighbour)
+        arguments = {"neighbour_cio_db": {other: changes["other"]}}
+    else:
+        arguments = {"cio_db": changes["cio_db"] + 1.0}
+    env.step({"name": "optimize_cell", "arguments": {"cell_id": cell, "changes": arguments}})
+    verdict = env.unwrapped.domain.verify(setup, env.unwrapped._episode.intent, None)
+    assert verdict["resolved"] is resolved, verdict["checks"]
+
+
 @pytest.mark.parametrize("seed", range(2))
 def test_the_oracle_resolves_every_intent_in_the_model(catalog, seed):
     for intent in catalog.intents:
