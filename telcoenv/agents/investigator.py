@@ -574,7 +574,8 @@ def read_oss(output: Mapping[str, Any]) -> Evidence:
 def read_neighbours(output: Mapping[str, Any]) -> Evidence:
     """Evidence from a ``neighbor_audit``: ``neighbours.pci_collision`` (how many neighbours
     reuse the cell's PCI), ``neighbours.imbalance_index`` and ``neighbours.max_cio_db`` (the
-    largest offset of the cell's relations, and ``.cell`` its neighbour)."""
+    largest offset of the cell's relations its UEs hand over on, and ``.cell`` its neighbour: an
+    offset on a relation nobody uses changes nothing)."""
     findings = [_dict(f) for f in _list(output.get("findings"))]
     evidence: Evidence = {
         "neighbours.pci_collision": sum(f.get("type") == "pci_collision" for f in findings),
@@ -591,12 +592,18 @@ def read_neighbours(output: Mapping[str, Any]) -> Evidence:
     offsets = [
         (row["cio_db"], str(row.get("cell_id")))
         for row in map(_dict, _list(output.get("neighbours")))
-        if isinstance(row.get("cio_db"), int | float) and not isinstance(row["cio_db"], bool)
+        if isinstance(row.get("cio_db"), int | float)
+        and not isinstance(row["cio_db"], bool)
+        and _number_or_zero(row.get("ho_attempts_per_hour")) > 0
     ]
     if offsets:
         value, cell = max(offsets, key=lambda item: item[0])
         evidence["neighbours.max_cio_db"], evidence["neighbours.max_cio_db.cell"] = value, cell
     return evidence
+
+
+def _number_or_zero(value: Any) -> float:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
 
 
 def read_coverage(output: Mapping[str, Any]) -> Evidence:

@@ -137,6 +137,46 @@ def test_a_planted_decoy_is_harmless_and_the_fault_still_the_one_to_fix(catalog)
     assert found >= 10
 
 
+def test_relations_carry_tuned_offsets_and_some_a_harmless_large_one():
+    """About RELATION_TUNED_SHARE of the relations carry ±1-3 dB (the hotspot's own relation
+    keeps its fault), differently in every episode; some serving cells keep a large offset on a
+    relation nobody hands over on, and taking it away moves none of the cell's handover
+    counters by more than the harmless share."""
+    tuned = total = decoys = 0
+    patterns = set()
+    for key in ("pingpong_handovers", "ho_failure_hotspot", "rlf_spike"):
+        env = telcoenv.make(key, domain=NetworkDomain(model="physical"), embedder=None)
+        for seed in range(12):
+            env.reset(seed=seed)
+            setup = env.unwrapped._episode.setup
+            state, serving = setup.state, setup.state.serving_id
+            fix = setup.gold_values["fix"].get("neighbour_cio_db", {})
+            offsets = state.initial.relation_cio_db
+            patterns.add(tuple(sorted(v for v in offsets.values())))
+            for (cell, neighbour), value in offsets.items():
+                if cell == serving and neighbour in fix:
+                    assert value >= 6, value  # the fault's own offset, never tuned over
+                    continue
+                total += 1
+                tuned += value != 0
+                if abs(value) <= 3:
+                    continue
+                assert cell == serving and value in (6, 8, 10, -6, -8, -10), (cell, value)
+                decoys += 1
+                simulation = state.model.simulation
+                config = state.configuration()
+                undone = {k: dict(v) for k, v in config.items()}
+                undone[f"relation:{cell}->{neighbour}"]["cio_db"] = 0.0
+                now, then = simulation.kpis(cell, config), simulation.kpis(cell, undone)
+                for counter in ("HO_success", "ho_fail_rate", "ping_pong_rate", "RLF_rate"):
+                    step = 1.0 / kpi_definitions().kpis[counter].scale
+                    allowed = max(tuning.HARMLESS_SHARE * abs(then[counter]), 0.5 * step)
+                    assert abs(now[counter] - then[counter]) <= allowed + 1e-9, (key, counter)
+    assert 0.2 <= tuned / total <= 0.45, tuned / total
+    assert len(patterns) > 20  # no two episodes alike
+    assert decoys >= 3
+
+
 def test_the_one_value_off_its_profile_no_longer_names_the_intent(catalog):
     """The red team's lookup (the single parameter off the role profile names the intent that
     owns it) is right about half the time in the blueprint model and almost never here."""

@@ -41,7 +41,7 @@ from telcoenv.domains.network.topology import (
     fault_of,
     fault_relation,
 )
-from telcoenv.domains.network.tuning import plant_decoy, tune
+from telcoenv.domains.network.tuning import plant_decoy, plant_relation_decoy, tune
 from telcoenv.domains.network.verification import unrelated_changes, verify
 from telcoenv.errors import EpisodeOptionError
 from telcoenv.specs import LANGUAGES, EventSpec, Language
@@ -237,6 +237,7 @@ class NetworkDomain:
         tune(initial, parameters, rng)
         model = start_model(initial, blueprint, fault, rng)
         plant_decoy(initial, model, parameters, rng)
+        plant_relation_decoy(initial, model, parameters)
         observed = observe_start(initial, blueprint, fault, model)
         fault = replace(fault, sampled=observed)
         blueprint = self._model_alarms(initial, intent, blueprint, model, rng)

@@ -13,13 +13,14 @@ configuration audit shows only real drift.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from telcoenv.domains.network.parameters import KPI_TO_CELL_PARAMETER
-from telcoenv.domains.network.topology import baseline_id, fault_relation
+from telcoenv.domains.network.topology import baseline_id, fault_relation, relation_id
 
 #: Alternatives to the profile value per parameter: absolute values, or (for the two whose profile
 #: depends on the role) offsets from it. Tilt moves one degree at most: a micro cell at 8 + 2 would
@@ -81,9 +82,15 @@ TUNABLE: tuple[str, ...] = (*ALTERNATIVES, *OFFSETS)
 #: and the share of relations that carry one.
 RELATION_ALTERNATIVES = (-3.0, -2.0, -1.0, 1.0, 2.0, 3.0)
 RELATION_TUNED_SHARE = 0.3
-#: Mixed into the serving cell's KPI seed for the relations' own generator: their tuning leaves
-#: every other draw of the episode where it was.
+#: Mixed into the cells' KPI seeds for the relations' own generator: their tuning leaves every
+#: other draw of the episode where it was.
 _RELATION_STREAM = 0x52454C
+
+
+def _relation_rng(initial: Any, purpose: int) -> np.random.Generator:
+    """The relations' generator for ``purpose`` (0 tuning, 1 the decoy), seeded by every cell's
+    KPI seed (drawn from the episode's generator; the serving cell's is always 0)."""
+    return np.random.default_rng([*(c.kpi_seed for c in initial.cells), _RELATION_STREAM, purpose])
 
 
 def kept(initial: Any, fault_parameters: set[str]) -> set[str]:
@@ -122,8 +129,8 @@ def tune(initial: Any, fault_parameters: set[str], rng: np.random.Generator) -> 
 def _tune_relations(initial: Any, fault_parameters: set[str]) -> None:
     """Each neighbour relation takes a tuned offset with probability
     :data:`RELATION_TUNED_SHARE` (a relation fault's own relation keeps its faulty one), from a
-    generator of its own seeded by the serving cell's KPI seed."""
-    rng = np.random.default_rng([initial.serving.kpi_seed, _RELATION_STREAM])
+    generator of their own (:func:`_relation_rng`)."""
+    rng = _relation_rng(initial, 0)
     pairs = sorted(initial.relation_cio_db)
     tuned = rng.random(len(pairs)) < RELATION_TUNED_SHARE
     picks = rng.integers(0, len(RELATION_ALTERNATIVES), len(pairs))
@@ -181,12 +188,77 @@ def harmless(model: Any, cell_id: str, decoy: Decoy) -> bool:
     (so that the fault's own fix still works): every counter its mechanism reaches within
     :data:`HARMLESS_SHARE` (or :data:`HARMLESS_ABSOLUTE` display steps) of its value with the
     setting it replaces, at the demand of the report."""
+
+    def plant(config: dict[str, dict[str, Any]]) -> None:
+        config[f"cell:{cell_id}"][decoy.parameter] = decoy.value
+
+    return _unchanged(model, cell_id, plant, DECOYS[decoy.parameter][1])
+
+
+#: Share of episodes whose serving cell keeps a legacy offset on a relation its users never
+#: hand over on (a neighbour behind a hill, a relation kept from an old plan), and its sizes:
+#: as large as the handover failure hotspot's cause (6-16 dB), and changing nothing here.
+RELATION_DECOY_SHARE = 0.3
+RELATION_DECOY_DB = (6.0, 8.0, 10.0)
+#: The counters a relation's offset reaches: the handovers' and the link failures'.
+_RELATION_WATCHED = (*sorted(TRACK_COUNTERS), "ho_fail_rate")
+
+
+def plant_relation_decoy(
+    initial: Any, model: Any, fault_parameters: set[str]
+) -> tuple[str, float] | None:
+    """With probability :data:`RELATION_DECOY_SHARE` (from the relations' own generator), give
+    a relation of the serving cell that no track hands over on (not a relation fault's own)
+    one of :data:`RELATION_DECOY_DB` (else its opposite), where the model shows it harmless with
+    the fault and without it; in the configuration and every epoch of the model. Returns
+    (neighbour id, offset) or None."""
+    rng = _relation_rng(initial, 1)
+    draw, pick, value = rng.random(), rng.integers(1 << 16), rng.choice(RELATION_DECOY_DB)
+    if draw >= RELATION_DECOY_SHARE:
+        return None
+    simulation, serving = model.simulation, initial.serving.cell_id
+    attempts = simulation.moves(model.epochs[-1].config).counts.relation_attempts
+    source = simulation.index[serving]
+    faulty = fault_relation(initial) if "neighbour_cio_db" in fault_parameters else None
+    quiet = [
+        neighbour
+        for cell_id, neighbour in sorted(initial.relation_cio_db)
+        if cell_id == serving
+        and (cell_id, neighbour) != faulty
+        and attempts[source, simulation.index[neighbour]] == 0
+    ]
+    if not quiet:
+        return None
+    neighbour = quiet[int(pick) % len(quiet)]
+    owner = f"relation:{relation_id(serving, neighbour)}"
+    # Toward the neighbour first, as the hotspot's cause is; where that would hand users over,
+    # away from it (an offset that only delays handovers nobody makes changes nothing).
+    for offset in (float(value), -float(value)):
+
+        def plant(config: dict[str, dict[str, Any]], offset: float = offset) -> None:
+            config[owner]["cio_db"] = offset
+
+        if _unchanged(model, serving, plant, _RELATION_WATCHED):
+            initial.relation_cio_db[(serving, neighbour)] = offset
+            for epoch in model.epochs:
+                plant(epoch.config)
+            return neighbour, offset
+    return None
+
+
+def _unchanged(
+    model: Any,
+    cell_id: str,
+    plant: Callable[[dict[str, dict[str, Any]]], None],
+    watched: tuple[str, ...],
+) -> bool:
+    """Whether every ``watched`` counter of ``cell_id`` stays within the harmless tolerance
+    when ``plant`` changes the configuration, with the fault and without it."""
     simulation = model.simulation
-    watched = DECOYS[decoy.parameter][1]
     tracks = any(counter in TRACK_COUNTERS for counter in watched)  # the costly part
     for config, faulty in ((model.epochs[-1].config, True), (model.epochs[0].config, False)):
         planted = {key: dict(values) for key, values in config.items()}
-        planted[f"cell:{cell_id}"][decoy.parameter] = decoy.value
+        plant(planted)
         then = simulation.kpis(cell_id, config, 1.0, faulty, handovers=tracks)
         now = simulation.kpis(cell_id, planted, 1.0, faulty, handovers=tracks)
         for counter in watched:
