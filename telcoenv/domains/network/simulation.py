@@ -65,6 +65,16 @@ def _key(config: Configuration) -> tuple[Any, ...]:
     return tuple((owner, tuple(params.items())) for owner, params in sorted(config.items()))
 
 
+def _static_key(config: Configuration) -> tuple[Any, ...]:
+    """The key of what a run without the tracks reads: the relations' offsets act on the
+    tracks' handovers only, so configurations that differ in them share one run."""
+    return tuple(
+        (owner, tuple(params.items()))
+        for owner, params in sorted(config.items())
+        if not owner.startswith("relation:")
+    )
+
+
 def freeze(config: Configuration) -> dict[str, dict[str, Any]]:
     """A private copy of a configuration (the caller may change its own)."""
     return {owner: dict(params) for owner, params in config.items()}
@@ -116,7 +126,7 @@ class Simulation:
         self, config: Configuration, scale: float = 1.0, faulty: bool = True
     ) -> Evaluation:
         faulty = self._faulty(faulty)
-        key = (_key(config), round(scale, 4), faulty)
+        key = (_static_key(config), round(scale, 4), faulty)
         found = self._evaluations.get(key)
         if found is None:
             found = self._evaluations[key] = evaluate(self._world(faulty), config, scale)

@@ -181,6 +181,7 @@ _SAMPLES = Query(
     "kpi_samples", ("measured_at", "kpi", "value"), ("object_id",), ("measured_at", "kpi")
 )
 _CONFIG_QUERIES = {table: Query(table, columns) for table, (_, columns) in _CONFIGURATION.items()}
+_CONFIG_COLUMNS = {table: frozenset(columns) for table, (_, columns) in _CONFIGURATION.items()}
 _TICKETS = Query(
     "tickets", ("ticket_id", "status", "severity", "team", "cell_id", "summary", "created_at")
 )
@@ -369,12 +370,15 @@ class NetworkState:
         rows = self._fetch(_RELATIONS, cell_id)
         return sorted(rows, key=lambda row: (row[1], row[0]))
 
-    def relation_offsets(self, cell_id: str) -> dict[str, float]:
-        """Each of a cell's neighbour relations' cell individual offset (dB), by neighbour id."""
+    def relation_offsets(
+        self, cell_id: str, config: Configuration | None = None
+    ) -> dict[str, float]:
+        """Each of a cell's neighbour relations' cell individual offset (dB), by neighbour id
+        (from ``config`` when the caller has just read the configuration)."""
         prefix = f"relation:{cell_id}->"
         return {
             owner.removeprefix(prefix): float(params["cio_db"])
-            for owner, params in self.configuration().items()
+            for owner, params in (config if config is not None else self.configuration()).items()
             if owner.startswith(prefix)
         }
 
@@ -578,8 +582,9 @@ class NetworkState:
 
     def _update(self, object_type: str, object_id: str, values: dict[str, Any]) -> None:
         table, key = _OBJECT_TABLES[object_type]
-        self._configuration = None  # read again after the change, or after it is undone
-        self.db.on_undo(self._forget_configuration)
+        if not _CONFIG_COLUMNS[table].isdisjoint(values):  # a load is no configuration
+            self._configuration = None  # read again after the change, or after it is undone
+            self.db.on_undo(self._forget_configuration)
         columns = _columns(table)
         unknown = sorted(n for n in values if n not in columns or n in ("episode_id", key))
         if unknown:

@@ -733,7 +733,7 @@ def _model_audit(
     source = index[cell.cell_id]
     crossings = float(crossings_per_5min(simulation.world, ev)[source]) * 12.0  # per hour
     started = max(float(moves.started[source]), 1.0)
-    offsets = state.relation_offsets(cell.cell_id)
+    offsets = state.relation_offsets(cell.cell_id, config)
     rows = []
     for other, km in related:
         target = index[other.cell_id]
