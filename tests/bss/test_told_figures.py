@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from telcoenv.domains.bss.events import Figure, _grounds, figures
+from telcoenv.domains.bss.events import Figure, _grounds, _Seen, figures
 from telcoenv.domains.bss.handbook import public_texts
 from tests.conftest import call_tool, gold_actions, make_env, play, submit
 
@@ -206,3 +206,17 @@ def test_a_figure_is_grounded_by_numbers_of_its_own_kind():
 def _plans(read: dict) -> list[dict]:
     env, _ = _episode("plan_recommendation", seed=0)
     return call_tool(env, read["name"], **read["arguments"])["plans"]
+
+
+def test_a_count_grounds_no_amount():
+    """A count in a tool's output (payments by status, lines restored) and a published page's
+    unitless numbers (three payment attempts, 30 days) are no ground for "3 SAR" or "30 GB"; an
+    unlabelled number in a tool's output, the page's prices with their units and the customer's
+    own numbers still are."""
+    seen = _Seen()
+    seen.walk({"payments_by_status": {"failed": {"count": 3, "amount": 120.0}},
+               "lines_restored": 2, "commitment_months": 24, "quantity": 7})  # fmt: skip
+    seen.text("Payment is retried 4 times over 30 days; the plan costs 79.00 SAR.", bare=False)
+    seen.text("I can pay 150 a month", amounts=True)
+    assert seen.money == {120.0, 79.0} and seen.bare == {7.0, 150.0}
+    assert not {3.0, 2.0, 24.0, 4.0, 30.0} & (seen.money | seen.data | seen.bare)

@@ -266,6 +266,9 @@ def figures(text: str) -> list[Figure]:
 
 _MONEY_KEY = re.compile(r"price|amount|total|vat|balance|fee|charge|due|credit|paid|cost|monthly")
 _DATA_KEY = re.compile(r"gb|data")
+#: Keys whose numbers are counts (lines, payment attempts, days, months): no amount of either
+#: kind, so "3 SAR" after "payment_attempts: 3" is made up.
+_COUNT_KEY = re.compile(r"(?:^|_)(?:count|lines|days|months|attempts|restored)(?:_|$)")
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 
 
@@ -289,18 +292,22 @@ class _Seen:
         elif _DATA_KEY.search(key):
             self.data.add(value)
             self.data_sums.add(value)
-        else:
+        elif not _COUNT_KEY.search(key):
             self.bare.add(value)
 
-    def text(self, text: str, *, amounts: bool = False) -> None:
-        """The numbers of a text: a figure by its unit, any other number bare; ``amounts``:
-        its figures are amounts too (the customer's budget, their use)."""
+    def text(self, text: str, *, amounts: bool = False, bare: bool = True) -> None:
+        """The numbers of a text: a figure by its unit, any other number bare (unless not
+        ``bare``: a published page states its amounts with their units, and its other numbers
+        are counts and rule numbers); ``amounts``: its figures are amounts too (the customer's
+        budget, their use)."""
         found = figures(text)
         for figure in found:
             (self.money if figure.kind == "money" else self.data).add(figure.value)
             if amounts:
                 sums = self.money_sums if figure.kind == "money" else self.data_sums
                 sums.add(figure.value)
+        if not bare:
+            return
         told = {figure.value for figure in found}
         plain = _THOUSANDS.sub("", text)
         self.bare.update({round(float(n), 2) for n in NUMBER.findall(plain)} - told)
@@ -357,7 +364,7 @@ def _grounds(
     VAT (46) for "46 GB"."""
     seen = _Seen()
     for text in public:
-        seen.text(text)
+        seen.text(text, bare=False)
     if answer is not None:
         kind, value = answer
         seen.number(value, "amount" if kind == "money" else "data_gb")
