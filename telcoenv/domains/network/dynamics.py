@@ -33,7 +33,7 @@ from telcoenv.domains.network.parameters import (
     change_schemas,
 )
 from telcoenv.domains.network.state import Configuration, NetworkState
-from telcoenv.domains.network.topology import Fault, fix_settings
+from telcoenv.domains.network.topology import Fault, owner_cell
 
 FIX_TOOLS = frozenset({"optimize_cell", "optimize_slice", "push_config"})
 CHANGE_DELAY = dt.timedelta(minutes=15)  # time for a change to take effect and be measured
@@ -66,8 +66,8 @@ def severity(state: NetworkState, fault: Fault, config: Configuration) -> float:
         pci = config[serving]["pci"]
         shared = any(config[f"cell:{other}"]["pci"] == pci for other in state.cell_ids[1:])
         remaining = float(shared)
-    ids = state.serving_id, state.link_id, state.fault_slice_id
-    for owner, name, target in _fix_values(intent.fault.target, fault.fix, ids):
+    for setting in state.fix_settings(intent.fault.target, fault.fix):
+        owner, name, target = setting.owner, setting.parameter, setting.value
         if name == "pci":
             continue
         current = config[owner].get(name)
@@ -78,11 +78,6 @@ def severity(state: NetworkState, fault: Fault, config: Configuration) -> float:
     return remaining
 
 
-def _fix_values(target: str, fix: dict[str, Any], ids: tuple[str, str, str]) -> list[Any]:
-    """(owner, parameter, corrective value) of each value the fix sets."""
-    return [(s.owner, s.parameter, s.value) for s in fix_settings(target, fix, *ids)]
-
-
 def harm(state: NetworkState, fault: Fault, config: Configuration) -> dict[str, float]:
     """Per changed cell, how far changes outside the fault moved its configuration."""
     faulty = set(fault.intent.fault.parameters)
@@ -90,18 +85,14 @@ def harm(state: NetworkState, fault: Fault, config: Configuration) -> dict[str, 
     if fault.intent.fault.target == "config":
         faulty |= set(state.baseline_of(state.serving_id))
     totals: dict[str, float] = {}
-    ids = state.serving_id, state.link_id, state.fault_slice_id
-    fixed = {
-        (owner, name) for owner, name, _ in _fix_values(fault.intent.fault.target, fault.fix, ids)
-    }
+    settings = state.fix_settings(fault.intent.fault.target, fault.fix)
+    fixed = {(setting.owner, setting.parameter) for setting in settings}
     for (owner, name), before, after in state.diff(config):
-        if (owner, name) in fixed:
+        cell_id = owner_cell(owner)
+        if (owner, name) in fixed or cell_id is None:
             continue
-        if owner.startswith("relation:"):  # a relation is its cell's configuration
-            owner = "cell:" + owner.removeprefix("relation:").partition("->")[0]
-        if not owner.startswith("cell:") or (owner == serving_key and name in faulty):
+        if f"cell:{cell_id}" == serving_key and name in faulty:
             continue
-        cell_id = owner[5:]
         totals[cell_id] = totals.get(cell_id, 0.0) + parameter_distance(name, after, before)
     return {cell_id: min(1.0, total) for cell_id, total in totals.items()}
 

@@ -26,9 +26,11 @@ from telcoenv.domains.network.parameters import (
 )
 from telcoenv.domains.network.schema import network_schema
 from telcoenv.domains.network.topology import (
+    FixSetting,
     InitialNetwork,
     baseline_id,
     derived_kpis,
+    fix_settings,
     relation_id,
 )
 from telcoenv.errors import ToolError
@@ -369,6 +371,10 @@ class NetworkState:
         """(neighbour id, distance in km) of a cell's neighbour relations, nearest first."""
         rows = self._fetch(_RELATIONS, cell_id)
         return sorted(rows, key=lambda row: (row[1], row[0]))
+
+    def fix_settings(self, target: str, fix: dict[str, Any]) -> list[FixSetting]:
+        """Where a fault's corrective values go in this episode (topology.fix_settings)."""
+        return fix_settings(target, fix, self.serving_id, self.link_id, self.fault_slice_id)
 
     def relation_offsets(
         self, cell_id: str, config: Configuration | None = None

@@ -250,6 +250,15 @@ def relation_cells(relation: str) -> tuple[str, str]:
     return cell_id, neighbour_id
 
 
+def owner_cell(owner: str) -> str | None:
+    """The cell a configuration owner belongs to: a cell's own, a relation's cell (a relation
+    is its cell's configuration); None for a link or a slice."""
+    kind, _, name = owner.partition(":")
+    if kind == "relation":
+        return relation_cells(name)[0]
+    return name if kind == "cell" else None
+
+
 class FixSetting(NamedTuple):
     """One configuration value a fix sets: the intent's fault parameter, the configuration
     owner and that owner's parameter, and the corrective value."""

@@ -29,7 +29,7 @@ from telcoenv.domains.network.dynamics import FIX_TOOLS, key_kpis_recovered
 from telcoenv.domains.network.models import Intent
 from telcoenv.domains.network.simulation import degraded_neighbours, recovery
 from telcoenv.domains.network.state import ConfigKey, Configuration, NetworkState
-from telcoenv.domains.network.topology import Fault, FixSetting, fault_owner, fix_settings
+from telcoenv.domains.network.topology import Fault, fault_owner, owner_cell, relation_cells
 
 
 class Verification(BaseModel):
@@ -52,14 +52,9 @@ def _fault_keys(intent: Intent, state: NetworkState, fix: dict[str, Any]) -> set
     if target == "config":
         return {(f"cell:{state.serving_id}", name) for name in state.baseline_of(state.serving_id)}
     if target == "relation":
-        return {(s.owner, s.parameter) for s in _settings(intent, state, fix)}
+        return {(s.owner, s.parameter) for s in state.fix_settings(target, fix)}
     owner = fault_owner(target, state.serving_id, state.link_id, state.fault_slice_id)
     return {(owner, name) for name in intent.fault.parameters}
-
-
-def _settings(intent: Intent, state: NetworkState, fix: dict[str, Any]) -> list[FixSetting]:
-    ids = state.serving_id, state.link_id, state.fault_slice_id
-    return fix_settings(intent.fault.target, fix, *ids)
 
 
 def ticket_only(intent: Intent) -> bool:
@@ -109,13 +104,13 @@ def _root_cause_checks(
         checks["PCI unique among neighbours"] = all(
             config[f"cell:{other}"]["pci"] != pci for other in state.cell_ids[1:]
         )
-    for setting in _settings(intent, state, fix):
+    for setting in state.fix_settings(intent.fault.target, fix):
         if setting.name == "pci":
             continue
         # A relation's value is named with its neighbour: neighbour_cio_db[NR-...].
         label = setting.name
         if setting.owner.startswith("relation:"):
-            label += f"[{setting.owner.partition('->')[2]}]"
+            label += f"[{relation_cells(setting.owner.removeprefix('relation:'))[1]}]"
         current = config[setting.owner].get(setting.parameter)
         if state.model is not None:  # judged by effect: a band, not one value
             band = _band(state, intent.fault.parameters[setting.name], setting.value)
@@ -218,11 +213,10 @@ def unrelated_changes(state: NetworkState, fault: Fault) -> list[str]:
     }
     changed = set()
     for (owner, name), _, _ in state.diff():
-        if owner.startswith("relation:"):  # a relation is its cell's configuration
-            owner = "cell:" + owner.removeprefix("relation:").partition("->")[0]
-        if not owner.startswith("cell:") or owner == f"cell:{serving}":
+        cell_id = owner_cell(owner)
+        if cell_id is None or cell_id == serving:
             continue
         if owner in partner and name == "pci":
             continue
-        changed.add(owner.removeprefix("cell:"))
+        changed.add(cell_id)
     return sorted(changed)
