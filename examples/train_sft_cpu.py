@@ -16,6 +16,11 @@ step, minutes since the start), ``tuned.gguf`` with ``--export``. Trajectories o
 are refused (they carry the canary). ``benchmarks/bench_sft.py`` runs this end to end and plays
 the held-out episodes with the base and the tuned model; its figures are in docs/training.md.
 ``--model-dir`` trains a Hugging Face model directory instead (the tests use a tiny one).
+
+Rejection-sampling fine-tuning: let the tuned model play train-split episodes (``telcoenv
+generate --trajectories --agents openai --agent-options '{"base_url": ..., "temperature":
+0.7}'`` keeps the resolved ones) and train its adapter again on them with ``--adapter
+runs/sft/adapter``.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from peft import LoraConfig, get_peft_model
+from peft import LoraConfig, PeftModel, get_peft_model
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from telcoenv.splits import CANARY
@@ -72,6 +77,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--loss", default="tokens", choices=["tokens", "turns"], help="mean over tokens or turns"
     )
     parser.add_argument("--balance", action="store_true", help="as many of each intent")
+    parser.add_argument(
+        "--adapter",
+        type=Path,
+        default=None,
+        help="continue this LoRA adapter (an earlier run's adapter/; its rank and layers): "
+        "rejection-sampling fine-tuning on the tuned model's own resolved episodes",
+    )
     parser.add_argument("--export", action="store_true", help="write tuned.gguf (needs --gguf)")
     args = parser.parse_args(argv)
     args.layers = args.layers or None
@@ -303,7 +315,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{args.max_length} left out), model loaded in {time.perf_counter() - started:.0f} s",
         flush=True,
     )
-    model = with_lora(model, args.rank, args.layers)
+    if args.adapter is not None:
+        model = PeftModel.from_pretrained(model, args.adapter, is_trainable=True)
+    else:
+        model = with_lora(model, args.rank, args.layers)
     curve = train(model, examples, args)
     model.save_pretrained(args.out / "adapter")
     summary = {

@@ -491,6 +491,7 @@ def _generate_trajectories(args: argparse.Namespace) -> int:
     narrowed = {
         "intents": _split(args.intents) if args.intents else None,
         "agents": _split(args.agents) if args.agents else None,
+        "agent_options": _agent_options(args.agent_options),
         **({"tool_set": args.tool_set} if args.tool_set else {}),
         **({"tool_format": args.tool_format} if args.tool_format else {}),
     }
@@ -503,6 +504,7 @@ def _generate_trajectories(args: argparse.Namespace) -> int:
 _TRAJECTORY_FLAGS = {
     "--intents": "intents",
     "--agents": "agents",
+    "--agent-options": "agent_options",
     "--tool-set": "tool_set",
     "--tool-format": "tool_format",
 }
@@ -740,7 +742,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     generate.add_argument("--intents", help="with --trajectories: comma-separated intents only")
     generate.add_argument(
-        "--agents", help="with --trajectories: comma-separated experts only (e.g. oracle)"
+        "--agents",
+        help="with --trajectories: comma-separated experts only (e.g. oracle), or another agent "
+        "(e.g. openai: its resolved episodes, a rejection-sampling set)",
+    )
+    generate.add_argument(
+        "--agent-options",
+        default="",
+        help="with --trajectories: JSON object of options for an agent that is no expert "
+        '(e.g. \'{"base_url": "http://127.0.0.1:8000/v1", "temperature": 0.7}\')',
     )
     generate.add_argument(
         "--tool-set",

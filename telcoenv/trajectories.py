@@ -92,6 +92,26 @@ def _intent_keys(intents: Sequence[str] | None, domains: Sequence[str]) -> set[s
     return {intent.upper() for intent in intents}
 
 
+def _players(domain: str, agents: Sequence[str] | None) -> list[str]:
+    """Who plays ``domain``: its experts (those of ``agents`` when given) and every agent of
+    ``agents`` that is no domain's expert (an expert of another domain does not play it)."""
+    if agents is None:
+        return list(EXPERTS[domain])
+    every_expert = {name for names in EXPERTS.values() for name in names}
+    return [a for a in dict.fromkeys(agents) if a in EXPERTS[domain] or a not in every_expert]
+
+
+def _load(name: str, options: Mapping[str, Any]) -> Any:
+    """An expert as it is (experts take no options), any other agent with ``options``."""
+    every_expert = {expert for names in EXPERTS.values() for expert in names}
+    if name in every_expert:
+        return load_agent(name)
+    try:
+        return load_agent(name, **options)
+    except TypeError as exc:  # an option the agent does not take
+        raise TelcoEnvError(f"agent {name!r} refused its options: {exc}") from None
+
+
 def write_trajectories(
     path: str | os.PathLike[str],
     samples: int = 2,
@@ -102,28 +122,39 @@ def write_trajectories(
     resolved_only: bool = True,
     intents: Sequence[str] | None = None,
     agents: Sequence[str] | None = None,
+    agent_options: Mapping[str, Any] | None = None,
     **env_kwargs: Any,
 ) -> int:
     """Write the expert trajectories (see the module docstring) to the JSONL file ``path``;
     returns how many episodes were written. ``intents`` and ``agents`` narrow the set (by
     default every intent of each domain, every expert); ``env_kwargs`` go to the environment
     (e.g. ``tool_set="core"``, ``tool_format="compact"``) so that the transcripts show the
-    agent what it will be offered when it plays."""
+    agent what it will be offered when it plays.
+
+    ``agents`` may also name an agent that is no expert (``"openai"`` with ``agent_options``
+    giving its server, or ``"module:factory"``): it plays every domain, unprivileged, and its
+    resolved episodes make a rejection-sampling set (a tuned model's own successes, to train it
+    again on). ``agent_options`` go to every agent named that is no expert."""
     split = check_split(split)
     keys = _intent_keys(intents, domains)
-    experts = {name for domain in domains for name in EXPERTS[domain]}
-    if agents is not None and not set(agents) <= experts:
-        raise TelcoEnvError(
-            f"agents {sorted(set(agents) - experts)} are not experts: {sorted(experts)}"
-        )
+    if agents is not None and not agents:
+        raise TelcoEnvError("agents is empty: name at least one, or None for every expert")
+    players = {domain: _players(domain, agents) for domain in domains}
+    idle = [a for a in agents or () if not any(a in names for names in players.values())]
+    if idle:
+        experts = {domain: list(EXPERTS[domain]) for domain in domains}
+        raise TelcoEnvError(f"agents {idle} play none of {list(domains)}: its experts {experts}")
+    options = dict(agent_options or {})
+    for name in {name for names in players.values() for name in names}:
+        _load(name, options)  # an unknown agent or a bad option fails before any episode
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     written = 0
     with tempfile.TemporaryDirectory() as scratch, path.open("w", encoding="utf-8") as out:
         raw = Path(scratch) / "episodes.jsonl"
         for domain in domains:
-            for agent_name in [a for a in EXPERTS[domain] if agents is None or a in agents]:
-                agent = load_agent(agent_name)
+            for agent_name in players[domain]:
+                agent = _load(agent_name, options)
                 for lang in langs:
                     env = TelcoEnv(
                         domain=domain,

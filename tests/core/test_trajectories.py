@@ -112,3 +112,46 @@ def test_the_flags_narrow_the_set_to_what_the_agent_will_be_offered(tmp_path, ca
         assert bad[1] in err and len(err.strip().splitlines()) == 1
     assert main(["generate", "--tool-set", "core", "--out", str(tmp_path / "d")]) == 2
     assert "only with --trajectories" in capsys.readouterr().err
+
+
+class _Unprivileged:
+    """The network investigator under a name of its own (an agent that is no expert), which
+    checks that it is told nothing an agent may not know."""
+
+    def __init__(self, marker: str) -> None:
+        from telcoenv.agents import InvestigatorAgent
+
+        self.marker, self.inner = marker, InvestigatorAgent()
+
+    def reset(self, observation, info):
+        assert "privileged" not in info
+        self.inner.reset(observation, info)
+
+    def act(self, observation, info):
+        return self.inner.act(observation, info)
+
+
+def unprivileged(**options) -> _Unprivileged:
+    return _Unprivileged(**options)
+
+
+def test_another_agent_writes_its_resolved_episodes_for_rejection_sampling(tmp_path, capsys):
+    """An agent that is no expert (a tuned model served to the openai agent, here a factory)
+    plays unprivileged with its options, and only its resolved episodes are written: a
+    rejection-sampling set. Options it does not take, and an expert of another domain, are
+    one-line usage errors."""
+    spec = "tests.core.test_trajectories:unprivileged"
+    out = tmp_path / "rft.jsonl"
+    args = ["generate", "--trajectories", "--samples", "2", "--domain", "network"]
+    narrowing = ["--intents", "pci_collision,pingpong_handovers", "--agents", spec]
+    assert main([*args, *narrowing, "--agent-options", '{"marker": "m"}', "--out", str(out)]) == 0
+    rows = [json.loads(line) for line in out.read_text("utf-8").splitlines()]
+    assert rows and all(r["agent"] == spec and r["resolved"] for r in rows)
+    assert {r["intent"] for r in rows} <= {"PCI_COLLISION", "PINGPONG_HANDOVERS"}
+    assert all(r["split"] == "train" for r in rows)
+    capsys.readouterr()
+    assert main([*args, *narrowing, "--agent-options", '{"colour": 1}', "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "refused its options" in err and len(err.strip().splitlines()) == 1
+    assert main([*args, "--agents", "care_investigator", "--out", str(out)]) == 2
+    assert "play none of" in capsys.readouterr().err

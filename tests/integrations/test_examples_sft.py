@@ -96,6 +96,25 @@ def test_training_lowers_the_loss_and_keeps_the_adapter_and_curve(rows, tiny, tm
     assert len((out / "curve.jsonl").read_text().splitlines()) == 3
 
 
+def test_an_adapter_trains_on_where_it_stopped(rows, tiny, tmp_path):
+    """--adapter continues an earlier run's adapter (a rejection-sampling round): its first loss
+    is the first run's last, not the untrained model's, and only the adapter's weights train."""
+    folder, _, _ = tiny
+    path = tmp_path / "train.jsonl"
+    path.write_text(json.dumps(rows[0]) + "\n", encoding="utf-8")
+    first, second = tmp_path / "first", tmp_path / "second"
+    argv = ["--model-dir", str(folder), "--trajectories", str(path), "--lr", "0.01"]
+    assert sft.main([*argv, "--out", str(first), "--epochs", "6", "--layers", "0"]) == 0
+    assert sft.main([*argv, "--out", str(second), "--epochs", "2", "--adapter",
+                     str(first / "adapter")]) == 0  # fmt: skip
+    curve = [json.loads(line) for line in (first / "curve.jsonl").read_text().splitlines()]
+    again = [json.loads(line) for line in (second / "curve.jsonl").read_text().splitlines()]
+    assert again[0]["loss"] < curve[0]["loss"] - 0.3
+    assert abs(again[0]["loss"] - curve[-1]["loss"]) < abs(again[0]["loss"] - curve[0]["loss"])
+    config = json.loads((second / "adapter" / "adapter_config.json").read_text())
+    assert config["layers_to_transform"] is None  # the first run's: every layer
+
+
 def test_the_loss_on_kept_logits_is_the_models_own_loss(rows, tiny):
     _, model, tokenizer = tiny
     ids, labels = sft.assistant_example(tokenizer, rows[0]["hf_messages"], rows[0]["tools"])
