@@ -42,6 +42,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from bench_local_llm import served  # this folder is the script's: first on sys.path
+
 ROOT = Path(__file__).resolve().parent.parent
 INTENTS = "load_balancing_needed,pci_collision,ho_failure_hotspot,beam_misalignment"
 ARMS = ("tuned", "rft", "base", "control")  # the order they are played in
@@ -66,16 +68,20 @@ def trajectories(args: argparse.Namespace) -> Path:
     return path
 
 
-def fine_tune(args: argparse.Namespace, train: Path) -> Path:
-    out = args.out / "sft"
+def _train(args: argparse.Namespace, trajectories: Path, out: Path, *extra: str | Path) -> None:
+    """train_sft_cpu.py on ``trajectories`` into ``out`` (skipped when its GGUF is there)."""
     if not (out / "tuned.gguf").exists():
         run(
             sys.executable, ROOT / "examples" / "train_sft_cpu.py", "--gguf", args.gguf,
-            "--trajectories", train, "--out", out, "--epochs", str(args.epochs),
+            "--trajectories", trajectories, "--out", out, "--epochs", str(args.epochs),
             "--lr", str(args.lr), "--max-minutes", str(args.max_minutes),
-            "--max-length", str(args.max_length), "--export",
-            "--loss", args.loss, *(["--balance"] if args.balance else []),
+            "--max-length", str(args.max_length), "--export", "--loss", args.loss, *extra,
         )  # fmt: skip
+
+
+def fine_tune(args: argparse.Namespace, train: Path) -> Path:
+    out = args.out / "sft"
+    _train(args, train, out, *(["--balance"] if args.balance else []))
     return out
 
 
@@ -84,9 +90,6 @@ def rejection_sampled(args: argparse.Namespace, sft: Path) -> Path | None:
     its train-split episodes: there is nothing to train on)."""
     path = args.out / "rft.jsonl"
     if not path.exists():
-        sys.path.insert(0, str(ROOT / "benchmarks"))
-        from bench_local_llm import served
-
         options = {"model": "local", "temperature": RFT_TEMPERATURE, "max_tokens": args.max_tokens}
         with served(str(sft / "tuned.gguf"), args.server_python, args.port) as url:
             run(
@@ -100,14 +103,7 @@ def rejection_sampled(args: argparse.Namespace, sft: Path) -> Path | None:
         print(f"{path}: the tuned model resolved no train-split episode; no second round")
         return None
     out = args.out / "rft"
-    if not (out / "tuned.gguf").exists():
-        run(
-            sys.executable, ROOT / "examples" / "train_sft_cpu.py", "--gguf", args.gguf,
-            "--adapter", sft / "adapter", "--trajectories", path, "--out", out,
-            "--epochs", str(args.epochs), "--lr", str(args.lr),
-            "--max-minutes", str(args.max_minutes), "--max-length", str(args.max_length),
-            "--export", "--loss", args.loss,
-        )  # fmt: skip
+    _train(args, path, out, "--adapter", sft / "adapter")
     return out / "tuned.gguf"
 
 

@@ -92,19 +92,21 @@ def _intent_keys(intents: Sequence[str] | None, domains: Sequence[str]) -> set[s
     return {intent.upper() for intent in intents}
 
 
+#: Every domain's experts: they take no options, and play only their own domain.
+_EVERY_EXPERT = frozenset(name for names in EXPERTS.values() for name in names)
+
+
 def _players(domain: str, agents: Sequence[str] | None) -> list[str]:
     """Who plays ``domain``: its experts (those of ``agents`` when given) and every agent of
     ``agents`` that is no domain's expert (an expert of another domain does not play it)."""
     if agents is None:
         return list(EXPERTS[domain])
-    every_expert = {name for names in EXPERTS.values() for name in names}
-    return [a for a in dict.fromkeys(agents) if a in EXPERTS[domain] or a not in every_expert]
+    return [a for a in dict.fromkeys(agents) if a in EXPERTS[domain] or a not in _EVERY_EXPERT]
 
 
 def _load(name: str, options: Mapping[str, Any]) -> Any:
     """An expert as it is (experts take no options), any other agent with ``options``."""
-    every_expert = {expert for names in EXPERTS.values() for expert in names}
-    if name in every_expert:
+    if name in _EVERY_EXPERT:
         return load_agent(name)
     try:
         return load_agent(name, **options)
