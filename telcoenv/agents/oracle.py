@@ -91,10 +91,11 @@ class OracleAgent:
         """
         tools = self._tools
         changed = any(tools[a["name"]].approval for a in plan)  # a network change
-        # The current counters (oss_query) show the effect; the series tool shows it as its
-        # newest points; a chain with neither re-reads what it read (the neighbour audit of a
-        # PCI change, the coverage map of a beam or handover fix).
-        preference = ("oss_query", "kpi_timeseries")
+        # The symptom's series (kpi_timeseries) shows the effect as its mean before and after
+        # the change in a tenth of the OSS record's length (a shorter trajectory to train on);
+        # a chain without one re-reads the counters (oss_query), or else what it read (the
+        # neighbour audit of a PCI change, the coverage map of a beam or handover fix).
+        preference = ("kpi_timeseries", "oss_query")
         reads = sorted(
             (a for a in plan if tools[a["name"]].effect == "read"),
             key=lambda a: preference.index(a["name"]) if a["name"] in preference else 2,

@@ -209,14 +209,17 @@ def _plans(read: dict) -> list[dict]:
 
 
 def test_a_count_grounds_no_amount():
-    """A count in a tool's output (payments by status, lines restored) and a published page's
+    """A count in a tool's output (payments by status, lines restored, a summary's items shown,
+    in total and left out, under money-looking keys too) and a published page's
     unitless numbers (three payment attempts, 30 days) are no ground for "3 SAR" or "30 GB"; an
     unlabelled number in a tool's output, the page's prices with their units and the customer's
     own numbers still are."""
     seen = _Seen()
     seen.walk({"payments_by_status": {"failed": {"count": 3, "amount": 120.0}},
-               "lines_restored": 2, "commitment_months": 24, "quantity": 7})  # fmt: skip
+               "lines_restored": 2, "commitment_months": 24, "quantity": 7,
+               "truncated": {"shown": 5, "total": 11,
+                             "left_out": {"credit_notes": 6}}})  # fmt: skip
     seen.text("Payment is retried 4 times over 30 days; the plan costs 79.00 SAR.", bare=False)
     seen.text("I can pay 150 a month", amounts=True)
     assert seen.money == {120.0, 79.0} and seen.bare == {7.0, 150.0}
-    assert not {3.0, 2.0, 24.0, 4.0, 30.0} & (seen.money | seen.data | seen.bare)
+    assert not {3.0, 2.0, 24.0, 4.0, 30.0, 5.0, 11.0, 6.0} & (seen.money | seen.data | seen.bare)

@@ -339,12 +339,13 @@ def test_the_oracle_remeasures_after_its_fix_and_the_repeat_is_not_in_the_chain(
     env = make_env("bler_anomaly")
     _, info = run_episode(env, OracleAgent(), seed=3)
     actions = [a for a in info["trace"].actions if a.kind == "tool_call"]
-    assert actions[-1].remeasure and actions[-1].tool == "oss_query"
-    assert actions[-1].arguments == actions[0].arguments
+    # the symptom's series, re-pulled: its points after the change show the fix
+    assert actions[-1].remeasure and actions[-1].tool == "kpi_timeseries"
+    assert actions[-1].arguments == actions[1].arguments
     assert info["predicted_chain"] == info["trace"].gold_tools
     assert info["metrics"]["sas"] == 1.0 and info["resolved"]
-    before, after = (json.loads(a.observation)["kpis"]["BLER"] for a in (actions[0], actions[-1]))
-    assert after["value"] < before["value"] - 5  # the re-measurement shows the fix
+    series = json.loads(actions[-1].observation)["series"]["BLER"]
+    assert series["mean_after"] < series["mean_before"] - 5
 
 
 def test_a_repeated_read_before_any_change_counts_in_the_chain():

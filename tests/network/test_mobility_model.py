@@ -109,6 +109,13 @@ def test_relation_counts_add_up(cluster):
     assert result.relation_successes.sum() == result.successes.sum()
     assert (result.relation_successes <= result.relation_attempts).all()
     assert np.trace(result.relation_attempts) == 0  # no handover to itself
+    # a ping-pong a -> b -> a: counted at a, on the relation toward b; its first leg is one of
+    # a's handovers to b, its return one of b's to a
+    bounces = result.relation_pingpong
+    assert bounces.sum() > 0
+    assert np.array_equal(bounces.sum(axis=1), result.pingpong)
+    assert (bounces <= result.relation_successes).all()
+    assert (bounces <= result.relation_successes.T).all()
 
 
 # --- the fast handovers against the step-by-step oracle ----------------------------------------
@@ -155,7 +162,7 @@ def _reference_handovers(
     t310_starts: list[np.ndarray] = []  # serving cells where T310 started, step by step
     events: dict[str, list[np.ndarray]] = {
         k: [] for k in ("rlf", "early", "late", "wrong", "att_src", "att_dst", "ok_src",
-                        "ok_dst", "pp", "lost", "late_lost")
+                        "ok_dst", "pp", "pp_by", "lost", "late_lost")
     }  # fmt: skip
     for k in range(steps):
         now = k * mobility.STEP_MS
@@ -220,7 +227,9 @@ def _reference_handovers(
         events["ok_src"].append(src[success])
         events["ok_dst"].append(target[success])
         quick = now - last_ho_ms[moving] < mobility.PINGPONG_WINDOW_MS
-        events["pp"].append(target[success & (target == previous[moving]) & quick])
+        bounced = success & (target == previous[moving]) & quick
+        events["pp"].append(target[bounced])
+        events["pp_by"].append(src[bounced])
         # A target still too weak is a handover triggered too early; a PCI clash sends the
         # UE toward the wrong cell. Either way it stays on the source, which is fading.
         events["early"].append(src[~success & ~clash & ~dropped])
@@ -256,6 +265,7 @@ def _reference_handovers(
         t310_started=np.bincount(starts, minlength=n_cells).astype(float),
         relation_attempts=pairs("att_src", "att_dst"),
         relation_successes=pairs("ok_src", "ok_dst"),
+        relation_pingpong=pairs("pp", "pp_by"),
         served_steps=np.bincount(history.ravel(), minlength=n_cells).astype(float),
     )
 

@@ -615,6 +615,40 @@ def test_the_neighbour_audit_reads_relations_and_loads_from_the_model():
     assert sum(row["ho_attempts_per_hour"] for row in audit["neighbours"]) > 0
 
 
+def test_the_neighbour_audit_counts_ping_pongs_on_each_relation_both_ways():
+    """Per relation: of the cell's handovers to the neighbour, the share sent back within 2 s;
+    of the neighbour's handovers to the cell, the share the cell sent back."""
+    env, setup = _episode("pingpong_handovers", 5)
+    state = setup.state
+    audit = _call(env, "neighbor_audit", cell_id=state.serving_id)
+    counts = state.model.simulation.moves(state.configuration()).counts
+    index, cell = state.model.simulation.index, state.model.simulation.index[state.serving_id]
+    for row in audit["neighbours"]:
+        other = index[row["cell_id"]]
+        out, back = counts.relation_successes[cell, other], counts.relation_successes[other, cell]
+        assert row["ping_pong_pct"] == (
+            round(100 * counts.relation_pingpong[cell, other] / out, 1) if out else None
+        )
+        assert row["sent_back_pct"] == (
+            round(100 * counts.relation_pingpong[other, cell] / back, 1) if back else None
+        )
+    assert any(row["ping_pong_pct"] for row in audit["neighbours"])
+
+
+def test_a_short_time_to_trigger_shows_as_ues_the_cell_sends_back():
+    """A ping-pong's return leg runs on the returning cell's time-to-trigger: a cell at 80 ms
+    sends back more of the UEs its neighbours hand it than at 480 ms (summed over 8 worlds)."""
+    sent_back = {80: 0.0, 480: 0.0}
+    for seed in range(8):
+        _, setup = _episode("pingpong_handovers", seed)
+        simulation = setup.state.model.simulation
+        cell = simulation.index[setup.state.serving_id]
+        for ttt in sent_back:
+            counts = simulation.moves(_config_with(setup.state, ttt_ms=ttt)).counts
+            sent_back[ttt] += counts.relation_pingpong[:, cell].sum()
+    assert sent_back[80] > 2 * sent_back[480] + 4, sent_back
+
+
 def test_the_son_advisor_reads_counters_and_configuration_only():
     """A rule fires on its counter past its threshold, proposes the usual step, skips a
     parameter already there, and ranks by how far the counter is past the threshold."""

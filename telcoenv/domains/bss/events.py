@@ -269,6 +269,9 @@ _DATA_KEY = re.compile(r"gb|data")
 #: Keys whose numbers are counts (lines, payment attempts, days, months): no amount of either
 #: kind, so "3 SAR" after "payment_attempts: 3" is made up.
 _COUNT_KEY = re.compile(r"(?:^|_)(?:count|lines|days|months|attempts|restored)(?:_|$)")
+#: Keys whose whole value is counts, whatever its own keys say: a summary's ``truncated``
+#: (items shown, of a ``total``, and ``left_out`` ones such as ``credit_notes``: no amounts).
+_COUNTS_KEY = re.compile(r"^truncated$")
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 
 
@@ -319,7 +322,8 @@ class _Seen:
             self.number(value, key)
         elif isinstance(value, dict):
             for k, v in value.items():
-                self.walk(v, str(k))
+                if not _COUNTS_KEY.match(str(k)):
+                    self.walk(v, str(k))
         elif isinstance(value, list):
             for v in value:
                 self.walk(v, key)

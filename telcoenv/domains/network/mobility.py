@@ -391,11 +391,14 @@ class Mobility:
     lost_commands: np.ndarray  # attempts failed at the source: command lost, or link failed first
     late_after_loss: np.ndarray  # too-late failures of UEs whose last command was lost
     wrong_cell: np.ndarray
-    pingpong: np.ndarray
+    pingpong: np.ndarray  # counted at the cell left first
     rlf: np.ndarray  # radio link failures while served by each cell
     t310_started: np.ndarray
     relation_attempts: np.ndarray  # [cells, cells]: source -> target
     relation_successes: np.ndarray
+    #: [a, b]: UEs handed from a to b that b sent back to a within the ping-pong window (the
+    #: return leg ran on b's time-to-trigger and offsets)
+    relation_pingpong: np.ndarray
     served_steps: np.ndarray  # [cells]: track steps served by each cell (exposure)
 
 
@@ -635,7 +638,7 @@ FEW = 4
 #: Kinds of events, each counted per cell (att_* and ok_*: the sources and targets of the same
 #: handovers, in step, also counted per relation).
 _EVENTS = ("rlf", "early", "late", "wrong", "att_src", "att_dst", "ok_src", "ok_dst", "pp",
-           "t310", "lost", "late_lost")  # fmt: skip
+           "pp_by", "t310", "lost", "late_lost")  # fmt: skip
 
 
 class _Play:
@@ -859,7 +862,9 @@ class _Play:
         many["ok_dst"].append(target[success])
         now = k * STEP_MS
         quick = now - self.last_ho_ms[moving] < PINGPONG_WINDOW_MS
-        many["pp"].append(target[success & (target == self.previous[moving]) & quick])
+        bounced = success & (target == self.previous[moving]) & quick
+        many["pp"].append(target[bounced])
+        many["pp_by"].append(source[bounced])
         moved = moving[success]
         self.previous[moved] = source[success]
         self.last_ho_ms[moved] = now
@@ -888,6 +893,7 @@ class _Play:
             now = k * STEP_MS
             if target == self.previous[track] and now - self.last_ho_ms[track] < PINGPONG_WINDOW_MS:
                 one["pp"].append(target)
+                one["pp_by"].append(source)
             self.previous[track] = source
             self.last_ho_ms[track] = now
             if self.running[track]:
@@ -965,6 +971,7 @@ class _Play:
             t310_started=self._count("t310"),
             relation_attempts=self._pairs("att_src", "att_dst"),
             relation_successes=self._pairs("ok_src", "ok_dst"),
+            relation_pingpong=self._pairs("pp", "pp_by"),
             served_steps=self.served.astype(float),
         )
 

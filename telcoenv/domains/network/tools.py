@@ -721,7 +721,12 @@ def _model_audit(
     state: NetworkState, cell: CellRow, related: list[tuple[CellRow, float]]
 ) -> dict[str, Any]:
     """neighbor_audit in the network model: each relation's handover attempts and successes
-    from the UE tracks (scaled to the cell's border crossings), loads from the model."""
+    from the UE tracks (scaled to the cell's border crossings), loads from the model, and its
+    ping-pongs both ways: of the cell's handovers to the neighbour, those the neighbour sent
+    back within 2 s (``ping_pong_pct``, the cell-level counter's share on this relation), and
+    of the neighbour's handovers to the cell, those the cell sent back (``sent_back_pct``: a
+    return leg runs on the returning cell's time-to-trigger and offsets, so an eager cell shows
+    here, on its own relations, while its ping-pongs are counted at its neighbours)."""
     from telcoenv.domains.network.counters import crossings_per_5min
 
     assert state.model is not None
@@ -739,6 +744,8 @@ def _model_audit(
         target = index[other.cell_id]
         attempts = float(moves.counts.relation_attempts[source, target])
         successes = float(moves.counts.relation_successes[source, target])
+        incoming = float(moves.counts.relation_successes[target, source])
+        bounces = moves.counts.relation_pingpong
         rows.append(
             {
                 "cell_id": other.cell_id,
@@ -747,6 +754,8 @@ def _model_audit(
                 "prb_util_pct": round(float(ev.traffic.load[target]) * 100),
                 "ho_attempts_per_hour": round(crossings * attempts / started),
                 "ho_success_pct": round(100 * successes / attempts, 1) if attempts else None,
+                "ping_pong_pct": _share(bounces[source, target], successes),
+                "sent_back_pct": _share(bounces[target, source], incoming),
                 "cio_db": offsets.get(other.cell_id, 0.0),
                 "relation": "active",
             }
@@ -765,6 +774,11 @@ def _model_audit(
             "imbalance_index": round(max(0.0, own_load - avg), 2),
         },
     }
+
+
+def _share(part: float, whole: float) -> float | None:
+    """``part`` as a percentage of ``whole`` (one decimal), None without a ``whole``."""
+    return round(100 * float(part) / whole, 1) if whole else None
 
 
 @TOOLS.tool
