@@ -208,6 +208,16 @@ def _plans(read: dict) -> list[dict]:
     return call_tool(env, read["name"], **read["arguments"])["plans"]
 
 
+def test_dates_line_numbers_and_ids_ground_no_figure():
+    """The numbers inside a date, a line number or an id, in the customer's words or a tool's
+    text, ground nothing; a plain number beside them still does."""
+    seen = _Seen()
+    seen.text("I am going to Turkey, leaving on 2026-12-10. My line is 966531652791.", amounts=True)
+    seen.walk({"period": "2026-09", "customer_id": "C000123", "note": "limit 40 on CL-IND-031"})
+    assert seen.bare == {40.0}
+    assert not seen.money | seen.data | seen.money_sums | seen.data_sums
+
+
 def test_a_count_grounds_no_amount():
     """A count in a tool's output (payments by status, lines restored, a summary's items shown,
     in total and left out, under money-looking keys too) and a published page's

@@ -312,7 +312,9 @@ class _Seen:
         if not bare:
             return
         told = {figure.value for figure in found}
-        plain = _THOUSANDS.sub("", text)
+        # Dates, line numbers and ids are no figures, nor grounds for one ("leaving on
+        # 2026-12-10" grounds no "10 GB").
+        plain = _NOT_FIGURES.sub(" ", _THOUSANDS.sub("", text.translate(ARABIC_DIGITS)))
         self.bare.update({round(float(n), 2) for n in NUMBER.findall(plain)} - told)
 
     def walk(self, value: Any, key: str = "") -> None:
