@@ -726,7 +726,9 @@ def _model_audit(
     back within 2 s (``ping_pong_pct``, the cell-level counter's share on this relation), and
     of the neighbour's handovers to the cell, those the cell sent back (``sent_back_pct``: a
     return leg runs on the returning cell's time-to-trigger and offsets, so an eager cell shows
-    here, on its own relations, while its ping-pongs are counted at its neighbours)."""
+    here, on its own relations, while its ping-pongs are counted at its neighbours): the pair
+    ``[out, back]`` by neighbour in ``ping_pong_pct_out_back``, for the relations with a
+    ping-pong either way (the others had none; null where no handover went that way)."""
     from telcoenv.domains.network.counters import crossings_per_5min
 
     assert state.model is not None
@@ -740,26 +742,29 @@ def _model_audit(
     started = max(float(moves.started[source]), 1.0)
     offsets = state.relation_offsets(cell.cell_id, config)
     rows = []
+    ping_pongs: dict[str, list[float | None]] = {}
     for other, km in related:
         target = index[other.cell_id]
         attempts = float(moves.counts.relation_attempts[source, target])
         successes = float(moves.counts.relation_successes[source, target])
         incoming = float(moves.counts.relation_successes[target, source])
         bounces = moves.counts.relation_pingpong
-        rows.append(
-            {
-                "cell_id": other.cell_id,
-                "pci": other.pci,
-                "distance_km": km,
-                "prb_util_pct": round(float(ev.traffic.load[target]) * 100),
-                "ho_attempts_per_hour": round(crossings * attempts / started),
-                "ho_success_pct": round(100 * successes / attempts, 1) if attempts else None,
-                "ping_pong_pct": _share(bounces[source, target], successes),
-                "sent_back_pct": _share(bounces[target, source], incoming),
-                "cio_db": offsets.get(other.cell_id, 0.0),
-                "relation": "active",
-            }
-        )
+        row = {
+            "cell_id": other.cell_id,
+            "pci": other.pci,
+            "distance_km": km,
+            "prb_util_pct": round(float(ev.traffic.load[target]) * 100),
+            "ho_attempts_per_hour": round(crossings * attempts / started),
+            "ho_success_pct": round(100 * successes / attempts, 1) if attempts else None,
+            "cio_db": offsets.get(other.cell_id, 0.0),
+        }
+        rows.append(row)
+        pair = [
+            _share(bounces[source, target], successes),
+            _share(bounces[target, source], incoming),
+        ]
+        if any(pair):  # listed only where a ping-pong went either way: the output's bound
+            ping_pongs[other.cell_id] = pair
     own = state.kpis(cell.cell_id)
     own_load = own.get("PRB_util", float(ev.traffic.load[source]))
     avg = float(np.mean([ev.traffic.load[index[o.cell_id]] for o, _ in related]))
@@ -767,6 +772,7 @@ def _model_audit(
         "cell_id": cell.cell_id,
         "pci": cell.pci,
         "neighbours": rows,
+        "ping_pong_pct_out_back": ping_pongs,
         "findings": _pci_findings(cell, [other for other, _ in related]),
         "load": {
             "serving_prb_util_pct": round(own_load * 100),
