@@ -271,7 +271,7 @@ _DATA_KEY = re.compile(r"gb|data")
 _COUNT_KEY = re.compile(r"(?:^|_)(?:count|lines|days|months|attempts|restored)(?:_|$)")
 #: Keys whose whole value is counts, whatever its own keys say: a summary's ``truncated``
 #: (items shown, of a ``total``, and ``left_out`` ones such as ``credit_notes``: no amounts).
-_COUNTS_KEY = re.compile(r"^truncated$")
+_COUNTS_KEYS = frozenset({"truncated"})
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 
 
@@ -324,7 +324,7 @@ class _Seen:
             self.number(value, key)
         elif isinstance(value, dict):
             for k, v in value.items():
-                if not _COUNTS_KEY.match(str(k)):
+                if k not in _COUNTS_KEYS:
                     self.walk(v, str(k))
         elif isinstance(value, list):
             for v in value:

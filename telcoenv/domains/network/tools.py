@@ -721,14 +721,13 @@ def _model_audit(
     state: NetworkState, cell: CellRow, related: list[tuple[CellRow, float]]
 ) -> dict[str, Any]:
     """neighbor_audit in the network model: each relation's handover attempts and successes
-    from the UE tracks (scaled to the cell's border crossings), loads from the model, and its
-    ping-pongs both ways: of the cell's handovers to the neighbour, those the neighbour sent
-    back within 2 s (``ping_pong_pct``, the cell-level counter's share on this relation), and
-    of the neighbour's handovers to the cell, those the cell sent back (``sent_back_pct``: a
-    return leg runs on the returning cell's time-to-trigger and offsets, so an eager cell shows
-    here, on its own relations, while its ping-pongs are counted at its neighbours): the pair
-    ``[out, back]`` by neighbour in ``ping_pong_pct_out_back``, for the relations with a
-    ping-pong either way (the others had none; null where no handover went that way)."""
+    from the UE tracks (scaled to the cell's border crossings), loads from the model, and, in
+    ``ping_pong_pct_out_back``, each relation's ping-pongs both ways as ``[out, back]``: out, the
+    share of the cell's handovers to the neighbour that it sent back within 2 s (the cell-level
+    counter on this relation); back, the share of the neighbour's handovers to the cell that the
+    cell sent back (a return leg runs on the returning cell's time-to-trigger and offsets, so an
+    eager cell shows here, while its ping-pongs are counted at its neighbours). Only relations
+    with a ping-pong either way are listed; null where no handover went that way."""
     from telcoenv.domains.network.counters import crossings_per_5min
 
     assert state.model is not None
@@ -743,22 +742,23 @@ def _model_audit(
     offsets = state.relation_offsets(cell.cell_id, config)
     rows = []
     ping_pongs: dict[str, list[float | None]] = {}
+    successful, bounces = moves.counts.relation_successes, moves.counts.relation_pingpong
     for other, km in related:
         target = index[other.cell_id]
         attempts = float(moves.counts.relation_attempts[source, target])
-        successes = float(moves.counts.relation_successes[source, target])
-        incoming = float(moves.counts.relation_successes[target, source])
-        bounces = moves.counts.relation_pingpong
-        row = {
-            "cell_id": other.cell_id,
-            "pci": other.pci,
-            "distance_km": km,
-            "prb_util_pct": round(float(ev.traffic.load[target]) * 100),
-            "ho_attempts_per_hour": round(crossings * attempts / started),
-            "ho_success_pct": round(100 * successes / attempts, 1) if attempts else None,
-            "cio_db": offsets.get(other.cell_id, 0.0),
-        }
-        rows.append(row)
+        successes = float(successful[source, target])
+        incoming = float(successful[target, source])
+        rows.append(
+            {
+                "cell_id": other.cell_id,
+                "pci": other.pci,
+                "distance_km": km,
+                "prb_util_pct": round(float(ev.traffic.load[target]) * 100),
+                "ho_attempts_per_hour": round(crossings * attempts / started),
+                "ho_success_pct": _share(successes, attempts),
+                "cio_db": offsets.get(other.cell_id, 0.0),
+            }
+        )
         pair = [
             _share(bounces[source, target], successes),
             _share(bounces[target, source], incoming),
