@@ -24,6 +24,24 @@ class FaultParameter(FrozenModel):
     healthy: Any
     accept: list[Any] | None = None
 
+    def accepts(self, value: Any) -> bool:
+        """Whether ``value`` is inside the ``accept`` band (the cause removed); ``False`` with
+        no band (a shaper's or a PCI's acceptance depends on the episode)."""
+        return self.accept is not None and in_band(value, list(self.accept))
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def in_band(value: Any, band: list[Any]) -> bool:
+    """``value`` inside ``band``: a ``[min, max]`` range of numbers (``None``: unbounded on
+    that side) or a list of choices."""
+    if len(band) == 2 and all(_number(v) for v in band if v is not None) and _number(value):
+        low, high = band
+        return (low is None or value >= low) and (high is None or value <= high)
+    return value in band
+
 
 class Fault(FrozenModel):
     """What is wrong: where (``target``), the alarm it raises, the faulty parameters and

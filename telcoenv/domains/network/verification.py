@@ -26,7 +26,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from telcoenv.domains.network.dynamics import FIX_TOOLS, key_kpis_recovered
-from telcoenv.domains.network.models import Intent
+from telcoenv.domains.network.models import Intent, in_band
 from telcoenv.domains.network.simulation import degraded_neighbours, recovery
 from telcoenv.domains.network.state import ConfigKey, Configuration, NetworkState
 from telcoenv.domains.network.topology import Fault, fault_owner, owner_cell, relation_cells
@@ -114,7 +114,7 @@ def _root_cause_checks(
         current = config[setting.owner].get(setting.parameter)
         if state.model is not None:  # judged by effect: a band, not one value
             band = _band(state, intent.fault.parameters[setting.name], setting.value)
-            checks[f"{label} in {band}"] = _inside(current, band)
+            checks[f"{label} in {band}"] = in_band(current, band)
         else:
             checks[f"{label} at {setting.value}"] = current == setting.value
     return checks
@@ -130,19 +130,6 @@ def _band(state: NetworkState, parameter: Any, fix: Any) -> list[Any]:
     if parameter.healthy == "$link_capacity":
         return [LINK_SHARE * state.backhaul().capacity_mbps, None]
     return list(parameter.accept) if parameter.accept is not None else [fix]
-
-
-def _inside(value: Any, band: list[Any]) -> bool:
-    numeric = all(isinstance(v, int | float) and not isinstance(v, bool) for v in band if v)
-    if (
-        len(band) == 2
-        and numeric
-        and isinstance(value, int | float)
-        and not isinstance(value, bool)
-    ):
-        low, high = band
-        return (low is None or value >= low) and (high is None or value <= high)
-    return value in band
 
 
 #: The team of a ticket opened without one: the NOC's own queue, a record costing no other
