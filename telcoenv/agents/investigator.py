@@ -298,7 +298,8 @@ RULES: dict[str, IntentRules] = {
     "PINGPONG_HANDOVERS": IntentRules(
         cause=Check("config.ttt_ms", "<", 480,
                     "time-to-trigger under the standard 480 ms lets brief fades trigger handovers "
-                    "(blueprints 80-320 ms); with a relation's large offset, that is the cause",
+                    "(blueprints 40-160 ms, with an A3 offset and hysteresis of 0-1.5 dB); with "
+                    "a relation's large offset, that is the cause",
                     unless=Check("neighbours.max_cio_db", ">=", 4, "HO_FAILURE_HOTSPOT's cause")),
         alarm="Handover Ping-Pong Ratio High",
         symptoms=(

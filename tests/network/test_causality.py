@@ -132,16 +132,20 @@ def test_the_backhaul_fault_is_the_shaper_and_the_radio_is_not_the_bottleneck():
 
 
 def test_the_handover_faults_are_the_only_deviation_of_their_blueprints():
-    """A short TTT is the ping-pong fault, a negative cell offset the hotspot's: a blueprint of
-    one must not also carry the other's cause, nor an offset and hysteresis margin of about
-    0 dB, which neither fix would cure (reference 2.8)."""
-    for key in ("PINGPONG_HANDOVERS", "HO_FAILURE_HOTSPOT"):
-        for blueprint in CATALOG.blueprints[key]:
-            rules = blueprint.constraints
-            if key == "HO_FAILURE_HOTSPOT":
-                assert rules["ttt_ms"].min >= 480, blueprint.blueprint_id
-            hysteresis = rules["hysteresis_dB"].min if "hysteresis_dB" in rules else 2.0
-            assert rules["a3_offset_dB"].min + hysteresis >= 3.0, blueprint.blueprint_id
+    """An eager trigger is the ping-pong fault (margin too small and TTT too short, reference
+    2.8), a relation's large offset the hotspot's: every ping-pong blueprint reads its offset,
+    hysteresis and time-to-trigger out inside the fault (margin at most 1.5 dB, TTT at most
+    160 ms), and a hotspot blueprint carries neither (margin at least 3 dB, TTT at least 480
+    ms), which its fix would not cure."""
+    for blueprint in CATALOG.blueprints["PINGPONG_HANDOVERS"]:
+        rules = blueprint.constraints
+        margin = rules["a3_offset_dB"].max + rules["hysteresis_dB"].max
+        assert margin <= 1.5 and rules["ttt_ms"].max <= 160, blueprint.blueprint_id
+    for blueprint in CATALOG.blueprints["HO_FAILURE_HOTSPOT"]:
+        rules = blueprint.constraints
+        assert rules["ttt_ms"].min >= 480, blueprint.blueprint_id
+        hysteresis = rules["hysteresis_dB"].min if "hysteresis_dB" in rules else 2.0
+        assert rules["a3_offset_dB"].min + hysteresis >= 3.0, blueprint.blueprint_id
 
 
 def test_link_adaptation_and_scheduler_faults_match_their_symptoms():

@@ -655,6 +655,33 @@ def test_a_short_time_to_trigger_shows_as_ues_the_cell_sends_back():
     assert sent_back[80] > 2 * sent_back[480] + 4, sent_back
 
 
+def test_an_eager_trigger_bounces_users_and_the_standard_margin_stops_it():
+    """The ping-pong fault is the cell's handover trigger set far too eager (offset and
+    hysteresis near 0 dB, a 40-160 ms time-to-trigger; reference 2.8): over 12 worlds its
+    ping-pong ratio and handovers are well above those of the same cell with the standard
+    3 dB, 2 dB and 480 ms, which the gold fix restores. The time-to-trigger alone at fault did
+    not show in the ratio (4.5 against 4.4 % at the median over 16 worlds), so a single-
+    parameter fault told the engineer's complaint nothing (measured 2026-12-07)."""
+    faulty, fixed, higher = [], [], 0
+    for seed in range(12):
+        _, setup = _episode("pingpong_handovers", seed)
+        state = setup.state
+        start = state.configuration()[f"cell:{state.serving_id}"]
+        assert start["a3_offset_db"] + start["hysteresis_db"] <= 1.5 and start["ttt_ms"] <= 160
+        kpis = [
+            state.model.simulation.kpis(state.serving_id, config)
+            for config in (state.configuration(), _config_with(state, **setup.truth.fix))
+        ]
+        faulty.append(kpis[0])
+        fixed.append(kpis[1])
+        higher += kpis[0]["ping_pong_rate"] > kpis[1]["ping_pong_rate"]
+        assert kpis[0]["ho_attempts_per_5min"] > 1.2 * kpis[1]["ho_attempts_per_5min"], seed
+    assert setup.truth.fix == {"ttt_ms": 480, "a3_offset_db": 3.0, "hysteresis_db": 2.0}
+    assert higher >= 9, higher
+    median = lambda rows: float(np.median([r["ping_pong_rate"] for r in rows]))  # noqa: E731
+    assert median(faulty) > 1.8 * median(fixed), (median(faulty), median(fixed))
+
+
 def test_the_son_advisor_reads_counters_and_configuration_only():
     """A rule fires on its counter past its threshold, proposes the usual step, skips a
     parameter already there, and ranks by how far the counter is past the threshold."""

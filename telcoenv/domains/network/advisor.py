@@ -48,6 +48,8 @@ RULES: tuple[Rule, ...] = (
          "ping-pong above 8 %: lengthen time-to-trigger"),
     Rule("ping_pong_rate", 8.0, True, "hysteresis_db", lambda v: v < 3,
          lambda v: v + 1.0, "ping-pong above 8 %: more handover hysteresis"),
+    Rule("ping_pong_rate", 8.0, True, "a3_offset_db", lambda v: v < 2,
+         lambda v: 3.0, "ping-pong above 8 % with an A3 offset under 2 dB: the standard 3 dB"),
     Rule("ho_fail_rate", 8.0, True, "hysteresis_db", lambda v: v > 1,
          lambda v: v - 0.5, "handover failures above 8 %: hand over earlier"),
     Rule("RLF_rate", 0.02, True, "t310_ms", lambda v: v < 500,

@@ -460,7 +460,8 @@ def _apply_fault(
 
 def outside_band(name: str, value: Any, parameter: FaultParameter) -> Any:
     """``value``, or where the intent's ``accept`` band already holds it (a blueprint's range of
-    the faulty read-out can reach the band: time-to-trigger 80-320 ms against 320-1,024 ms) the
+    the faulty read-out can reach the band: the ping-pong blueprints' time-to-trigger once read
+    80-320 ms against an accepted 320-1,024 ms) the
     nearest legal value outside the band, nearer the faulty side on a tie: a fault the network
     already accepts as removed is no fault, and an agent that changed nothing was resolved."""
     legal = legal_values(name)
