@@ -362,14 +362,16 @@ def test_a_low_priority_starves_the_embb_slice_on_a_busy_cell(level, other_load)
 
 
 @pytest.mark.parametrize("level", [6, 7, 8])
-@pytest.mark.parametrize("other_load", [0.0, 0.05, 0.1])
+@pytest.mark.parametrize("other_load", [0.05, 0.1, 0.15])
 def test_a_low_priority_starves_the_urllc_slice_under_load(level, other_load):
-    """SLICE_QOS_DEGRADATION on URLLC: priority 6-8 (healthy 2; default 1) on a cell 57-67 %
-    loaded: its 10 ms budget no longer holds behind the eMBB and default bearers' bursts."""
+    """SLICE_QOS_DEGRADATION on URLLC: priority 6-8 (healthy 2; default 1) on a cell 62-72 %
+    loaded: its 10 ms budget no longer holds behind the eMBB and default bearers' bursts. (At
+    57 %, with the eMBB slice guaranteed 20 Mbps of its 200, not 100, fewer bursts go ahead of
+    it: 12.5 % of its sessions breach, +1.5 ms of jitter.)"""
     faulty = both(urllc=policy("URLLC", priority_level=level), other_load=other_load)[1]
     for healthy_level in (1, 2):
         kpis = both(urllc=policy("URLLC", priority_level=healthy_level), other_load=other_load)
-        assert 0.55 < cell_load(kpis, other_load) < 0.7
+        assert 0.6 < cell_load(kpis, other_load) < 0.75
         healthy = kpis[1]
         assert healthy.violation_pct < 2.0
         assert faulty.throughput_p50_mbps < 0.5 * healthy.throughput_p50_mbps

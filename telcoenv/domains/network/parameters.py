@@ -47,7 +47,7 @@ SLICE_POLICY: dict[str, dict[str, Any]] = {
     "eMBB": {
         "admission_threshold_pct": 95,
         "priority_level": 3,
-        "min_guaranteed_mbps": 100,
+        "min_guaranteed_mbps": 20,
         "max_share_pct": 70,
         "latency_budget_ms": 50,
     },
