@@ -682,6 +682,29 @@ def test_an_eager_trigger_bounces_users_and_the_standard_margin_stops_it():
     assert median(faulty) > 1.8 * median(fixed), (median(faulty), median(fixed))
 
 
+def test_an_unchanged_cell_reports_no_timing_advance_drift():
+    """The drift index compares the median timing advance with the cell's normal one, both in
+    whole TA steps (39 m): the normal was a median of exact distances, so an unchanged cell
+    read up to half a step of drift (0.44 on a stadium micro cell, at least 0.2 in 2 of 58
+    cells; measured 2026-12-07). Under the fault it is |median TA - normal| / normal."""
+    from telcoenv.domains.network.model import TA_STEP_M
+
+    for key in ("ta_distribution_drift", "beam_misalignment", "rlf_spike"):
+        for seed in range(3):
+            _, setup = _episode(key, seed)
+            state = setup.state
+            simulation = state.model.simulation
+            normal = simulation.kpis(state.serving_id, state.model.epochs[0].config)
+            assert normal["ta_drift_index"] == 0.0, (key, seed)
+    faulty = simulation.kpis(state.serving_id, state.configuration())
+    reference = float(simulation.world.ta_reference_m[0])
+    half_steps = 2.0 * reference / TA_STEP_M  # a median of whole steps: whole or half steps
+    assert half_steps == pytest.approx(round(half_steps), abs=1e-6)
+    assert faulty["ta_drift_index"] == pytest.approx(
+        abs(faulty["ta_p50"] - reference) / max(reference, TA_STEP_M)
+    )
+
+
 def test_the_son_advisor_reads_counters_and_configuration_only():
     """A rule fires on its counter past its threshold, proposes the usual step, skips a
     parameter already there, and ranks by how far the counter is past the threshold."""

@@ -47,12 +47,14 @@ import numpy as np
 from telcoenv.domains.network import layout, mobility
 from telcoenv.domains.network.model import (
     MOBILE_SHARE,
+    TA_STEP_M,
     Evaluation,
     Moves,
     World,
     cell_service,
     median,
     quantiles,
+    timing_advance_m,
 )
 from telcoenv.domains.network.transport import RESIDUAL_LOSS
 
@@ -88,7 +90,6 @@ SLICE_COUNTERS: tuple[str, ...] = (
     "slice_throughput_p50", "slice_throughput_p95", "slice_violation_ratio", "QoS_class",
 )  # fmt: skip
 
-TA_STEP_M = 39.06  # 16 x 64 Tc / 2^mu of TS 38.213 §4.2 at mu = 1, as a distance
 CONNECTION_S = 10.0
 FADE_MS, FADE_SIGMA_DB = 300.0, 1.5
 #: Radio link monitoring's evaluation period (TS 38.133 §8.1: out-of-sync every 200 ms).
@@ -177,7 +178,7 @@ def cell_counters(
     service = cell_service(ev, cell, up)
     p50, p95 = quantiles(service.user_mbps, (0.5, 0.95))
     distance = world.coupling.distance_m[cell, mine]
-    ta = np.round(distance / TA_STEP_M) * TA_STEP_M
+    ta = timing_advance_m(distance)
     ta50, ta95 = quantiles(ta, (0.5, 0.95))
     reference = float(world.ta_reference_m[cell]) or ta50
     gain = _gain_db(world, ev, cell, mine)

@@ -601,7 +601,7 @@ def build_world(
         world,
         operational=plan.operational,
         link=plan.link,
-        ta_reference_m=np.array([_median_distance(world, reference, c) for c in range(n)]),
+        ta_reference_m=np.array([_median_ta(world, reference, c) for c in range(n)]),
     )
     # Last, with the backhaul as it is: its queue is part of what the users wait for.
     return _calibrate_qos(world, config, targets)
@@ -864,11 +864,23 @@ def _calibrate_slices(world: World, config: Configuration, targets: Targets) -> 
     return replace(world, slice_demand=tuple(demands))
 
 
-def _median_distance(world: World, evaluation: Evaluation, cell: int) -> float:
+#: Timing advance granularity as a distance: 16 x 64 Tc / 2^mu of TS 38.213 §4.2 at mu = 1.
+TA_STEP_M = 39.06
+
+
+def timing_advance_m(distance_m: np.ndarray) -> np.ndarray:
+    """UE distances as the timing advance reports them: whole steps of :data:`TA_STEP_M`."""
+    return np.round(distance_m / TA_STEP_M) * TA_STEP_M
+
+
+def _median_ta(world: World, evaluation: Evaluation, cell: int) -> float:
+    """The median timing advance of a cell's users, as its TA counters compute it (the cell's
+    normal, against which they report the drift: a median of whole steps against one of exact
+    distances read half a step of drift on an unchanged cell)."""
     mine = evaluation.radio.serving == cell
     if not mine.any():
         return 0.0
-    return median(world.coupling.distance_m[cell, mine])
+    return median(timing_advance_m(world.coupling.distance_m[cell, mine]))
 
 
 # --- mobility -------------------------------------------------------------------------------------
