@@ -20,7 +20,7 @@ SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "check_fault_visib
 #: Visible in at least this share of an intent's episodes.
 VISIBLE = 0.85
 #: The geometry faults, calibrated with the fault in place to the blueprint's own levels (RSRP,
-#: timing advance), so the world absorbs much of what the tilt or offset does: the cell's own
+#: SINR, users, load), so the world absorbs much of what the tilt or offset does: the cell's own
 #: users move little, or the other way (measured 2026-12-07: coverage hole 20 %, overshooting
 #: 50 %, timing-advance drift 45 %; docs/network_model.md).
 NOT_YET = frozenset({"COVERAGE_HOLE", "OVERSHOOTING_CELL", "TA_DISTRIBUTION_DRIFT"})

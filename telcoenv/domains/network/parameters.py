@@ -42,7 +42,9 @@ CELL_PARAMETERS: tuple[str, ...] = tuple(PROFILE["macro"])
 CELL_ATTRIBUTES: tuple[str, ...] = ("pci", "azimuth_deg")
 #: Parameters of the site's transport link that optimize_cell sets on the serving cell.
 BACKHAUL_PARAMETERS: tuple[str, ...] = ("bh_rt_queue_weight_pct", "bh_shaper_mbps")
-#: Default policy of each slice type.
+#: Default policy of each slice type. eMBB is mostly non-GBR traffic (TS 23.501 §5.7.4): a
+#: modest guaranteed floor, its excess competing at its priority level (a guarantee above its
+#: traffic made the level do nothing).
 SLICE_POLICY: dict[str, dict[str, Any]] = {
     "eMBB": {
         "admission_threshold_pct": 95,
