@@ -459,11 +459,11 @@ def _apply_fault(
 
 
 def outside_band(name: str, value: Any, parameter: FaultParameter) -> Any:
-    """``value``, or where the intent's ``accept`` band already holds it (a blueprint's range of
+    """``value``, or where the intent's ``accept`` band already holds it the nearest legal value
+    outside the band, nearer the faulty side on a tie: a fault the network already accepts as
+    removed is no fault, and an agent that changed nothing was resolved (a blueprint's range of
     the faulty read-out can reach the band: the ping-pong blueprints' time-to-trigger once read
-    80-320 ms against an accepted 320-1,024 ms) the
-    nearest legal value outside the band, nearer the faulty side on a tie: a fault the network
-    already accepts as removed is no fault, and an agent that changed nothing was resolved."""
+    80-320 ms against an accepted 320-1,024 ms)."""
     legal = legal_values(name)
     if not parameter.accepts(value) or not legal:
         return value
