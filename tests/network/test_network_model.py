@@ -322,6 +322,38 @@ def test_an_uptilted_tall_site_reaches_into_its_neighbours_areas(seed):
     assert gap[15.0] > gap[6.0]
 
 
+@pytest.mark.parametrize("blueprint", ["COV_HOLE_DOWNTOWN", "COV_HOLE_RURAL_SPARSITY"])
+def test_a_steep_downtilt_opens_a_coverage_gap_the_normal_tilt_closes(blueprint):
+    """The coverage hole's world is calibrated without the fault, the clutter loss set by the
+    sample's coverage gap with it: the share of the cell's own area under -110 dBm grows with
+    every degree of downtilt past the normal 4 (uptilting past it loses the near part), the
+    steep tilt's gap is what the report shows, and the normal tilt
+    closes most of it (the served users' median RSRP is no symptom: the cell keeps those near
+    its mast)."""
+    from telcoenv.domains.network.radio import COVERAGE_DBM
+
+    env = telcoenv.make("coverage_hole", domain=physical(), embedder=None)
+    for seed in range(3):
+        env.reset(seed=seed, options={"blueprint": blueprint})
+        setup = env.unwrapped.episode.setup
+        state, cell = setup.state, setup.state.serving_id
+        world = state.model.simulation.world
+        assert world.calibration_error < math.inf
+        gaps = [_serving_kpis(setup, tilt_deg=t)["coverage_gap_ratio"] for t in (4, 8, 11, 14)]
+        assert gaps == sorted(gaps), (seed, gaps)
+        start = sim.freeze(state.configuration())
+        gap = state.model.simulation.kpis(cell, start, handovers=False)["coverage_gap_ratio"]
+        assert setup.truth.sampled["coverage_gap_ratio"] == round(gap)
+        normal = sim.freeze(state.model.epochs[0].config)
+        healed = state.model.simulation.kpis(cell, normal, faulty=False, handovers=False)
+        assert healed["coverage_gap_ratio"] < 0.8 * gap, (seed, gap, healed)
+        # The gap counter is the share of the cell's own area under the threshold.
+        ev = state.model.simulation.evaluation(start)
+        best = ev.radio.rsrp_dbm[:, world.home == 0].max(axis=0)
+        assert gap == pytest.approx(100.0 * float(np.mean(best < COVERAGE_DBM)))
+    env.close()
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_a_stricter_admission_threshold_refuses_more_sessions(seed):
     _, setup = _episode("slice_admission_failure", seed)

@@ -56,6 +56,7 @@ from telcoenv.domains.network.model import (
     quantiles,
     timing_advance_m,
 )
+from telcoenv.domains.network.radio import COVERAGE_DBM
 from telcoenv.domains.network.transport import RESIDUAL_LOSS
 
 CELL_COUNTERS: tuple[str, ...] = (
@@ -99,7 +100,6 @@ CONNECT_DB = mobility.Q_OUT_DB
 DOMINANCE_DB = 3.0
 BEAM_FAILURE_DB = -6.0
 PRACH_MIN_DB = -7.0
-COVERAGE_DBM = -110.0
 #: A handover's return to the source within this long is a ping-pong (mobility.py's window).
 SESSION_SETUPS_PER_USER_HR = 6.0
 

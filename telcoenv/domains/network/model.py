@@ -535,6 +535,10 @@ class Targets:
     # The serving cell's QoS compliance (0-1) where the sample says it breaches its SLA: reached
     # by the demand of its users at the event or the peak (:func:`_calibrate_qos`).
     qos: float | None = None
+    # The share (%) of the serving cell's area under radio.COVERAGE_DBM: where set, it and not
+    # the median RSRP sets the clutter loss (a coverage hole is the far part of the sector; the
+    # served users' median, near the mast, cannot be as weak as the hole and the gap this small).
+    coverage_gap_pct: float | None = None
 
 
 #: How far calibration may move the clutter loss (dB).
@@ -684,7 +688,8 @@ CALIBRATION_ROUNDS = 12
 def _calibrate(world: World, config: Configuration, targets: Targets) -> World:
     """Calibrate the world's knobs together, each from a whole run of the model (load
     balancing and the interference of the load included), keeping the best round:
-    the clutter loss common to every link sets the serving cell's median RSRP; the
+    the clutter loss common to every link sets the serving cell's median RSRP (or its area's
+    coverage gap, :func:`_gap_shift`); the
     interference from beyond the cluster (it only lowers SINR) its median SINR; users per UE
     its users (where they camp); each cell's users' demand its PRB load."""
     reservation = np.array(
@@ -703,7 +708,9 @@ def _calibrate(world: World, config: Configuration, targets: Targets) -> World:
         if not mine.any():
             return replace(world, calibration_rounds=rounds, calibration_error=math.inf)
         shift = 0.0
-        if targets.rsrp_dbm is not None:
+        if targets.coverage_gap_pct is not None:
+            shift = _gap_shift(world, config, targets.coverage_gap_pct)
+        elif targets.rsrp_dbm is not None:
             shift = median(ev.radio.serving_rsrp_dbm[mine]) - targets.rsrp_dbm
         share = world.site_share
         sinr_error = 0.0
@@ -748,6 +755,16 @@ def _calibrate(world: World, config: Configuration, targets: Targets) -> World:
             load_guess=np.minimum(ev.traffic.load, 1.0),
         )
     return replace(best, calibration_rounds=rounds, calibration_error=best_error)
+
+
+def _gap_shift(world: World, config: Configuration, gap_pct: float) -> float:
+    """How much more loss every link needs (dB) for ``gap_pct`` of the serving cell's area (the
+    UEs dropped in its sector) to be under :data:`radio.COVERAGE_DBM` with ``config``: the
+    best RSRP there moves dB for dB with a loss common to every link."""
+    rsrp = radio.rsrp_of(cells_for(world, config), world.coupling)[:, world.home == 0]
+    best = rsrp.max(axis=0)
+    edge = float(np.quantile(best, min(max(gap_pct, 0.0), 100.0) / 100.0))
+    return edge - radio.COVERAGE_DBM if math.isfinite(edge) else 0.0
 
 
 #: How much more the serving cell's users may ask at an event or the peak than the calibrated

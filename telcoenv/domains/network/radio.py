@@ -358,6 +358,10 @@ def _lin(db: np.ndarray) -> np.ndarray:
     return 10.0 ** (np.asarray(db, dtype=float) / 10.0)
 
 
+#: The RSRP a place needs to count as covered (a coverage gap below it), dBm.
+COVERAGE_DBM = -110.0
+
+
 def rsrp_of(cells: Cells, coupling: Coupling) -> np.ndarray:
     """RSRP of every cell at every UE, dBm per RE [cells, UEs] (-inf from a cell off air): what
     the configuration decides, before any load."""

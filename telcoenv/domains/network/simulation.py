@@ -243,9 +243,14 @@ def plan_of(
 def targets_of(
     initial: Any, blueprint: Any, sampled: Mapping[str, float], rng: np.random.Generator
 ) -> Targets:
+    """What the episode's world is calibrated to: the sample's levels, where it has them (a
+    coverage gap sets the clutter loss instead of the median RSRP)."""
     context = blueprint.context
     jitter = rng.normal(0.0, 1.0, 3)
+    gap = _first(sampled, "coverage_gap_ratio")
     rsrp = _first(sampled, "rsrp_dBm")
+    if rsrp is None:
+        rsrp = TYPICAL_RSRP[context.area] + 3.0 * float(jitter[0])
     sinr = _first(sampled, "sinr_dB")
     users = _first(sampled, "users")
     load = _first(sampled, "PRB_util", "prb_util")
@@ -257,7 +262,8 @@ def targets_of(
             share = utilisation / 100.0
         offered.append(share)
     return Targets(
-        rsrp_dbm=rsrp if rsrp is not None else TYPICAL_RSRP[context.area] + 3.0 * float(jitter[0]),
+        rsrp_dbm=None if gap is not None else rsrp,
+        coverage_gap_pct=gap,
         sinr_db=sinr if sinr is not None else TYPICAL_SINR[context.area] + 2.0 * float(jitter[1]),
         users=users
         if users is not None
