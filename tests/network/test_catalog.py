@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
 from telcoenv.datafiles import data_root
 from telcoenv.domains.network.kpis import kpi_definitions
@@ -274,3 +275,54 @@ def test_an_environment_runs_on_a_user_catalogue(data_copy):
     # The edited range is sampled and the network model calibrated to the sample; what the
     # engineer quotes is the model's reading (the packaged range is 0.75-0.95).
     assert 0.5 <= float(np.median(loads)) <= 0.6 and max(loads) < 0.75
+
+
+PPHO_DENSE_URBAN = Path("blueprints", "PINGPONG_HANDOVERS", "PPHO_DENSE_URBAN.yaml")
+
+
+@pytest.mark.parametrize(
+    ("kpi", "low", "high", "found"),
+    [
+        ("ttt_ms", 80, 320, "320"),  # an enum: the legal value 320 is accepted
+        ("a3_offset_dB", 0.0, 2.5, "[0.0, 2.5]"),  # a range overlapping [2, 5]
+    ],
+)
+def test_a_faulty_read_out_reaching_the_accepted_band_is_refused(data_copy, kpi, low, high, found):
+    """An episode that starts with the fault's parameter inside the band the verification
+    accepts needs no fix: a diagnosis alone resolves it (the ping-pong blueprints' 80-320 ms
+    once did, in 3 of 30 seeds). The catalogue refuses the blueprint, naming the read-out."""
+    path = edit_yaml(
+        data_copy / PPHO_DENSE_URBAN, lambda d: d["constraints"][kpi].update(min=low, max=high)
+    )
+    with pytest.raises(CatalogError) as caught:
+        load_network_copy(data_copy)
+    assert caught.value.file == str(path)
+    assert caught.value.field == f"constraints.{kpi}"
+    assert f"{found} reaches the accepted band" in caught.value.problem
+
+
+def _intent(data: dict, key: str) -> dict:
+    return next(i for i in data["intents"] if i["key"] == key)
+
+
+@pytest.mark.parametrize(
+    ("key", "name", "faulty", "found"),
+    [
+        ("COVERAGE_HOLE", "tilt_deg", [7, 14], "[7, 14]"),  # overlaps the accepted 2-8 degrees
+        ("HO_FAILURE_HOTSPOT", "neighbour_cio_db", [-2, 6, 8], "-2"),  # a choice inside [-2, 2]
+    ],
+)
+def test_an_intent_whose_faulty_values_reach_the_accepted_band_is_refused(
+    data_copy, key, name, faulty, found
+):
+    def edit(data):
+        _intent(data, key)["fault"]["parameters"][name]["faulty"] = faulty
+
+    edit_yaml(data_copy / "intents.yaml", edit)
+    with pytest.raises(CatalogError) as caught:
+        load_network_copy(data_copy)
+    index = [
+        i["key"] for i in yaml.safe_load((data_copy / "intents.yaml").read_text())["intents"]
+    ].index(key)
+    assert caught.value.field == f"intents.{index}.fault.parameters.{name}.faulty"
+    assert f"{found} reaches the accepted band" in caught.value.problem

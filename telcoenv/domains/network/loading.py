@@ -153,6 +153,39 @@ def _check_fault_values(
             raise CatalogError(file, f"{field}.{position}", f"not a legal value: {error.message}")
 
 
+def _accepted(values: list[Any], schema: Mapping[str, Any], parameter: Any) -> Any:
+    """A value among faulty ``values`` (read as :func:`_check_fault_values` reads them) that
+    the intent's ``accept`` band holds, or a ``[low, high]`` range overlapping it; None if none
+    (or no band)."""
+    if parameter.accept is None:
+        return None
+    numeric = schema.get("type") in ("number", "integer") and "enum" not in schema
+    ranged = numeric and len(values) == 2 and all(isinstance(v, int | float) for v in values)
+    if ranged and len(parameter.accept) == 2:
+        (low, high), (band_low, band_high) = values, parameter.accept
+        if (band_high is None or low <= band_high) and (band_low is None or high >= band_low):
+            return [low, high]
+        return None
+    return next((v for v in values if parameter.accepts(v)), None)
+
+
+def _check_outside_band(
+    values: list[Any], schema: Mapping[str, Any], parameter: Any, file: str, field: str
+) -> None:
+    """A fault's values must lie outside what the verification accepts as the cause removed:
+    an episode that starts inside the band is resolved by a diagnosis that changes nothing
+    (the ping-pong blueprints once read a time-to-trigger of 80-320 ms out against an accepted
+    320-1,024 ms: one episode in ten)."""
+    found = _accepted(values, schema, parameter)
+    if found is not None:
+        raise CatalogError(
+            file,
+            field,
+            f"{found} reaches the accepted band {list(parameter.accept)}: an episode would "
+            "start with its cause already removed",
+        )
+
+
 def _check_states(values: list[Any], file: str, field: str) -> None:
     """Operational states a fault leaves the serving cell in must be known ones."""
     from telcoenv.domains.network.parameters import OPERATIONAL_STATES
@@ -200,6 +233,7 @@ def _check_fault(intent: Intent, tools: Mapping[str, ToolSpec], file: str, index
                 )
         if parameter.faulty is not None:
             _check_fault_values(parameter.faulty, schema, file, field + ".faulty")
+            _check_outside_band(parameter.faulty, schema, parameter, file, field + ".faulty")
         if isinstance(parameter.healthy, str) and parameter.healthy.startswith("$"):
             if parameter.healthy not in HEALTHY_RESOLVERS:
                 raise CatalogError(
@@ -292,11 +326,14 @@ def _check_fault_sources(
     configuration drift changes one parameter or more."""
     from telcoenv.domains.network.parameters import KPI_READOUTS
 
+    parameters = intent.fault.parameters
     for name, values in blueprint.fault.items():
         if name == "operational_state":
             _check_states(values, file, f"fault.{name}")
         elif name in schemas:
             _check_fault_values(values, schemas[name], file, f"fault.{name}")
+            if name in parameters:
+                _check_outside_band(values, schemas[name], parameters[name], file, f"fault.{name}")
     if intent.fault.target == "config":
         # topology._apply_fault drifts int(mismatch_count) parameters of the serving cell.
         rule = blueprint.constraints.get("mismatch_count")
@@ -320,6 +357,14 @@ def _check_fault_sources(
                 "constraints",
                 f"{intent.key} has no faulty {name} value: {remedy}give fault.{name}",
             )
+        for kpi in set(sources) & set(blueprint.constraints):
+            if name in blueprint.fault or name not in schemas:
+                continue  # the override is drawn, not the read-out
+            rule, schema = blueprint.constraints[kpi], schemas[name]
+            # The read-out's values: the legal ones inside its range, or the range itself.
+            read = [v for v in schema.get("enum", []) if rule.min <= v <= rule.max]
+            values = read if "enum" in schema else [rule.min, rule.max]
+            _check_outside_band(values, schema, parameter, file, f"constraints.{kpi}")
 
 
 def check_blueprint(

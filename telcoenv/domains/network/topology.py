@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from telcoenv.domains.network.kpis import background_kpis, kpi_definitions
-from telcoenv.domains.network.models import Blueprint, FaultParameter, Intent
+from telcoenv.domains.network.models import Blueprint, Intent
 from telcoenv.domains.network.parameters import (
     KPI_TO_CELL_PARAMETER,
     KPI_TO_SLICE_POLICY,
@@ -446,8 +446,7 @@ def _apply_fault(
         elif name == "pci":
             _inject_pci_conflict(state)
         elif choices is None:  # the blueprint's sampled read-out already set the faulty value
-            config = state.serving.config
-            config[name] = outside_band(name, config[name], parameter)
+            continue  # (outside the accepted band: the catalogue refuses a range that reaches it)
         elif fault.target == "slice":
             state.slices[state.fault_slice_id].policy[name] = _draw_faulty(name, choices, rng)
         elif fault.target == "backhaul":
@@ -456,20 +455,6 @@ def _apply_fault(
             state.relation_cio_db[fault_relation(state)] = _draw_faulty(name, choices, rng)
         else:
             state.serving.config[name] = _draw_faulty(name, choices, rng)
-
-
-def outside_band(name: str, value: Any, parameter: FaultParameter) -> Any:
-    """``value``, or where the intent's ``accept`` band already holds it the nearest legal value
-    outside the band, nearer the faulty side on a tie: a fault the network already accepts as
-    removed is no fault, and an agent that changed nothing was resolved (a blueprint's range of
-    the faulty read-out can reach the band: the ping-pong blueprints' time-to-trigger once read
-    80-320 ms against an accepted 320-1,024 ms)."""
-    legal = legal_values(name)
-    if not parameter.accepts(value) or not legal:
-        return value
-    outside = [v for v in legal if not parameter.accepts(v)]
-    healthy = parameter.healthy if isinstance(parameter.healthy, int | float) else value
-    return min(outside, key=lambda v: (abs(v - value), -abs(v - healthy)))
 
 
 def fault_relation(state: InitialNetwork) -> tuple[str, str]:
