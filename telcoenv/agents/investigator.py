@@ -251,7 +251,8 @@ RULES: dict[str, IntentRules] = {
         alarm="Coverage KPI Degraded",
         symptoms=(
             Check("kpi.rsrp_dBm", "<=", -105, "weak RSRP (healthy -85 dBm; a hole < -110 dBm)"),
-            Check("kpi.coverage_gap_ratio", ">=", 8, "coverage gaps 4x their healthy 2 %"),
+            Check("kpi.coverage_gap_ratio", ">=", 8,
+                  "a share of the cell's area under -110 dBm (blueprints 8-45 %)"),
             Check("coverage.gap_bins_pct", ">=", 8,
                   "coverage-map bins 10 dB under the cell's median (healthy about 2 %)"),
         ),
