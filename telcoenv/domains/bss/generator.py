@@ -29,7 +29,7 @@ The rows come back per table, as tuples in the table's column order (see ``schem
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -142,9 +142,10 @@ def answer_vocabulary() -> AnswerVocabulary:
     )
 
 
-def _instruments(failure: PaymentFailure | None) -> list[tuple[str, str]]:
+@cache  # None and the ten failure reasons: read-only tuples, shared by episodes
+def _instruments(failure: PaymentFailure | None) -> tuple[tuple[str, str], ...]:
     """The (method, channel) pairs a payment may use, with ``failure`` if it fails."""
-    return [
+    return tuple(
         (method, channel)
         for method, channels in products()["payment_methods"].items()
         for channel in channels
@@ -154,7 +155,7 @@ def _instruments(failure: PaymentFailure | None) -> list[tuple[str, str]]:
             and channel in failure.channels
             and (method == CARD or not failure.card_expired)
         )
-    ]
+    )
 
 
 @dataclass(frozen=True)
@@ -286,6 +287,22 @@ def _billing_day_from(day: dt.date, billing_day: int) -> dt.date:
     return following
 
 
+@cache  # one entry per billing day (1-28) of the same 13 periods: read-only, shared
+def _usage_cycles(
+    periods: tuple[str, ...], billing_day: int
+) -> tuple[tuple[billing.Cycle, bool, float], ...]:
+    """Each period's cycle for ``billing_day``, whether it is closed, and the share of it
+    elapsed by today (1.0 once closed): the same for every episode, computed once."""
+    today = dt.date.fromisoformat(TODAY)
+    cycles = []
+    for period in periods:
+        cycle = billing.cycle(period, billing_day)
+        closed = cycle.closed()
+        elapsed = 1.0 if closed else ((today - cycle.start).days + 1) / cycle.days
+        cycles.append((cycle, closed, elapsed))
+    return tuple(cycles)
+
+
 #: Share of other customers who have not paid their latest bill (it goes overdue), the share
 #: (of all, among them) who have not paid the one before either (in arrears: suspended once it
 #: is long enough overdue), and the chance that one of them disputes their latest bill (a
@@ -293,9 +310,69 @@ def _billing_day_from(day: dt.date, billing_day: int) -> dt.date:
 LATE_PAYER_P, ARREARS_P, DISPUTE_P = 0.05, 0.02, 0.25
 
 
+@cache  # the same rows in every episode (but for its id): built once, read-only tuples
+def _product_rows() -> tuple[tuple[str, tuple[Any, ...]], ...]:
+    """The rows of ``rate_plans`` and ``addons`` (episode id left out), from the products."""
+    vat = products()["vat_rate"]
+    plans = tuple(
+        (
+            "rate_plans",
+            (
+                plan["plan_id"],
+                plan["name"]["en"],
+                plan["name"]["ar"],
+                plan["payment"],
+                plan["segment"],
+                plan["price"],
+                _money(plan["price"] * (1 + vat)),
+                plan["data_gb"],
+                plan["voice_min"],
+                plan["sms"],
+                plan["min_age"],
+                plan["max_age"],
+            ),
+        )
+        for plan in products()["plans"]
+    )
+    addons = tuple(
+        (
+            "addons",
+            (
+                addon["addon_id"],
+                addon["name"]["en"],
+                addon["name"]["ar"],
+                addon["kind"],
+                addon["zone"],
+                addon["price"],
+                _money(addon["price"] * (1 + vat)),
+                addon["data_gb"],
+                addon["voice_min"],
+                addon["validity_days"],
+                ",".join(addon["payment"]),
+            ),
+        )
+        for addon in products()["addons"]
+    )
+    return plans + addons
+
+
+@cache  # one entry per age (19-69): read-only, shared by episodes
+def _consumer_pool(age: int) -> tuple[str, ...]:
+    """The consumer plans a customer of ``age`` may hold, in the catalogue's order, each
+    prepaid one PREPAID_WEIGHT times (another customer's plan is drawn from this pool)."""
+    plans = products()["plans"]
+    allowed = [p for p in plans if p["segment"] == "consumer" and eligible(p, age, "consumer")]
+    return tuple(
+        p["plan_id"]
+        for p in allowed
+        for _ in range(PREPAID_WEIGHT if p["payment"] == "prepaid" else 1)
+    )
+
+
 class _Builder:
     def __init__(self, rng: np.random.Generator, episode_id: str, months: list[str]) -> None:
         self.rng, self.episode, self.months = rng, episode_id, months
+        self.periods = tuple(months)  # hashable: the key of the cycles shared by episodes
         self.rows: dict[str, list[tuple[Any, ...]]] = {t: [] for t in bss_schema().plan.columns}
         self.plans = {p["plan_id"]: p for p in products()["plans"]}
         self.addons = {a["addon_id"]: a for a in products()["addons"]}
@@ -304,42 +381,16 @@ class _Builder:
         self.today = dt.date.fromisoformat(TODAY)
         self.usage_rows: dict[tuple[str, str], int] = {}  # (msisdn, month): usage_records index
         self.disputed: set[str] = set()  # invoices a billing_dispute ticket names
+        # Read and built once: pay() runs for every invoice.
+        self.terms = billing.payment_terms_days()
+        self.days = tuple(dt.timedelta(days=n) for n in range(self.terms + 1))
 
     def add(self, table: str, *values: Any) -> None:
         self.rows[table].append((self.episode, *values))
 
     def product_rows(self) -> None:
-        for plan in self.plans.values():
-            self.add(
-                "rate_plans",
-                plan["plan_id"],
-                plan["name"]["en"],
-                plan["name"]["ar"],
-                plan["payment"],
-                plan["segment"],
-                plan["price"],
-                _money(plan["price"] * (1 + self.vat)),
-                plan["data_gb"],
-                plan["voice_min"],
-                plan["sms"],
-                plan["min_age"],
-                plan["max_age"],
-            )
-        for addon in self.addons.values():
-            self.add(
-                "addons",
-                addon["addon_id"],
-                addon["name"]["en"],
-                addon["name"]["ar"],
-                addon["kind"],
-                addon["zone"],
-                addon["price"],
-                _money(addon["price"] * (1 + self.vat)),
-                addon["data_gb"],
-                addon["voice_min"],
-                addon["validity_days"],
-                ",".join(addon["payment"]),
-            )
+        for table, row in _product_rows():
+            self.rows[table].append((self.episode, *row))
 
     def customer(
         self, segment: str, age: int, name: str | None = None, *, last_billing_day: int = 28
@@ -351,7 +402,7 @@ class _Builder:
         customer_id, account_id = self.ids.new("C"), self.ids.new("A")
         first, last = _FIRST[int(rng.integers(len(_FIRST)))], _LAST[int(rng.integers(len(_LAST)))]
         name = name or f"{first} {last}"
-        born = self.today - dt.timedelta(days=int(age * 365.25 + rng.integers(62, 365)))
+        born = self.today - dt.timedelta(days=int(age * 365.25 + int(rng.integers(62, 365))))
         handle = name.lower().replace(" ", ".").replace("-", "")
         domain = "ops.telcoenv.test" if segment == "internal" else "mail.example.sa"
         self.add(
@@ -417,12 +468,13 @@ class _Builder:
         rng, plan = self.rng, self.plans[plan_id]
         limit = plan["data_gb"]
         scale = (limit if limit is not None else UNLIMITED_SCALE_GB) * account.share
-        cycles = [billing.cycle(m, account.billing_day) for m in self.months]
         since = account.activated[msisdn]
-        cycles = [c for c in cycles if c.end >= since]
-        candidates = [c.period for c in cycles[:-1] if c.period not in kept]
+        cycles = [c for c in _usage_cycles(self.periods, account.billing_day) if c[0].end >= since]
+        candidates = [c[0].period for c in cycles[:-1] if c[0].period not in kept]
+        # Drawn by index: the same draw as choosing among the periods themselves (numpy picks
+        # positions either way), without converting them to an array of strings.
         missing = (
-            set(rng.choice(candidates, size=gaps, replace=False).tolist())
+            {candidates[i] for i in rng.choice(len(candidates), size=gaps, replace=False).tolist()}
             if 0 < gaps < len(candidates)  # one collected cycle at least
             else set()
         )
@@ -431,49 +483,47 @@ class _Builder:
         used: dict[str, float] = {}
         # The hottest loop of a reset (13 cycles x every line): names bound once.
         records, episode, rows = self.rows["usage_records"], self.episode, self.usage_rows
-        uniform, random, integers = rng.uniform, rng.random, rng.integers
-        # With limited voice and SMS a cycle draws four uniforms in a row: drawn in one call
-        # (the same numbers: a uniform on [a, b) is a + (b - a) x the next double), as numpy
-        # scalar calls were most of a reset's generation.
+        random, integers = rng.random, rng.integers
+        # A uniform on [a, b) is a + (b - a) x the next double (numpy's own formula): drawn as
+        # doubles, as numpy's scalar calls were most of a reset's generation. With limited
+        # voice and SMS a cycle draws four of them in a row, in one call.
         limited = voice_limit is not None and sms_limit is not None
-        collected = sum(c.period not in missing for c in cycles)
+        collected = sum(c[0].period not in missing for c in cycles)
         doubles = iter(random(4 * collected).tolist()) if limited else None
-        for cycle in cycles:
-            rows[msisdn, cycle.period] = len(records)
-            if cycle.period in missing:
-                records.append((episode, msisdn, cycle.period, None, None, None, None, None))
+        for cycle, closed, elapsed in cycles:
+            period = cycle.period
+            rows[msisdn, period] = len(records)
+            if period in missing:
+                records.append((episode, msisdn, period, None, None, None, None, None))
                 continue
-            elapsed = 1.0
-            if not cycle.closed():
-                elapsed = ((self.today - cycle.start).days + 1) / cycle.days
             if doubles is not None:
                 share, idle = 0.7 + (1.25 - 0.7) * next(doubles), next(doubles)
             else:
-                share, idle = float(uniform(0.7, 1.25)), random()
+                share, idle = 0.7 + (1.25 - 0.7) * random(), random()
             data = max(0.0, scale * share)
             if idle < 0.05:
                 data = 0.0  # a month without use: zero, not NULL
             if capped:
                 data = min(data, float(limit))
             data = round(data * elapsed, 2)
-            if ran_out and not cycle.closed() and limit is not None:
+            if ran_out and not closed and limit is not None:
                 data = float(limit)  # the allowance is used up
             if doubles is not None:
                 voice = int(voice_limit * (0.05 + (0.9 - 0.05) * next(doubles)) * elapsed)
                 sms = int(sms_limit * ((0.3 - 0.0) * next(doubles)) * elapsed)
             else:
                 voice = (
-                    int(voice_limit * float(uniform(0.05, 0.9)) * elapsed)
+                    int(voice_limit * (0.05 + (0.9 - 0.05) * random()) * elapsed)
                     if voice_limit is not None
-                    else int(integers(30, 1500) * elapsed)
+                    else int(int(integers(30, 1500)) * elapsed)  # Python, not numpy, scalars
                 )
                 sms = (
-                    int(sms_limit * float(uniform(0.0, 0.3)) * elapsed)
+                    int(sms_limit * ((0.3 - 0.0) * random()) * elapsed)
                     if sms_limit is not None
-                    else int(integers(0, 80) * elapsed)
+                    else int(int(integers(0, 80)) * elapsed)
                 )
-            records.append((episode, msisdn, cycle.period, data, voice, sms, 0.0, None))
-            used[cycle.period] = data
+            records.append((episode, msisdn, period, data, voice, sms, 0.0, None))
+            used[period] = data
         return used
 
     def roamed(self, msisdn: str, month: str, zone: str, gb: float) -> None:
@@ -489,7 +539,7 @@ class _Builder:
         self, account_id: str, cycle: billing.Cycle, items: list[tuple[str, str, str, float]]
     ) -> tuple[str, float]:
         invoice_id = self.ids.new("INV")
-        net = _money(sum(item[3] for item in items))
+        net = _money(sum([item[3] for item in items]))  # a list: the same sum, made faster
         vat = _money(net * self.vat)
         amount = _money(net + vat)
         self.rows["invoices"].append(
@@ -510,10 +560,10 @@ class _Builder:
 
     def items(self, invoice_id: str, items: list[tuple[str, str, str, float]]) -> None:
         """The invoice's line items, each with its own id."""
-        self.rows["invoice_items"].extend(
-            (self.episode, item_id, invoice_id, *item)
-            for item_id, item in zip(self.ids.ordered("IT", len(items)), items, strict=True)
-        )
+        episode, ids = self.episode, self.ids.ordered("IT", len(items))
+        self.rows["invoice_items"] += [
+            (episode, item_id, invoice_id, *item) for item_id, item in zip(ids, items, strict=True)
+        ]
 
     def pay(
         self,
@@ -527,8 +577,8 @@ class _Builder:
         """The payment of an invoice, made within its terms: none yet if that day is still to
         come; one that fails is the latest attempt, made before today. How it was paid (and why
         it failed) is drawn at the end, by :meth:`instruments`."""
-        lag = int(self.rng.integers(0, billing.payment_terms_days() + 1))
-        day = cycle.issued_on + dt.timedelta(days=lag)
+        lag = int(self.rng.integers(0, self.terms + 1))
+        day = cycle.issued_on + self.days[lag]
         if fails:
             day = min(day, self.today - dt.timedelta(days=1))
         elif day >= self.today:
@@ -669,7 +719,7 @@ class _Builder:
         for account_id, indices in by_account.items():
             failed = [i for i in indices if rows[i][7] == "failed"]
             failure = failures[int(rng.integers(len(failures)))] if failed else None
-            pairs = _instruments(failure)
+            pairs: Sequence[tuple[str, str]] = _instruments(failure)
             if account_id in unpaid:
                 pairs = [(m, c) for m, c in pairs if c != "autopay"] or pairs
             method, channel = pairs[int(rng.integers(len(pairs)))]
@@ -764,11 +814,10 @@ def _bill_lines(
     fee for each member line."""
     coupon_gb = coupon_gb or {}
     items: list[Any] = []
-    lines = [
-        (m, p) for m, p in account.lines_in(cycle) if builder.plans[p]["payment"] == "postpaid"
-    ]
+    plans = builder.plans
+    lines = [(m, p) for m, p in account.lines_in(cycle) if plans[p]["payment"] == "postpaid"]
     for position, (msisdn, plan_id) in enumerate(lines):
-        plan = builder.plans[plan_id]
+        plan = plans[plan_id]
         items.append((msisdn, "plan", plan["name"]["en"], float(plan["price"])))
         if account.family and position > 0:
             items.append((msisdn, "family", FAMILY_FEE_ITEM, billing.family_fee()))
@@ -813,19 +862,13 @@ def generate(
     for _ in range(focal.family_size):
         builder.line(caller, focal.plan_id)
     population = [caller]
-    consumer_plans = [p for p, v in builder.plans.items() if v["segment"] == "consumer"]
     for _ in range(customers - 1):
         age = int(rng.integers(19, 70))
-        allowed = [p for p in consumer_plans if eligible(builder.plans[p], age, "consumer")]
         account = builder.customer("consumer", age)
-        account.share = float(rng.uniform(0.3, 1.1))
+        account.share = 0.3 + (1.1 - 0.3) * rng.random()  # uniform(0.3, 1.1), numpy's formula
         # Prepaid plans weighted so that the mix does not follow the catalogue's count of
         # postpaid tiers (about a third of the others are prepaid); one draw, as before.
-        pool = [
-            p
-            for p in allowed
-            for _ in range(PREPAID_WEIGHT if builder.plans[p]["payment"] == "prepaid" else 1)
-        ]
+        pool = _consumer_pool(age)
         builder.line(account, pool[int(rng.integers(len(pool)))])
         population.append(account)
     for index in range(2):  # internal test accounts with absurd bills
