@@ -687,11 +687,11 @@ CALIBRATION_ROUNDS = 12
 
 def _calibrate(world: World, config: Configuration, targets: Targets) -> World:
     """Calibrate the world's knobs together, each from a whole run of the model (load
-    balancing and the interference of the load included), keeping the best round:
-    the clutter loss common to every link sets the serving cell's median RSRP (or its area's
-    coverage gap, :func:`_gap_shift`); the
-    interference from beyond the cluster (it only lowers SINR) its median SINR; users per UE
-    its users (where they camp); each cell's users' demand its PRB load."""
+    balancing and the interference of the load included), keeping the best round: the
+    clutter loss common to every link sets the serving cell's median RSRP (or its area's
+    coverage gap, :func:`_gap_shift`); the interference from beyond the cluster (it only
+    lowers SINR) its median SINR; users per UE its users (where they camp); each cell's users'
+    demand its PRB load."""
     reservation = np.array(
         [float(p["prb_reservation_pct"]) / 100.0 for p in _cell_config(world, config)]
     )
