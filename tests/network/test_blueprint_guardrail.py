@@ -23,7 +23,7 @@ NOT_YET = frozenset(
         # handovers: ping-pong at a 3-6 dB margin stays under 10 %, handovers fail too late
         # at the borders of worlds calibrated to a low SINR with interference from beyond
         "HO_success", "ho_fail_rate", "ping_pong_rate", "ho_attempts_per_5min",
-        "ho_out_rate_per_5min", "ho_in_rate_per_5min", "rach_fail_rate",
+        "ho_out_rate_per_5min", "ho_in_rate_per_5min",
         # radio link failures and T310 expiries at calibrated low SINR
         "RLF_rate", "t310_expiry_rate", "blockage_events_per_hr",
         # throughput: an NR macro carries more than LTE-era ranges (the model wins)
@@ -33,7 +33,7 @@ NOT_YET = frozenset(
         "TA", "ta_p50", "ta_p95", "ta_std", "ta_p95_m", "ta_std_m", "ta_drift_index",
         "distant_serving_ratio", "dominance_ratio",
         # beams
-        "bfr_events_per_hr", "ssb_rsrp_var_dB", "beam_fail_rate",
+        "ssb_rsrp_var_dB", "beam_fail_rate",
         # cell DL throughput at 90 %+ PRB load (a stadium's event, a mall's peak): the users'
         # harmonic mean falls under the range; a congested backhaul's cell keeps more
         "DL_thr_Mbps",
