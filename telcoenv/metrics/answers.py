@@ -277,13 +277,19 @@ class AnswerVocabulary:
 
     def find(self, gold: str) -> tuple[AnswerKind, Answer] | None:
         """The kind and the answer whose value (or a name, for an id) is ``gold``."""
-        key = normalize_text(gold)
+        return self._by_name.get(normalize_text(gold))
+
+    @cached_property
+    def _by_name(self) -> dict[str, tuple[AnswerKind, Answer]]:
+        """Every answer by its normalised value and, for an id, names: the first in the kinds'
+        and answers' order where two share one (built once: every scored answer looks it up)."""
+        index: dict[str, tuple[AnswerKind, Answer]] = {}
         for kind in self.kinds:
             for answer in kind.answers:
                 names = [f for f in answer.forms if "*" not in f] if is_id(answer.value) else []
-                if key in {normalize_text(answer.value), *map(normalize_text, names)}:
-                    return kind, answer
-        return None
+                for name in (answer.value, *names):
+                    index.setdefault(normalize_text(name), (kind, answer))
+        return index
 
     @cached_property
     def _ids(self) -> list[tuple[re.Pattern[str], _Mention]]:
