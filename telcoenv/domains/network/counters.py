@@ -51,6 +51,7 @@ from telcoenv.domains.network.model import (
     Evaluation,
     Moves,
     World,
+    area_best_rsrp_dbm,
     cell_service,
     median,
     quantiles,
@@ -285,11 +286,9 @@ def _pci_overlap(ev: Evaluation, cell: int, mine: np.ndarray) -> float:
 
 
 def _coverage_gap(world: World, ev: Evaluation, cell: int) -> float:
-    area = world.home == cell
-    if not area.any():
+    if not (world.home == cell).any():
         return 0.0
-    best = np.max(np.where(np.isfinite(ev.radio.rsrp_dbm), ev.radio.rsrp_dbm, -1e9), axis=0)
-    return 100.0 * _share(best[area] < COVERAGE_DBM)
+    return 100.0 * _share(area_best_rsrp_dbm(world, ev.radio.rsrp_dbm, cell) < COVERAGE_DBM)
 
 
 def crossings_per_5min(world: World, ev: Evaluation) -> np.ndarray:

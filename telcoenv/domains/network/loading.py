@@ -297,6 +297,14 @@ def _check_physical_range(rule: KPIConstraint, info: KPIInfo, file: str, field: 
     _check_within(rule, low, high, file, field, what, note)
 
 
+def _readout_values(rule: Any, schema: Mapping[str, Any]) -> list[Any]:
+    """What a read-out KPI's range sets its parameter to: the legal values inside the range
+    (sampled values snap to them), or for a continuous parameter the ``[min, max]`` range."""
+    if "enum" in schema:
+        return [v for v in schema["enum"] if rule.min <= v <= rule.max]
+    return [rule.min, rule.max]
+
+
 def _check_readouts(blueprint: Blueprint, schemas: Mapping[str, Any], file: str) -> None:
     """A KPI whose sampled value becomes a parameter value must yield legal values only."""
     from telcoenv.domains.network.parameters import KPI_READOUTS
@@ -307,7 +315,7 @@ def _check_readouts(blueprint: Blueprint, schemas: Mapping[str, Any], file: str)
             continue
         schema, field = schemas[parameter], f"constraints.{kpi}"
         if "enum" in schema:  # sampled values snap to the legal ones inside the range
-            if not any(rule.min <= value <= rule.max for value in schema["enum"]):
+            if not _readout_values(rule, schema):
                 raise CatalogError(
                     file,
                     field,
@@ -357,14 +365,11 @@ def _check_fault_sources(
                 "constraints",
                 f"{intent.key} has no faulty {name} value: {remedy}give fault.{name}",
             )
+        if name in blueprint.fault or name not in schemas:
+            continue  # the override is drawn, not the read-out
         for kpi in set(sources) & set(blueprint.constraints):
-            if name in blueprint.fault or name not in schemas:
-                continue  # the override is drawn, not the read-out
-            rule, schema = blueprint.constraints[kpi], schemas[name]
-            # The read-out's values: the legal ones inside its range, or the range itself.
-            read = [v for v in schema.get("enum", []) if rule.min <= v <= rule.max]
-            values = read if "enum" in schema else [rule.min, rule.max]
-            _check_outside_band(values, schema, parameter, file, f"constraints.{kpi}")
+            values = _readout_values(blueprint.constraints[kpi], schemas[name])
+            _check_outside_band(values, schemas[name], parameter, file, f"constraints.{kpi}")
 
 
 def check_blueprint(

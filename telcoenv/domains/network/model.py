@@ -757,12 +757,17 @@ def _calibrate(world: World, config: Configuration, targets: Targets) -> World:
     return replace(best, calibration_rounds=rounds, calibration_error=best_error)
 
 
+def area_best_rsrp_dbm(world: World, rsrp_dbm: np.ndarray, cell: int) -> np.ndarray:
+    """The best RSRP from any cell ([cells, UEs] dBm) at each UE of ``cell``'s area, the UEs
+    dropped in its sector: what its coverage gap counts (-inf where no cell is on air)."""
+    return rsrp_dbm[:, world.home == cell].max(axis=0)
+
+
 def _gap_shift(world: World, config: Configuration, gap_pct: float) -> float:
-    """How much more loss every link needs (dB) for ``gap_pct`` of the serving cell's area (the
-    UEs dropped in its sector) to be under :data:`radio.COVERAGE_DBM` with ``config``: the
-    best RSRP there moves dB for dB with a loss common to every link."""
-    rsrp = radio.rsrp_of(cells_for(world, config), world.coupling)[:, world.home == 0]
-    best = rsrp.max(axis=0)
+    """How much more loss every link needs (dB) for ``gap_pct`` of the serving cell's area to
+    be under :data:`radio.COVERAGE_DBM` with ``config``: the best RSRP there moves dB for dB
+    with a loss common to every link."""
+    best = area_best_rsrp_dbm(world, radio.rsrp_of(cells_for(world, config), world.coupling), 0)
     edge = float(np.quantile(best, min(max(gap_pct, 0.0), 100.0) / 100.0))
     return edge - radio.COVERAGE_DBM if math.isfinite(edge) else 0.0
 
