@@ -218,6 +218,59 @@ def test_a_down_cell_radiates_nothing_and_its_users_go_elsewhere():
     assert (down.serving_rsrp_dbm[moved] < up.serving_rsrp_dbm[moved]).all()
 
 
+def test_each_site_has_two_sibling_sectors_on_its_own_links():
+    """The sectors a cluster does not report on: per site, its antenna turned 120 degrees
+    either way (position, height, power and tilt kept, the beam on boresight, no PCI), and
+    the same path, shadowing and building loss to every UE as their site's cell."""
+    cells, _, coupling = _cluster(n=3)
+    cells = cells.with_(beam_offset_deg=np.array([25.0, 0.0, 0.0]))
+    siblings = layout.sibling_sectors(cells)
+    assert siblings.count == 6
+    assert siblings.azimuth_deg.tolist() == [
+        (cells.azimuth_deg[site] + turn) % 360.0 for site in range(3) for turn in (-120.0, 120.0)
+    ]
+    assert np.array_equal(siblings.x, np.repeat(cells.x, 2))
+    assert np.array_equal(siblings.tilt_deg, np.repeat(cells.tilt_deg, 2))
+    assert (siblings.beam_offset_deg == 0).all() and (siblings.pci == -1).all()
+    links = coupling.of_cells(np.repeat(np.arange(3), 2))
+    assert np.array_equal(links.loss_db[1], coupling.loss_db[0])
+    assert np.array_equal(links.loss_db[4], coupling.loss_db[2])
+    # A UE on a sibling's boresight hears the sibling louder than the site's own cell.
+    rsrp = radio.rsrp_of(siblings, links)
+    behind = np.flatnonzero(
+        np.abs(radio.wrap_deg(coupling.bearing_deg[0] - siblings.azimuth_deg[0])) < 20
+    )
+    own = radio.rsrp_of(cells, coupling)
+    assert behind.size and (rsrp[0, behind] > own[0, behind]).all()
+
+
+def test_a_ue_that_hears_a_cell_outside_the_cluster_louder_camps_there():
+    """Beyond the cluster's sectors a sibling sector serves a UE unless a cluster cell (with
+    its CIO) is stronger: the UE is then nobody's in the cluster, loads no cell, has service
+    and bounds every cluster cell's dominance margin; a UE load balancing forces stays."""
+    cells, _, coupling = _cluster()
+    load = np.full(cells.count, 0.5)
+    base = radio.measure(cells, coupling, load)
+    best = base.rsrp_dbm.max(axis=0)
+    outside = np.full(best.size, -np.inf)
+    outside[:10] = best[:10] + 5.0
+    outside[10:20] = best[10:20] - 1.0
+    measured = radio.measure(cells, coupling, load, outside_dbm=outside)
+    assert (measured.serving[:10] == radio.OUTSIDE).all()
+    assert np.array_equal(measured.serving[10:], base.serving[10:])
+    assert (measured.best_margin_db[10:20] <= 1.0 + 1e-9).all()
+    assert np.array_equal(measured.best_margin_db[20:], base.best_margin_db[20:])
+    force = np.full(best.size, -1)
+    force[0] = 3
+    forced = radio.measure(cells, coupling, load, force=force, outside_dbm=outside)
+    assert forced.serving[0] == 3 and (forced.serving[1:10] == radio.OUTSIDE).all()
+    served = traffic.serve(
+        _traffic_cells(), measured.serving, measured.sinr_db, measured.rs_sinr_db,
+        np.ones(best.size), np.full(best.size, 0.3),
+    )  # fmt: skip
+    assert served.users.sum() == pytest.approx(best.size - 10)
+
+
 def test_pci_mod3_and_same_pci_collisions():
     cells, _, coupling = _cluster()
     load = np.full(cells.count, 0.3)

@@ -3,13 +3,17 @@
 Cells come from the generated network (:mod:`telcoenv.domains.network.topology`: sites, azimuths,
 PCIs, configuration); this module adds what a planner knows of each by its role and area
 (antenna height and panel, carrier, TR 38.901 scenario) and draws the UEs: where they are (most
-in the serving cell's sector, the rest in the neighbours'), indoors or not and how deep.
+in the serving cell's sector, the rest in the neighbours'), indoors or not and how deep. Every
+site of the cluster has three sectors; the two the cluster does not report on
+(:func:`sibling_sectors`) serve the ground beside and behind their site, and UEs are dropped
+there too (:func:`draw_outer_ues`): a cell whose footprint grows (uptilt, offset, steering)
+wins users beyond its neighbours that their own sectors served.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
@@ -123,6 +127,7 @@ def draw_ues(
     rng: np.random.Generator,
     count: int = 240,
     own_share: float = 0.6,
+    start: int = 1,
 ) -> tuple[UEs, np.ndarray]:
     """``count`` UEs and the cell whose sector each was dropped in (its home): ``own_share`` of
     them in the serving cell's sector, the rest spread over the neighbours' sectors; in a
@@ -132,7 +137,7 @@ def draw_ues(
     radius = SERVICE_RADIUS_M[area][role]
     own = round(count * own_share)
     home = np.concatenate(
-        [np.zeros(own, dtype=int), rng.integers(1, max(cells.count, 2), count - own)]
+        [np.zeros(own, dtype=int), rng.integers(start, max(cells.count, 2), count - own)]
     )
     if cells.count == 1:
         home[:] = 0
@@ -154,3 +159,43 @@ def draw_ues(
         indoor_depth_m=np.where(indoor, depth, 0.0),
     )
     return ues, home
+
+
+#: UEs dropped in the sites' other sectors, beyond the cluster's own (:func:`draw_outer_ues`).
+OUTER_UE_COUNT = 96
+
+
+def sibling_sectors(cells: Cells) -> Cells:
+    """Each site's two other sectors (``2 n`` cells for ``n`` one-sector sites, in site order):
+    the site's antenna turned 120 degrees either way, with its power and tilt and the beam on
+    boresight, on air; their PCIs (-1) take part in no collision the model counts."""
+    index = np.repeat(np.arange(cells.count), 2)
+    picked = {f.name: getattr(cells, f.name)[index] for f in fields(cells) if f.name != "scenario"}
+    turn = np.tile([-120.0, 120.0], cells.count)
+    return Cells(**picked, scenario=cells.scenario).with_(
+        azimuth_deg=(cells.azimuth_deg[index] + turn) % 360.0,
+        beam_offset_deg=np.zeros(index.size),
+        active=np.ones(index.size, dtype=bool),
+        pci=np.full(index.size, -1),
+    )
+
+
+def draw_outer_ues(
+    area: str,
+    role: str,
+    siblings: Cells,
+    first_home: int,
+    rng: np.random.Generator,
+    count: int = OUTER_UE_COUNT,
+) -> tuple[UEs, np.ndarray]:
+    """``count`` UEs spread evenly over the sibling sectors (as :func:`draw_ues` drops a
+    neighbour's), each with its sector as home, numbered from ``first_home`` on."""
+    ues, home = draw_ues(area, role, siblings, rng, count, own_share=0.0, start=0)
+    return ues, home + first_home
+
+
+def joined(first: UEs, second: UEs) -> UEs:
+    """Two populations as one (``first``'s UEs first)."""
+    return UEs(
+        *(np.concatenate([getattr(first, f.name), getattr(second, f.name)]) for f in fields(UEs))
+    )

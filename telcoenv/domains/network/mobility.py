@@ -53,6 +53,7 @@ from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
+from telcoenv.domains.network import layout
 from telcoenv.domains.network.radio import (
     SHADOW_SIGMA_DB,
     Cells,
@@ -246,17 +247,14 @@ def _border(
 
 
 def co_sited(cells: Cells, geometry: TrackGeometry) -> tuple[Cells, TrackGeometry]:
-    """The serving site's two other sectors, which the model has no cells for, and their
-    geometry along the tracks: the serving cell's antenna turned 120 degrees either way (its
-    power and tilt, the beam on boresight), its path loss."""
+    """The serving site's two other sectors (:func:`layout.sibling_sectors` of the serving
+    cell), which take no handovers in the model, and their geometry along the tracks: the
+    serving cell's path loss (same site)."""
+    first = {f.name: getattr(cells, f.name)[:1] for f in fields(cells) if f.name != "scenario"}
     both = np.array([0, 0])
-    picked = {f.name: getattr(cells, f.name)[both] for f in fields(cells) if f.name != "scenario"}
-    sectors = replace(cells, **picked).with_(
-        azimuth_deg=cells.azimuth_deg[0] + np.array([-120.0, 120.0]),
-        beam_offset_deg=np.zeros(2),
-        active=np.ones(2, dtype=bool),
+    return layout.sibling_sectors(replace(cells, **first)), TrackGeometry(
+        *(getattr(geometry, f.name)[both] for f in fields(geometry))
     )
-    return sectors, TrackGeometry(*(getattr(geometry, f.name)[both] for f in fields(geometry)))
 
 
 def crossings_per_s(speed_mps: float, radius_m: float) -> float:

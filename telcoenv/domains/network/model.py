@@ -38,6 +38,8 @@ from telcoenv.domains.network.topology import relation_cells
 Configuration = Mapping[str, Mapping[str, Any]]
 
 UE_COUNT = 240
+#: The generator stream (with the track seed) that draws the UEs beyond the cluster.
+OUTER_STREAM = 7
 TRACK_COUNT = 96
 #: Speeds of the users on the move, per area (m/s): pedestrians, city traffic, roads.
 SPEEDS_MPS = {
@@ -111,6 +113,13 @@ class World:
     # (in tolerances: at most 1 when every target was reached; inf with no user to calibrate).
     calibration_rounds: int = 0
     calibration_error: float = 0.0
+    # Per UE beyond the cluster's sectors, from the sites' other sectors (layout.
+    # sibling_sectors), before the clutter loss: the strongest one's RSRP (dBm per RE, where the
+    # UE camps unless a cluster cell beats it) and their summed power (mW per RE: interference).
+    # In the cluster's sectors -inf and 0: there a sector's wedge is its cell's to lose to the
+    # cluster's cells alone (docs/network_model.md, What it simplifies). None: no siblings.
+    outer_best_dbm: np.ndarray | None = None
+    outer_power_mw: np.ndarray | None = None
 
     @property
     def mean_speed_mps(self) -> float:
@@ -314,7 +323,13 @@ def _pass(
     force: np.ndarray | None = None,
 ) -> tuple[radio.Radio, traffic.Traffic]:
     beyond = radio.beyond_dbm(rsrp, world.site_share)
-    measured = radio.measure(cells, world.coupling, load, cio, beyond, force=force, rsrp=rsrp)
+    outside = None
+    if world.outer_best_dbm is not None:
+        outside = world.outer_best_dbm - world.clutter_db
+        beyond = _with_siblings(world, beyond, load)
+    measured = radio.measure(
+        cells, world.coupling, load, cio, beyond, force=force, rsrp=rsrp, outside_dbm=outside
+    )
     served = traffic.serve(
         settings,
         measured.serving,
@@ -324,6 +339,18 @@ def _pass(
         demand,
     )
     return measured, served
+
+
+def _with_siblings(world: World, beyond: np.ndarray | float, load: np.ndarray) -> np.ndarray:
+    """The interference from outside the cluster per UE (dBm per RE): ``beyond`` (a share of
+    the cluster's own power, calibrated to its SINR), and at a UE beyond the cluster's sectors,
+    where the cluster's power says little of the network there, the sibling sectors' power at
+    the cluster's neighbours' mean load."""
+    neighbours = load[1:] if len(load) > 1 else load
+    activity = max(float(np.mean(neighbours)), radio.RS_ACTIVITY)
+    siblings = activity * (world.outer_power_mw * 10.0 ** (-world.clutter_db / 10.0))
+    total = 10.0 ** (np.asarray(beyond, dtype=float) / 10.0) + siblings
+    return 10.0 * np.log10(np.maximum(total, 1e-300))
 
 
 def _balance(
@@ -571,6 +598,10 @@ def build_world(
     ues, home = layout.draw_ues(plan.area, plan.role, geometry, rng, UE_COUNT)
     coupling = radio.couple(geometry, ues, rng)
     speeds = _track_speeds(plan.area, rng)
+    track_seed = int(rng.integers(2**32))
+    ues, coupling, home, outer = _beyond_the_cluster(
+        plan, geometry, normal, ues, coupling, home, track_seed
+    )
     world = World(
         area=plan.area,
         role=plan.role,
@@ -589,13 +620,15 @@ def build_world(
         slice_ids=plan.slice_ids,
         slice_demand=plan.slice_demand,
         speeds_mps=speeds,
-        track_seed=int(rng.integers(2**32)),
+        track_seed=track_seed,
         ta_reference_m=np.zeros(n),
         home=home,
         sla_threshold=plan.sla_threshold,
         qci_high_pct=np.array(plan.qci_high_pct or (20.0,) * n),
         qci_best_effort_pct=np.array(plan.qci_best_effort_pct or (65.0,) * n),
         load_guess=np.array(targets.prb_util, dtype=float),
+        outer_best_dbm=np.where(home >= n, outer.max(axis=0), -np.inf),
+        outer_power_mw=np.where(home >= n, _lin_sum(outer), 0.0),
     )
     world = _calibrate(world, config, targets)
     world = _calibrate_slices(world, config, targets)
@@ -609,6 +642,40 @@ def build_world(
     )
     # Last, with the backhaul as it is: its queue is part of what the users wait for.
     return _calibrate_qos(world, config, targets)
+
+
+def _beyond_the_cluster(
+    plan: Plan,
+    geometry: Cells,
+    normal: Configuration,
+    ues: UEs,
+    coupling: Coupling,
+    home: np.ndarray,
+    seed: int,
+) -> tuple[UEs, Coupling, np.ndarray, np.ndarray]:
+    """The sites' other sectors and the UEs they serve: the population with those UEs added
+    (their links to the cluster drawn from a generator of their own, so that the cluster's
+    UEs and everything drawn after them stay as they were), its homes, and the siblings' RSRP
+    at every UE [siblings, UEs] before the clutter loss. The siblings are as planned (the
+    fault is in the cluster's cell) and share their site's links."""
+    planned = [normal[f"cell:{cell_id}"] for cell_id in plan.cell_ids]
+    siblings = layout.sibling_sectors(
+        geometry.with_(
+            tilt_deg=np.array([float(p["tilt_deg"]) for p in planned]),
+            tx_power_dbm=np.array([float(p["tx_power_dbm"]) for p in planned]),
+        )
+    )
+    rng = np.random.default_rng([seed, OUTER_STREAM])
+    far, far_home = layout.draw_outer_ues(plan.area, plan.role, siblings, geometry.count, rng)
+    coupling = coupling.beside(radio.couple(geometry, far, rng))
+    site = np.repeat(np.arange(geometry.count), 2)
+    outer = radio.rsrp_of(siblings, coupling.of_cells(site))
+    return layout.joined(ues, far), coupling, np.concatenate([home, far_home]), outer
+
+
+def _lin_sum(dbm: np.ndarray) -> np.ndarray:
+    """Per column of ``dbm`` [cells, UEs], the summed power in mW (-inf adds nothing)."""
+    return np.where(np.isfinite(dbm), 10.0 ** (dbm / 10.0), 0.0).sum(axis=0)
 
 
 #: Calibrated worlds kept per process, with their model runs and UE tracks (about 1.3 MB each).

@@ -63,6 +63,8 @@ RS_ACTIVITY = 0.05
 RSSI_RS_SHARE = 1.0 / 6.0
 #: RSRP below which a UE hears no cell (no service), dBm.
 NO_SERVICE_DBM = -140.0
+#: The serving "cell" of a UE that a cell outside the cluster serves (:func:`measure`).
+OUTSIDE = -2
 
 
 # --- path loss --------------------------------------------------------------------------------
@@ -303,6 +305,19 @@ class Coupling:
     distance_m: np.ndarray  # 2D distance
     los: np.ndarray  # bool
 
+    def beside(self, other: Coupling) -> Coupling:
+        """These UEs' links and ``other``'s, to the same cells (``other``'s UEs after)."""
+        pairs = zip(self._arrays(), other._arrays(), strict=True)
+        return Coupling(*(np.concatenate([a, b], axis=1) for a, b in pairs))
+
+    def of_cells(self, index: np.ndarray) -> Coupling:
+        """The links of the cells ``index`` picks (a sector of the same site and antenna
+        height sees every UE under the same path, shadowing and building loss)."""
+        return Coupling(*(a[index] for a in self._arrays()))
+
+    def _arrays(self) -> tuple[np.ndarray, ...]:
+        return (self.loss_db, self.bearing_deg, self.depression_deg, self.distance_m, self.los)
+
 
 def couple(cells: Cells, ues: UEs, rng: np.random.Generator) -> Coupling:
     """Path loss, shadowing and building loss of every cell-UE link, with the angles under which
@@ -400,6 +415,7 @@ def measure(
     noise_figure_db: float = UE_NOISE_FIGURE_DB,
     force: np.ndarray | None = None,
     rsrp: np.ndarray | None = None,
+    outside_dbm: np.ndarray | None = None,
 ) -> Radio:
     """RSRP of every cell at every UE, the serving cell, SINR, RS-SINR and RSRQ.
 
@@ -409,7 +425,9 @@ def measure(
     cluster (an external interferer, or the rest of the network), per UE or one value;
     ``force``: per UE, a cell to serve it instead of the strongest (-1: the strongest), as load
     balancing hands UEs to a neighbour; ``rsrp``: :func:`rsrp_of` for these cells, when the
-    caller has it.
+    caller has it; ``outside_dbm``: per UE, the RSRP of the strongest cell outside the cluster
+    (the sites' other sectors): a UE hearing it above every cluster cell (with their CIO) camps
+    there, its serving cell :data:`OUTSIDE`, and it is nobody's in the cluster.
     """
     n_cells = cells.count
     rsrp = rsrp_of(cells, coupling) if rsrp is None else rsrp
@@ -420,10 +438,17 @@ def measure(
         serving = np.where(force >= 0, force, serving)
     ues = np.arange(rsrp.shape[1])
     serving_rsrp = rsrp[serving, ues]
-    no_service = serving_rsrp < NO_SERVICE_DBM
     others = ranked.copy()
     others[serving, ues] = -np.inf
-    margin = ranked[serving, ues] - others.max(axis=0) if n_cells > 1 else np.full(len(ues), 99.0)
+    strongest_other = others.max(axis=0) if n_cells > 1 else np.full(len(ues), -np.inf)
+    away = np.zeros(len(ues), dtype=bool)
+    if outside_dbm is not None:
+        away = outside_dbm > ranked[serving, ues]
+        if force is not None:
+            away &= force < 0
+        strongest_other = np.maximum(strongest_other, outside_dbm)
+    no_service = (serving_rsrp < NO_SERVICE_DBM) & ~away
+    margin = np.minimum(ranked[serving, ues] - strongest_other, 99.0)
 
     received = np.where(np.isfinite(rsrp), _lin(rsrp), 0.0)  # mW per RE
     noise = _lin(noise_dbm_per_re(cells.scs_khz[serving], noise_figure_db))
@@ -452,11 +477,11 @@ def measure(
     sinr_db = np.where(no_service, -20.0, _db(sinr))
     return Radio(
         rsrp_dbm=rsrp,
-        serving=np.where(no_service, -1, serving),
+        serving=np.where(no_service, -1, np.where(away, OUTSIDE, serving)),
         serving_rsrp_dbm=serving_rsrp,
         sinr_db=sinr_db,
         rs_sinr_db=np.where(no_service, -20.0, _db(rs_sinr)),
         rsrq_db=np.where(no_service, -30.0, rsrq),
-        confused=confused & ~no_service,
+        confused=confused & ~no_service & ~away,
         best_margin_db=margin,
     )
