@@ -134,7 +134,7 @@ class Evaluation:
     cells: Cells
     radio: radio.Radio
     traffic: traffic.Traffic
-    served: np.ndarray  # bool per UE: it has service
+    served: np.ndarray  # bool per UE: a cluster cell serves it (not: no service, or outside)
     cio_db: np.ndarray
     moved: np.ndarray  # bool per UE: load balancing handed it to a neighbour
     best_server: np.ndarray  # per UE: the cell it would camp on without load balancing

@@ -350,7 +350,7 @@ class Radio:
     """What the UEs measure, per UE unless noted."""
 
     rsrp_dbm: np.ndarray  # [cells, UEs], per resource element
-    serving: np.ndarray  # index of the serving cell (-1: no service)
+    serving: np.ndarray  # index of the serving cell (-1: no service; OUTSIDE: not the cluster)
     serving_rsrp_dbm: np.ndarray
     sinr_db: np.ndarray  # data SINR on the serving cell's PRBs
     rs_sinr_db: np.ndarray  # reference-signal SINR (PCI mod-3 collisions at full power)

@@ -192,10 +192,10 @@ def serve(
 ) -> Traffic:
     """Link adaptation, load and sharing for every cell.
 
-    ``serving``: each UE's cell (-1: no service); ``weight``: how many active users a UE stands
-    for; ``demand_mbps``: a user's average offered DL traffic; ``impairment``: per UE, the share
-    of transmissions lost beyond the OLLA target for reasons the CQI does not see (a beam that
-    hops, a UE that moves fast), in [0, 1).
+    ``serving``: each UE's cell (negative: none of these serves it); ``weight``: how many
+    active users a UE stands for; ``demand_mbps``: a user's average offered DL traffic;
+    ``impairment``: per UE, the share of transmissions lost beyond the OLLA target for reasons
+    the CQI does not see (a beam that hops, a UE that moves fast), in [0, 1).
     """
     n_cells = len(cells.n_prb)
     ues = len(serving)
