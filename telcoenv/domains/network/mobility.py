@@ -61,6 +61,7 @@ from telcoenv.domains.network.radio import (
     los_probability,
     noise_dbm_per_re,
     pathloss_db,
+    received_mw,
     wrap_deg,
 )
 
@@ -605,7 +606,7 @@ def _sinr_db(
     """Each cell's SINR as the serving one [cells, tracks, steps], dB (the others' load-weighted
     power, and ``share`` of every cell's power for what the model has no cells for): the
     definition the fast path of :func:`_monitor` must agree with."""
-    lin = np.where(np.isfinite(rsrp), 10.0 ** (rsrp / 10.0), 0.0)
+    lin = received_mw(rsrp)
     activity = np.maximum(load, 0.05)[:, None, None]
     noise = 10.0 ** (noise_dbm / 10.0)
     total = ((activity + share) * lin).sum(axis=0)  # [tracks, steps]

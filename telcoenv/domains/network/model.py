@@ -108,18 +108,18 @@ class World:
     qci_high_pct: np.ndarray  # per cell: traffic mix, high-priority and best-effort shares
     qci_best_effort_pct: np.ndarray
     load_guess: np.ndarray  # loads to start the interference fixed point from
+    # Per UE beyond the cluster's sectors, from the sites' other sectors (layout.
+    # sibling_sectors), before the clutter loss: the strongest one's RSRP (dBm per RE, where the
+    # UE camps unless a cluster cell beats it) and their summed power (mW per RE: interference).
+    # In the cluster's sectors -inf and 0: there a sector's wedge is its cell's to lose to the
+    # cluster's cells alone (docs/network_model.md, What it simplifies).
+    outer_best_dbm: np.ndarray
+    outer_power_mw: np.ndarray
     site_mbps: float = 0.0  # what the site's other sectors and layers send over its backhaul
     # How calibration ended: the rounds it ran, and the worst target's error at the round kept
     # (in tolerances: at most 1 when every target was reached; inf with no user to calibrate).
     calibration_rounds: int = 0
     calibration_error: float = 0.0
-    # Per UE beyond the cluster's sectors, from the sites' other sectors (layout.
-    # sibling_sectors), before the clutter loss: the strongest one's RSRP (dBm per RE, where the
-    # UE camps unless a cluster cell beats it) and their summed power (mW per RE: interference).
-    # In the cluster's sectors -inf and 0: there a sector's wedge is its cell's to lose to the
-    # cluster's cells alone (docs/network_model.md, What it simplifies). None: no siblings.
-    outer_best_dbm: np.ndarray | None = None
-    outer_power_mw: np.ndarray | None = None
 
     @property
     def mean_speed_mps(self) -> float:
@@ -323,10 +323,8 @@ def _pass(
     force: np.ndarray | None = None,
 ) -> tuple[radio.Radio, traffic.Traffic]:
     beyond = radio.beyond_dbm(rsrp, world.site_share)
-    outside = None
-    if world.outer_best_dbm is not None:
-        outside = world.outer_best_dbm - world.clutter_db
-        beyond = _with_siblings(world, beyond, load)
+    outside = world.outer_best_dbm - world.clutter_db
+    beyond = _with_siblings(world, beyond, load)
     measured = radio.measure(
         cells, world.coupling, load, cio, beyond, force=force, rsrp=rsrp, outside_dbm=outside
     )
@@ -628,7 +626,7 @@ def build_world(
         qci_best_effort_pct=np.array(plan.qci_best_effort_pct or (65.0,) * n),
         load_guess=np.array(targets.prb_util, dtype=float),
         outer_best_dbm=np.where(home >= n, outer.max(axis=0), -np.inf),
-        outer_power_mw=np.where(home >= n, _lin_sum(outer), 0.0),
+        outer_power_mw=np.where(home >= n, radio.received_mw(outer).sum(axis=0), 0.0),
     )
     world = _calibrate(world, config, targets)
     world = _calibrate_slices(world, config, targets)
@@ -671,11 +669,6 @@ def _beyond_the_cluster(
     site = np.repeat(np.arange(geometry.count), 2)
     outer = radio.rsrp_of(siblings, coupling.of_cells(site))
     return layout.joined(ues, far), coupling, np.concatenate([home, far_home]), outer
-
-
-def _lin_sum(dbm: np.ndarray) -> np.ndarray:
-    """Per column of ``dbm`` [cells, UEs], the summed power in mW (-inf adds nothing)."""
-    return np.where(np.isfinite(dbm), 10.0 ** (dbm / 10.0), 0.0).sum(axis=0)
 
 
 #: Calibrated worlds kept per process, with their model runs and UE tracks (about 1.3 MB each).
@@ -909,7 +902,7 @@ def _share_for(
     rsrp = ev.radio.rsrp_dbm[:, mine]
     signal = 10.0 ** (ev.radio.serving_rsrp_dbm[mine] / 10.0)
     total = signal / 10.0 ** (ev.radio.sinr_db[mine] / 10.0)
-    power = np.where(np.isfinite(rsrp), 10.0 ** (rsrp / 10.0), 0.0).sum(axis=0)
+    power = radio.received_mw(rsrp).sum(axis=0)
     scs = ev.cells.scs_khz[np.maximum(ev.radio.serving[mine], 0)]
     noise = 10.0 ** (radio.noise_dbm_per_re(scs, radio.UE_NOISE_FIGURE_DB) / 10.0)
     interference = np.maximum(total - noise - world.site_share * power, 0.0)
@@ -1107,7 +1100,7 @@ def _points_radio(
     finite = np.where(np.isfinite(rsrp), rsrp, -1e9)
     best = np.argmax(finite, axis=0)
     points = np.arange(xs.size)
-    received = np.where(np.isfinite(rsrp), 10.0 ** (rsrp / 10.0), 0.0)
+    received = radio.received_mw(rsrp)
     activity = np.maximum(ev.traffic.load, radio.RS_ACTIVITY)[:, None]
     noise = 10.0 ** (radio.noise_dbm_per_re(cells.scs_khz[best], radio.UE_NOISE_FIGURE_DB) / 10.0)
     beyond = world.site_share * received.sum(axis=0)

@@ -373,6 +373,11 @@ def _lin(db: np.ndarray) -> np.ndarray:
     return 10.0 ** (np.asarray(db, dtype=float) / 10.0)
 
 
+def received_mw(rsrp: np.ndarray) -> np.ndarray:
+    """RSRP in dBm as power in mW, a cell off air (-inf) bringing none."""
+    return np.where(np.isfinite(rsrp), _lin(rsrp), 0.0)
+
+
 #: The RSRP a place needs to count as covered (a coverage gap below it), dBm.
 COVERAGE_DBM = -110.0
 
@@ -402,7 +407,7 @@ def beyond_dbm(rsrp: np.ndarray, share: float) -> np.ndarray | float:
     where its modelled sector does; dBm per RE, -inf with none)."""
     if share <= 0.0:
         return -np.inf
-    total = np.where(np.isfinite(rsrp), _lin(rsrp), 0.0).sum(axis=0)
+    total = received_mw(rsrp).sum(axis=0)
     return _db(np.maximum(share * total, 1e-300))
 
 
@@ -450,7 +455,7 @@ def measure(
     no_service = (serving_rsrp < NO_SERVICE_DBM) & ~away
     margin = np.minimum(ranked[serving, ues] - strongest_other, 99.0)
 
-    received = np.where(np.isfinite(rsrp), _lin(rsrp), 0.0)  # mW per RE
+    received = received_mw(rsrp)  # mW per RE
     noise = _lin(noise_dbm_per_re(cells.scs_khz[serving], noise_figure_db))
     external = _lin(np.broadcast_to(np.asarray(external_interference_dbm, dtype=float), len(ues)))
     activity = np.maximum(np.asarray(load, dtype=float), RS_ACTIVITY)
