@@ -17,7 +17,7 @@ import pytest
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "check_blueprint_ranges.py"
 #: The levels calibration sets: inside their ranges in most episodes.
 LEVELS = ("rsrp_dBm", "sinr_dB", "rsrq_dB", "users", "PRB_util", "prb_util")
-#: KPIs inside their ranges in under half the episodes today (measured 2026-12-07), by family.
+#: KPIs inside their ranges in under half the episodes today (measured 2026-12-08), by family.
 NOT_YET = frozenset(
     {
         # handovers: ping-pong at a 3-6 dB margin stays under 10 %, handovers fail too late
@@ -26,16 +26,18 @@ NOT_YET = frozenset(
         "ho_out_rate_per_5min", "ho_in_rate_per_5min",
         # radio link failures and T310 expiries at calibrated low SINR
         "RLF_rate", "t310_expiry_rate", "blockage_events_per_hr",
-        # throughput: an NR macro carries more than LTE-era ranges (the model wins; the
-        # scheduler drift's p50 median 25 Mbps over a 6-24 range, 2 of 6 inside since the
-        # sites' other sectors)
+        # throughput: an NR macro carries more than LTE-era ranges (the model wins); a max C/I
+        # scheduler starves the median user where the SINR spreads as a real cell's does
+        # (p50 1.8 Mbps at the event's load where 3-16; 25 Mbps before the spread, drift 6.1)
         "throughput_p50_mbps", "p50_thr_mbps",
         "p95_minus_p50_gap_mbps", "slice_throughput_p50", "slice_throughput_p95",
         # timing advance and overshoot in a single-layer grid
         "TA", "ta_p50", "ta_p95", "ta_std", "ta_p95_m", "ta_std_m", "ta_drift_index",
         "distant_serving_ratio", "dominance_ratio",
-        # beams
-        "ssb_rsrp_var_dB", "beam_fail_rate",
+        # beams: the indoor grid's beam failure recoveries, 154 an hour at the median where
+        # 5-40 (its beam failure rate is inside since the interference from beyond is shadowed
+        # on its own links)
+        "ssb_rsrp_var_dB", "bfr_events_per_hr",
         # cell DL throughput at 90 %+ PRB load (a stadium's event, a mall's peak): the users'
         # harmonic mean falls under the range; a congested backhaul's cell keeps more
         "DL_thr_Mbps",
@@ -47,6 +49,9 @@ NOT_YET = frozenset(
         "prb_fairness_index", "prb_allocation_skew", "icic_neighbor_load",
         "sched_latency_p95_ms",
         "neighbor_pci_overlap",
+        # slice violations: the eMBB slice's median 34.5 % inside its 15-45 % but 2 of 6
+        # episodes inside, the URLLC slice's median 56 % over 20-50 % (5 of 12 in all)
+        "slice_violation_ratio",
     }
 )  # fmt: skip
 

@@ -40,6 +40,10 @@ Configuration = Mapping[str, Mapping[str, Any]]
 UE_COUNT = 240
 #: The generator stream (with the track seed) that draws the UEs beyond the cluster.
 OUTER_STREAM = 7
+BEYOND_STREAM = 8
+#: Far sectors whose interference reaches a UE of the cluster from beyond it, each shadowed
+#: on its own link (the nearest ring of sites around a cluster: six).
+BEYOND_SECTORS = 6
 TRACK_COUNT = 96
 #: Speeds of the users on the move, per area (m/s): pedestrians, city traffic, roads.
 SPEEDS_MPS = {
@@ -115,6 +119,7 @@ class World:
     # cluster's cells alone (docs/network_model.md, What it simplifies).
     outer_best_dbm: np.ndarray
     outer_power_mw: np.ndarray
+    beyond_fade_db: np.ndarray
     site_mbps: float = 0.0  # what the site's other sectors and layers send over its backhaul
     # How calibration ended: the rounds it ran, and the worst target's error at the round kept
     # (in tolerances: at most 1 when every target was reached; inf with no user to calibrate).
@@ -322,7 +327,7 @@ def _pass(
     rsrp: np.ndarray,
     force: np.ndarray | None = None,
 ) -> tuple[radio.Radio, traffic.Traffic]:
-    beyond = radio.beyond_dbm(rsrp, world.site_share)
+    beyond = radio.beyond_dbm(rsrp, world.site_share) + world.beyond_fade_db
     outside = world.outer_best_dbm - world.clutter_db
     beyond = _with_siblings(world, beyond, load)
     measured = radio.measure(
@@ -627,6 +632,7 @@ def build_world(
         load_guess=np.array(targets.prb_util, dtype=float),
         outer_best_dbm=np.where(home >= n, outer.max(axis=0), -np.inf),
         outer_power_mw=np.where(home >= n, radio.received_mw(outer).sum(axis=0), 0.0),
+        beyond_fade_db=_beyond_fade_db(geometry.scenario, ues.count, [track_seed, BEYOND_STREAM]),
     )
     world = _calibrate(world, config, targets)
     world = _calibrate_slices(world, config, targets)
@@ -640,6 +646,22 @@ def build_world(
     )
     # Last, with the backhaul as it is: its queue is part of what the users wait for.
     return _calibrate_qos(world, config, targets)
+
+
+def _beyond_fade_db(scenario: str, count: int, seed: list[int]) -> np.ndarray:
+    """Per UE (or map point), the shadowing of the interference from beyond the cluster, dB.
+    That interference is a share of the cluster's own power at the place (it radiates where the
+    cluster does), but it reaches the UE over links of its own: :data:`BEYOND_SECTORS` far
+    sectors', each with TR 38.901's NLOS shadow fading, independent of the serving link's and
+    of each other. Their sum is log-normal to a good approximation (Fenton-Wilkinson: the
+    standard deviation of a sum of equal log-normals), median 0 dB. Without it a UE's SINR
+    could not exceed 1 / share wherever it stood (a flat top: the best users' SINR 1 dB above
+    the median in two thirds of the worlds). Drawn from a generator of its own, so every other
+    draw stays as it was."""
+    sigma_ln = radio.SHADOW_SIGMA_DB[scenario][1] * math.log(10.0) / 10.0
+    summed_ln = math.sqrt(math.log1p(math.expm1(sigma_ln**2) / BEYOND_SECTORS))
+    sigma_db = summed_ln * 10.0 / math.log(10.0)
+    return sigma_db * np.random.default_rng(seed).standard_normal(count)
 
 
 def _beyond_the_cluster(
@@ -902,7 +924,7 @@ def _share_for(
     rsrp = ev.radio.rsrp_dbm[:, mine]
     signal = 10.0 ** (ev.radio.serving_rsrp_dbm[mine] / 10.0)
     total = signal / 10.0 ** (ev.radio.sinr_db[mine] / 10.0)
-    power = radio.received_mw(rsrp).sum(axis=0)
+    power = radio.received_mw(rsrp).sum(axis=0) * 10.0 ** (world.beyond_fade_db[mine] / 10.0)
     scs = ev.cells.scs_khz[np.maximum(ev.radio.serving[mine], 0)]
     noise = 10.0 ** (radio.noise_dbm_per_re(scs, radio.UE_NOISE_FIGURE_DB) / 10.0)
     interference = np.maximum(total - noise - world.site_share * power, 0.0)
@@ -1103,7 +1125,8 @@ def _points_radio(
     received = radio.received_mw(rsrp)
     activity = np.maximum(ev.traffic.load, radio.RS_ACTIVITY)[:, None]
     noise = 10.0 ** (radio.noise_dbm_per_re(cells.scs_khz[best], radio.UE_NOISE_FIGURE_DB) / 10.0)
-    beyond = world.site_share * received.sum(axis=0)
+    fade = _beyond_fade_db(scenario, xs.size, [seed, BEYOND_STREAM])
+    beyond = world.site_share * received.sum(axis=0) * 10.0 ** (fade / 10.0)
     signal = received[best, points]
     interference = (activity * received).sum(axis=0) - activity[best, 0] * signal
     sinr = 10.0 * np.log10(np.maximum(signal, 1e-30) / (noise + beyond + interference))
