@@ -35,7 +35,7 @@ them to pass on). Install with the ``inspect`` extra (``pip install "telcoenv[in
 >>> sample.id, sample.target, sample.metadata["blueprint"]
 ('BEAM_INDOOR_GRID|0|en|with', 'Beam Misalignment', 'BEAM_INDOOR_GRID')
 >>> sample.input[:42]
-'Complaints are coming in from the universi'
+"Hi, we're seeing problems on NR-IND-PICO-1"
 """
 
 from __future__ import annotations
