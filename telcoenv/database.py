@@ -566,7 +566,7 @@ class EpisodeDatabase:
             if sql is None:
                 head, group = self._single_row_sql(table)
                 sql = self._multi_sql[(table, count)] = head + ", ".join([group] * count)
-            self._cursor.execute(sql, [value for row in rows for value in row])
+            self._cursor.execute(sql, list(itertools.chain.from_iterable(rows)))
             return
         # A named paramstyle: SQLAlchemy compiles the statement for this row count once.
         prepared = self.statement(
