@@ -226,16 +226,17 @@ class _Ids:
     def __init__(self, rng: np.random.Generator) -> None:
         self.rng = rng
         self.used: set[str] = set()
-        self.drawn: dict[tuple[int, int], list[int]] = {}
+        # Per range, the numbers drawn and not used yet, the next one last (popped).
+        self.drawn: dict[tuple[int, int], list[int]] = {SERIALS: [], LINE_NUMBERS: []}
 
     def _next(self, prefix: str, numbers: tuple[int, int]) -> str:
+        batch, used = self.drawn[numbers], self.used
         while True:
-            batch = self.drawn.get(numbers)
             if not batch:
-                batch = self.drawn[numbers] = self.rng.integers(*numbers, _BATCH).tolist()[::-1]
+                batch += self.rng.integers(*numbers, _BATCH).tolist()[::-1]
             value = f"{prefix}{batch.pop()}"
-            if value not in self.used:
-                self.used.add(value)
+            if value not in used:
+                used.add(value)
                 return value
 
     def new(self, prefix: str) -> str:
@@ -245,7 +246,7 @@ class _Ids:
     def ordered(self, prefix: str, count: int) -> list[str]:
         """``count`` new ids in increasing order: rows that a tool lists by id (the items of an
         invoice) keep the order they were made in."""
-        return sorted(self._next(prefix, SERIALS) for _ in range(count))
+        return sorted([self._next(prefix, SERIALS) for _ in range(count)])
 
     def msisdn(self) -> str:
         """A new line number."""
@@ -488,7 +489,7 @@ class _Builder:
         # doubles, as numpy's scalar calls were most of a reset's generation. With limited
         # voice and SMS a cycle draws four of them in a row, in one call.
         limited = voice_limit is not None and sms_limit is not None
-        collected = sum(c[0].period not in missing for c in cycles)
+        collected = len(cycles) - len(missing)  # the missing periods are some of cycles
         doubles = iter(random(4 * collected).tolist()) if limited else None
         for cycle, closed, elapsed in cycles:
             period = cycle.period
