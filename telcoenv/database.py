@@ -224,6 +224,10 @@ def _copy_of_template(plan: SchemaPlan) -> sqlite3.Connection:
             cached_statements=_STATEMENT_CACHE,
         )
         template.backup(connection)
+    # Debian's SQLite is built with SECURE_DELETE: it zeroes the content of every deleted row
+    # and freed page, which protects a file's deleted data from being read back. Memory holds
+    # nothing to protect, and a reset deletes the previous episode's rows.
+    connection.execute("PRAGMA secure_delete=OFF")
     return connection
 
 
