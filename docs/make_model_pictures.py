@@ -2,12 +2,14 @@
 
     python docs/make_model_pictures.py            # writes docs/images/network_model_*.svg
 
-Three pictures, each from a seeded episode of ``NetworkDomain(model="physical")``:
+Four pictures, each from seeded episodes of ``NetworkDomain(model="physical")``:
 
 * the best-server SINR over a neighbourhood of an overshooting cell, uptilted as the fault left
   it and after the fix (tilt 6°), 24 x 24 bins of 75 m (grey: outside the cluster);
 * a week of the serving cell's hourly PRB load, median user throughput and RLF rate in an RLF
-  episode: the daily cycle, and the fault's onset hours before the report.
+  episode: the daily cycle, and the fault's onset hours before the report;
+* the distribution of the serving cell's users' SINR in four areas (urban, suburban, rural,
+  indoor), each user weighted by the people its UE stands for, as the episode starts.
 
 The tests run this script and compare its output with the files in docs/images, so the
 pictures always show what the model computes.
@@ -155,6 +157,77 @@ def week(title: str, state) -> str:
     return "\n".join(parts) + "\n"
 
 
+#: The SINR distribution's episodes: blueprint, seed and colour.
+CDF_EPISODES = (
+    ("throughput_drop_dl", "DL_DROP_URBAN_PEAK", 0, "#d73027"),
+    ("throughput_drop_dl", "DL_DROP_SUBURBAN_SUDDEN", 0, "#fc8d59"),
+    ("coverage_hole", "COV_HOLE_RURAL_SPARSITY", 0, "#1a9850"),
+    ("throughput_drop_dl", "DL_DROP_INDOOR_CAP", 0, "#4575b4"),
+)
+
+
+def _weighted_quantiles(values: np.ndarray, weights: np.ndarray, q: np.ndarray) -> np.ndarray:
+    order = np.argsort(values)
+    cumulative = np.cumsum(weights[order]) / weights.sum()
+    return np.interp(q, cumulative, values[order])
+
+
+def sinr_cdf(title: str) -> str:
+    """The serving cell's users' SINR as a cumulative distribution, one curve per episode,
+    with its 10th, 50th and 90th percentiles in the legend."""
+    width, height, pad = 620, 360, 48
+    low, high = -10.0, 30.0
+    x_of = lambda v: pad + (width - 2 * pad) * (v - low) / (high - low)  # noqa: E731
+    y_of = lambda p: height - pad - (height - 2 * pad) * p  # noqa: E731
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        'font-family="sans-serif" font-size="11">',
+        f'<text x="{pad}" y="18" font-size="13">{title}</text>',
+        f'<rect x="{pad}" y="{pad}" width="{width - 2 * pad}" height="{height - 2 * pad}" '
+        'fill="none" stroke="#bbb"/>',
+    ]
+    for value in range(int(low), int(high) + 1, 5):
+        x = x_of(value)
+        parts += [
+            f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{pad}" y2="{height - pad}" stroke="#eee"/>',
+            f'<text x="{x - 6:.1f}" y="{height - pad + 14}">{value}</text>',
+        ]
+    for share in (0.1, 0.5, 0.9):
+        y = y_of(share)
+        parts += [
+            f'<line x1="{pad}" x2="{width - pad}" y1="{y:.1f}" y2="{y:.1f}" stroke="#eee"/>',
+            f'<text x="{pad - 26}" y="{y + 4:.1f}">{share:.1f}</text>',
+        ]
+    parts.append(f'<text x="{width / 2 - 40:.0f}" y="{height - 10}">SINR (dB)</text>')
+    shares = np.linspace(0.0, 1.0, 101)
+    for k, (key, blueprint, seed, colour) in enumerate(CDF_EPISODES):
+        env = telcoenv.make(key, domain=NetworkDomain(model="physical"), embedder=None)
+        env.reset(seed=seed, options={"blueprint": blueprint})
+        state = env.unwrapped._episode.setup.state
+        simulation = state.model.simulation
+        ev = simulation.evaluation(state.configuration(), 1.0)
+        mine = ev.radio.serving == 0
+        sinr, weight = ev.radio.sinr_db[mine], simulation.world.weight[mine]
+        curve = _weighted_quantiles(sinr, weight, shares)
+        points = " ".join(
+            f"{x_of(min(max(v, low), high)):.1f},{y_of(p):.1f}"
+            for v, p in zip(curve.tolist(), shares.tolist(), strict=True)
+        )
+        q10, q50, q90 = _weighted_quantiles(sinr, weight, np.array([0.1, 0.5, 0.9])).tolist()
+        y = y_of(0.32) + 15 * k
+        legend = x_of(11.0)
+        parts += [
+            f'<polyline points="{points}" fill="none" stroke="{colour}" stroke-width="1.5"/>',
+            f'<line x1="{legend:.1f}" x2="{legend + 20:.1f}" y1="{y - 4:.1f}" y2="{y - 4:.1f}" '
+            f'stroke="{colour}" stroke-width="2"/>',
+            f'<text x="{legend + 24:.1f}" y="{y:.1f}">{simulation.world.area}: q10 {q10:.1f}, '
+            f"q50 {q50:.1f}, q90 {q90:.1f} dB</text>",
+        ]
+        env.close()
+    parts.append("</svg>")
+    return "\n".join(parts) + "\n"
+
+
 def pictures() -> dict[str, str]:
     """Every picture, by file name."""
     _, overshoot = _episode("overshooting_cell", 3)
@@ -167,6 +240,9 @@ def pictures() -> dict[str, str]:
             "Best-server SINR after the fix (tilt 6 degrees)", overshoot, 6.0
         ),
         "network_model_week.svg": week("A week of the serving cell (RLF episode)", rlf),
+        "network_model_sinr_cdf.svg": sinr_cdf(
+            "The serving cell's users' SINR, four areas (as the episode starts)"
+        ),
     }
 
 
