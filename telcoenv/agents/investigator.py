@@ -197,7 +197,9 @@ RULES: dict[str, IntentRules] = {
     "THROUGHPUT_DROP_DL": IntentRules(
         cause=Check("config.prb_reservation_pct", ">", 10,
                     "PRBs held in reservation starve DL scheduling (standard 5 %; fault 15-30 %)",
-                    given=Check(PRB, ">=", 60, "reserved PRBs starve only a loaded cell")),
+                    given=Check(PRB, ">=", 60, "reserved PRBs starve only a loaded cell"),
+                    unless=Check("kpi.DL_thr_Mbps|kpi.throughput_p50_mbps", ">=", 40,
+                                 "users served at 40 Mbps or more are not starved")),
         alarm="Cell Capacity Threshold Crossed",
         symptoms=(
             Check("kpi.DL_thr_Mbps|kpi.throughput_p50_mbps", "<", 20,
@@ -221,8 +223,9 @@ RULES: dict[str, IntentRules] = {
     "RLF_SPIKE": IntentRules(
         cause=Check("config.t310_ms", "<=", 200,
                     "T310 far under the standard 1000 ms turns fades into RLFs (fault 50-100 ms)",
-                    given=Check("kpi.RLF_rate|kpi.rlf_rate", ">=", 1.5,
-                                "a short T310 shows as radio link failures")),
+                    given=Check("kpi.RLF_rate|kpi.rlf_rate", ">=", 1.0,
+                                "a short T310 shows as radio link failures (2x the healthy "
+                                "0.5 %)")),
         alarm="Radio Link Failure Rate High",
         symptoms=(
             Check("kpi.RLF_rate|kpi.rlf_rate", ">=", 2,
