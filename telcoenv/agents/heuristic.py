@@ -96,6 +96,16 @@ def _window(statement: str) -> str:
     return "1h" if "الساعة الماضية" in statement else "3h"
 
 
+class _Unread(dict):
+    """Template values where a name the heuristic never read (the hotspot's ``neighbour_id``:
+    it reads no neighbour audit) is blank: its calls and summary then say less, and the
+    environment answers a blank argument with an error observation, instead of the agent
+    raising a KeyError mid-episode."""
+
+    def __missing__(self, name: str) -> str:
+        return ""
+
+
 class HeuristicAgent:
     """Keyword intent guess, then the guessed intent's gold chain, then a templated summary
     (network episodes only)."""
@@ -187,15 +197,14 @@ class HeuristicAgent:
     def _template_values(self) -> dict[str, Any]:
         assert self._intent is not None
         ticket = self._intent.resolution.ticket
-        values = {
-            "cell_id": "",
-            "cluster_id": "",
-            "config_id": "",
-            **self._values,
-            "fix": self._fix(),
-            "ticket_severity": ticket.severity if ticket else "minor",
-            "ticket_team": ticket.team if ticket else "ran_optimization",
-        }
+        values = _Unread(
+            {
+                **self._values,
+                "fix": self._fix(),
+                "ticket_severity": ticket.severity if ticket else "minor",
+                "ticket_team": ticket.team if ticket else "ran_optimization",
+            }
+        )
         values["changes"] = ", ".join(f"{k} → {v}" for k, v in values["fix"].items())
         values["ticket_summary"] = self._intent.resolution.root_cause.en.format_map(values)
         return values

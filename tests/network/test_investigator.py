@@ -286,3 +286,15 @@ def test_the_scores_follow_the_documented_weights():
 
 def test_the_docs_show_the_rule_table():
     assert rules_markdown() in DOCS.read_text(encoding="utf-8")
+
+
+def test_the_heuristic_plays_an_intent_whose_templates_name_what_it_never_read():
+    """The handover failure hotspot's fix and summary name the neighbour of the relation; the
+    heuristic reads no neighbour audit, so that name is blank in its calls and summary (the
+    environment answers with an error observation) rather than a KeyError mid-episode."""
+    env = telcoenv.make("troubleshooting", embedder=None)
+    options = {"blueprint": "HO_FAIL_DOWNTOWN_SPOT", "sample_index": 0, "lang": "en"}
+    _, info = run_episode(env, load_agent("heuristic"), options=options)
+    trace = info["trace"]
+    assert trace.submission is not None and "Hotspot" in trace.submission.intent
+    assert "{neighbour_id}" not in trace.submission.summary
