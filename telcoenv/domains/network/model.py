@@ -40,6 +40,8 @@ Configuration = Mapping[str, Mapping[str, Any]]
 UE_COUNT = 240
 #: The generator stream (with the track seed) that draws the UEs beyond the cluster.
 OUTER_STREAM = 7
+#: The generator stream (with the track seed, or a map's seed) of the interference from beyond's
+#: shadowing (:func:`_beyond_fade_db`).
 BEYOND_STREAM = 8
 #: Far sectors whose interference reaches a UE of the cluster from beyond it, each shadowed
 #: on its own link (the nearest ring of sites around a cluster: six).
@@ -119,6 +121,8 @@ class World:
     # cluster's cells alone (docs/network_model.md, What it simplifies).
     outer_best_dbm: np.ndarray
     outer_power_mw: np.ndarray
+    # Per UE, the shadowing of the interference from beyond the cluster on its own links (dB,
+    # median 0: _beyond_fade_db); site_share is calibrated with it.
     beyond_fade_db: np.ndarray
     site_mbps: float = 0.0  # what the site's other sectors and layers send over its backhaul
     # How calibration ended: the rounds it ran, and the worst target's error at the round kept
@@ -327,7 +331,7 @@ def _pass(
     rsrp: np.ndarray,
     force: np.ndarray | None = None,
 ) -> tuple[radio.Radio, traffic.Traffic]:
-    beyond = radio.beyond_dbm(rsrp, world.site_share) + world.beyond_fade_db
+    beyond = radio.beyond_dbm(rsrp, world.site_share, world.beyond_fade_db)
     outside = world.outer_best_dbm - world.clutter_db
     beyond = _with_siblings(world, beyond, load)
     measured = radio.measure(
@@ -655,8 +659,8 @@ def _beyond_fade_db(scenario: str, count: int, seed: list[int]) -> np.ndarray:
     sectors', each with TR 38.901's NLOS shadow fading, independent of the serving link's and
     of each other. Their sum is log-normal to a good approximation (Fenton-Wilkinson: the
     standard deviation of a sum of equal log-normals), median 0 dB. Without it a UE's SINR
-    could not exceed 1 / share wherever it stood (a flat top: the best users' SINR 1 dB above
-    the median in two thirds of the worlds). Drawn from a generator of its own, so every other
+    could not exceed 1 / share wherever it stood (a flat top: the best tenth's SINR within 3 dB
+    of the median in two thirds of the worlds). Drawn from a generator of its own, so every other
     draw stays as it was."""
     sigma_ln = radio.SHADOW_SIGMA_DB[scenario][1] * math.log(10.0) / 10.0
     summed_ln = math.sqrt(math.log1p(math.expm1(sigma_ln**2) / BEYOND_SECTORS))

@@ -400,15 +400,16 @@ def rsrp_of(cells: Cells, coupling: Coupling) -> np.ndarray:
     return np.where(cells.active[:, None], rsrp, -np.inf)
 
 
-def beyond_dbm(rsrp: np.ndarray, share: float) -> np.ndarray | float:
+def beyond_dbm(rsrp: np.ndarray, share: float, fade_db: np.ndarray) -> np.ndarray:
     """Per UE (a column of ``rsrp``, [cells, UEs] dBm per RE): the interference of what the model
     has no cells for, the sites' other sectors and the network beyond the cluster, taken as
     ``share`` of the power the cluster's cells bring there (a site's other sectors radiate
-    where its modelled sector does; dBm per RE, -inf with none)."""
+    where its modelled sector does), shadowed at each UE by ``fade_db`` (its own links'
+    shadowing: ``model._beyond_fade_db``); dBm per RE, -inf with none."""
     if share <= 0.0:
-        return -np.inf
+        return np.full(rsrp.shape[1], -np.inf)
     total = received_mw(rsrp).sum(axis=0)
-    return _db(np.maximum(share * total, 1e-300))
+    return _db(np.maximum(share * total, 1e-300)) + fade_db
 
 
 def measure(
